@@ -1,0 +1,303 @@
+//! The checked program: the contract between the front end and the planner.
+//!
+//! Produced by [`crate::check`] from the AST. By the time a program is in this form:
+//! - every relation is resolved to a [`RelId`] and every attribute has a base [`ColType`];
+//! - every rule has exactly one head (multi-head rules and `;` disjunctions are expanded
+//!   into several rules) and a flat body of [`Literal`]s;
+//! - every variable is a [`VarId`] local to its rule with a known type; `_` is
+//!   [`Term::Wildcard`];
+//! - body atoms take only variables, constants and wildcards as arguments (an expression
+//!   argument `r(x+1)` is rewritten to `r(v), v = x+1` with a fresh variable);
+//! - every rule is range-restricted (each head variable, each variable of a negated atom
+//!   and each variable of a comparison is bound by a positive atom, by an aggregate, or by
+//!   an equality `v = expr` whose other side is bound);
+//! - constants are already encoded as `u32` ([`Value`]): symbols interned in
+//!   [`Program::symbols`], numbers as two's complement, floats as IEEE bits;
+//! - the strata are computed and topologically ordered.
+//!
+//! The reference evaluator in the tests and the planner both read this form, so it says
+//! exactly what a program means and nothing about how to run it.
+
+use crate::symbols::SymbolTable;
+use fixlog_syntax::Span;
+use std::collections::BTreeMap;
+
+/// Every value is 32 bits, as in Soufflé's default build.
+pub type Value = u32;
+/// Index into [`Program::relations`].
+pub type RelId = usize;
+/// Index into [`Rule::vars`].
+pub type VarId = usize;
+
+/// Base type of an attribute. Subtypes and aliases declared with `.type` resolve to one
+/// of these. All four are stored as 32-bit values; the type decides how comparisons,
+/// arithmetic, parsing and printing interpret the bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ColType {
+    /// `number`: signed 32-bit integer (stored as its two's complement bits).
+    Number,
+    /// `unsigned`: unsigned 32-bit integer.
+    Unsigned,
+    /// `float`: IEEE 754 single precision (stored as its bits).
+    Float,
+    /// `symbol`: a string, stored as its id in [`SymbolTable`].
+    Symbol,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    pub name: String,
+    pub ty: ColType,
+    /// The declared type name (e.g. a `.type` alias), for messages.
+    pub type_name: String,
+}
+
+/// An `.input`/`.output` directive's parameters, e.g. `IO=file, filename="x.tsv",
+/// delimiter=","`. Keys are stored as written (Soufflé's keys are case-sensitive:
+/// `IO`, `filename`, `delimiter`, `compress`, `headers`, ...).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IoDirective {
+    pub params: BTreeMap<String, String>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Relation {
+    pub name: String,
+    pub columns: Vec<Column>,
+    /// The `.decl`.
+    pub span: Span,
+    /// `.input` directives (usually zero or one).
+    pub inputs: Vec<IoDirective>,
+    /// `.output` directives.
+    pub outputs: Vec<IoDirective>,
+    /// `.printsize` was given.
+    pub printsize: bool,
+}
+
+impl Relation {
+    pub fn arity(&self) -> usize {
+        self.columns.len()
+    }
+    pub fn types(&self) -> Vec<ColType> {
+        self.columns.iter().map(|c| c.ty).collect()
+    }
+}
+
+/// A fact written in the program: `edge(1, 2).`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fact {
+    pub rel: RelId,
+    pub values: Vec<Value>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarInfo {
+    /// The source name; fresh variables introduced by the checker start with `$`.
+    pub name: String,
+    pub ty: ColType,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    pub head: Head,
+    pub body: Vec<Literal>,
+    pub vars: Vec<VarInfo>,
+    /// The whole clause in the source (shared by the rules a clause expands into).
+    pub span: Span,
+}
+
+/// The head `r(e1, ..., en)`: expressions over body variables.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Head {
+    pub rel: RelId,
+    pub args: Vec<Expr>,
+    pub span: Span,
+}
+
+/// A body atom `r(t1, ..., tn)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Atom {
+    pub rel: RelId,
+    pub args: Vec<Term>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Term {
+    Var(VarId),
+    Const(Value),
+    /// `_`
+    Wildcard,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Literal {
+    /// A positive atom: binds its variables.
+    Atom(Atom),
+    /// `!r(...)`: every variable in it is bound elsewhere (wildcards allowed).
+    Negation(Atom),
+    /// `lhs op rhs`, compared as `ty`. `v = expr` with `v` otherwise unbound binds `v`.
+    Compare {
+        op: CmpOp,
+        lhs: Expr,
+        rhs: Expr,
+        ty: ColType,
+        span: Span,
+    },
+    /// `contains(a, b)` / `match(pattern, text)` (both over symbols), possibly negated
+    /// (`!contains(...)`).
+    Predicate {
+        pred: Predicate,
+        args: Vec<Expr>,
+        negated: bool,
+        span: Span,
+    },
+    /// `out = func arg : { body }`. Binds `out`.
+    ///
+    /// Variables of `body` that also occur outside the aggregate (in the rest of the
+    /// rule) are *correlated*: the aggregate is computed once per binding of them made by
+    /// the rest of the body. All other variables of `body` are local to it.
+    /// `count` and `sum` over an empty group give 0; `min`, `max` and `mean` over an
+    /// empty group give no value (the rule does not fire for that binding).
+    Aggregate {
+        out: VarId,
+        func: AggFunc,
+        /// The aggregated expression (`None` for `count`).
+        arg: Option<Expr>,
+        body: Vec<Literal>,
+        span: Span,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Predicate {
+    /// `contains(needle, haystack)`: `needle` is a substring of `haystack`.
+    Contains,
+    /// `match(regex, text)`: the whole of `text` matches the regular expression.
+    Match,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AggFunc {
+    Count,
+    Sum,
+    Min,
+    Max,
+    /// Result is a `float`.
+    Mean,
+}
+
+/// An expression. Types are resolved: every operator knows the type it works in.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Var(VarId),
+    Const(Value),
+    /// `-e` (`ty` is Number or Float) and `bnot e`, `lnot e`.
+    Unary {
+        op: UnaryOp,
+        ty: ColType,
+        arg: Box<Expr>,
+    },
+    /// Arithmetic and bitwise operators and `min`/`max`, computed in `ty`.
+    Binary {
+        op: BinOp,
+        ty: ColType,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    /// String and conversion functors.
+    Functor {
+        func: Functor,
+        args: Vec<Expr>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    BNot,
+    LNot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    /// `^` (exponentiation in Soufflé)
+    Pow,
+    BAnd,
+    BOr,
+    BXor,
+    BShl,
+    /// `bshr`: arithmetic shift for `number`, logical for `unsigned`.
+    BShr,
+    LAnd,
+    LOr,
+    Min,
+    Max,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Functor {
+    /// `cat(s1, s2, ...)` -> symbol
+    Cat,
+    /// `strlen(s)` -> number
+    Strlen,
+    /// `substr(s, start, len)` -> symbol
+    Substr,
+    /// `ord(s)` -> number: the symbol's id (as Soufflé)
+    Ord,
+    /// `to_number(s)` -> number
+    ToNumber,
+    /// `to_string(n)` -> symbol
+    ToString,
+    /// `to_unsigned(x)`, `to_float(x)`, `itou`, `utoi`, ... conversions between numeric
+    /// types: the target type is the functor's.
+    ToUnsigned,
+    ToFloat,
+    /// float/unsigned -> number
+    ToInteger,
+}
+
+/// A stratum: a strongly connected component of the predicate dependency graph (or a
+/// single relation). Strata are ordered so that every relation a stratum reads is
+/// computed by it or by an earlier stratum.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stratum {
+    pub relations: Vec<RelId>,
+    /// Indices into [`Program::rules`] of the rules whose head is in this stratum.
+    pub rules: Vec<usize>,
+    /// Some rule reads a relation of this stratum (a cycle, possibly a self-loop).
+    pub recursive: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub relations: Vec<Relation>,
+    pub facts: Vec<Fact>,
+    pub rules: Vec<Rule>,
+    pub strata: Vec<Stratum>,
+    /// The symbols of the program text, interned. Loading facts adds more.
+    pub symbols: SymbolTable,
+}
+
+impl Program {
+    pub fn relation_id(&self, name: &str) -> Option<RelId> {
+        self.relations.iter().position(|r| r.name == name)
+    }
+}

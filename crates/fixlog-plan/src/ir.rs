@@ -1,0 +1,173 @@
+//! The physical plan: what each backend executes.
+//!
+//! A [`Plan`] is a list of [`StratumPlan`]s in evaluation order. Each rule (or, in a
+//! recursive stratum, each *delta variant* of a rule: one per body atom over a relation
+//! of the stratum) becomes a [`RulePlan`]: a straight pipeline of [`Op`]s over batches of
+//! tuples. The first op produces a batch (from a relation version or from nothing), each
+//! later op consumes the previous op's batch, and the last op's projection is the head
+//! tuple.
+//!
+//! Column numbering: every op that combines its input with something forms a *joined
+//! tuple*, evaluates its filters over it and then emits its projection:
+//!
+//! | op          | joined tuple                                         |
+//! |-------------|------------------------------------------------------|
+//! | `Scan`      | the relation's columns (declaration order)           |
+//! | `Join`      | input columns, then the inner relation's columns     |
+//! | `Filter`    | input columns                                        |
+//! | `Aggregate` | input columns, then the aggregate's value            |
+//! | `AntiJoin`  | (no projection: passes input tuples through)         |
+//!
+//! [`PExpr::Col`] refers to a column of the joined tuple. Projections are expressions, so
+//! arithmetic in heads and `x = a + b` bindings are computed while writing.
+
+use fixlog_logical::{AggFunc, BinOp, CmpOp, ColType, Functor, Predicate, RelId, UnaryOp, Value};
+
+/// Index into [`Plan::indexes`].
+pub type IndexId = usize;
+
+/// Which stored version of a relation an operator reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// Everything derived so far.
+    Full,
+    /// What the previous iteration derived that was new (recursive strata only).
+    Delta,
+}
+
+/// An expression over the columns of a joined tuple.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PExpr {
+    Col(usize),
+    Const(Value),
+    Unary {
+        op: UnaryOp,
+        ty: ColType,
+        arg: Box<PExpr>,
+    },
+    Binary {
+        op: BinOp,
+        ty: ColType,
+        lhs: Box<PExpr>,
+        rhs: Box<PExpr>,
+    },
+    Functor {
+        func: Functor,
+        args: Vec<PExpr>,
+    },
+}
+
+impl PExpr {
+    /// The column, if this is a plain column reference.
+    pub fn as_col(&self) -> Option<usize> {
+        match self {
+            PExpr::Col(c) => Some(*c),
+            _ => None,
+        }
+    }
+}
+
+/// A condition a joined tuple must satisfy.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cond {
+    Compare {
+        op: CmpOp,
+        ty: ColType,
+        lhs: PExpr,
+        rhs: PExpr,
+    },
+    Predicate {
+        pred: Predicate,
+        args: Vec<PExpr>,
+        negated: bool,
+    },
+}
+
+/// A relation stored sorted in `order` (a permutation of its columns) with a hash index
+/// over the first `key_len` columns of that order: the HISA of the design.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IndexSpec {
+    pub rel: RelId,
+    pub order: Vec<usize>,
+    pub key_len: usize,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// One tuple of arity 0 (bodies without positive atoms, e.g. `r(1) :- 2 > 1.`).
+    Unit,
+    /// Every tuple of a relation version that passes `filters`, projected.
+    Scan {
+        rel: RelId,
+        version: Version,
+        filters: Vec<Cond>,
+        project: Vec<PExpr>,
+    },
+    /// For each input tuple, every tuple of `index`'s relation version whose key columns
+    /// (`order[..key_len]`) equal `key` (expressions over the input tuple).
+    Join {
+        index: IndexId,
+        version: Version,
+        key: Vec<PExpr>,
+        filters: Vec<Cond>,
+        project: Vec<PExpr>,
+    },
+    /// Keeps the input tuples for which *no* tuple of the index's full relation has key
+    /// columns equal to `key`. (Negation; wildcards are simply not in the key.)
+    AntiJoin { index: IndexId, key: Vec<PExpr> },
+    /// Filters and projects the input.
+    Filter {
+        filters: Vec<Cond>,
+        project: Vec<PExpr>,
+    },
+    /// For each input tuple, aggregates the results of `sub` run on that tuple alone.
+    ///
+    /// `sub` is a pipeline whose input is the input batch extended with one column (at
+    /// index `input arity`) holding the tuple's row number; its last op must project
+    /// `[row number]` for `count` or `[row number, value]` otherwise. Results are grouped
+    /// by row number; `count`/`sum` of an empty group are 0, `min`/`max`/`mean` of an
+    /// empty group drop the input tuple. `ty` is the aggregated value's type (`mean` of
+    /// any type is computed in f64 and yields a `float`).
+    Aggregate {
+        func: AggFunc,
+        ty: ColType,
+        sub: Vec<Op>,
+        filters: Vec<Cond>,
+        project: Vec<PExpr>,
+    },
+}
+
+/// One rule, or one delta variant of a recursive rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RulePlan {
+    /// Index into the logical program's rules.
+    pub rule: usize,
+    /// For a delta variant: the position (in the logical rule's body) of the atom that
+    /// reads the delta.
+    pub delta_atom: Option<usize>,
+    pub head: RelId,
+    pub ops: Vec<Op>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StratumPlan {
+    pub relations: Vec<RelId>,
+    pub recursive: bool,
+    /// Rules evaluated once, before the loop, over full versions.
+    pub init: Vec<RulePlan>,
+    /// Delta variants evaluated at every iteration (empty unless `recursive`).
+    pub recursive_rules: Vec<RulePlan>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RelationInfo {
+    pub name: String,
+    pub types: Vec<ColType>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub relations: Vec<RelationInfo>,
+    pub indexes: Vec<IndexSpec>,
+    pub strata: Vec<StratumPlan>,
+}

@@ -1,0 +1,128 @@
+//! Source files and byte spans.
+//!
+//! Every construct the parser produces carries a [`Span`] so that every later stage
+//! (checker, planner, runtime errors about facts) can point back at the text that caused
+//! it. A [`SourceMap`] owns the text of every file read, including `.include`d ones.
+
+use std::path::{Path, PathBuf};
+
+/// Index of a file in a [`SourceMap`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct FileId(pub u32);
+
+/// A half-open byte range `start..end` in one source file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    pub file: FileId,
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    pub fn new(file: FileId, start: usize, end: usize) -> Span {
+        Span {
+            file,
+            start: start as u32,
+            end: end as u32,
+        }
+    }
+
+    /// The smallest span covering both `self` and `other` (same file assumed).
+    pub fn join(self, other: Span) -> Span {
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+}
+
+/// One loaded source file.
+#[derive(Clone, Debug)]
+pub struct SourceFile {
+    /// The path as the user gave it (used in messages).
+    pub name: String,
+    /// The path used to resolve relative `.include`s.
+    pub path: PathBuf,
+    pub text: String,
+    /// Byte offset of the start of each line.
+    line_starts: Vec<usize>,
+}
+
+impl SourceFile {
+    pub fn new(name: impl Into<String>, path: impl Into<PathBuf>, text: String) -> SourceFile {
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        SourceFile {
+            name: name.into(),
+            path: path.into(),
+            text,
+            line_starts,
+        }
+    }
+
+    /// 1-based (line, column) of a byte offset; the column counts characters.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let line = match self.line_starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        let start = self.line_starts[line];
+        let col = self.text[start..offset].chars().count() + 1;
+        (line + 1, col)
+    }
+
+    /// The text of a 1-based line, without its line terminator.
+    pub fn line_text(&self, line: usize) -> &str {
+        let start = self.line_starts[line - 1];
+        let end = self
+            .line_starts
+            .get(line)
+            .copied()
+            .unwrap_or(self.text.len());
+        self.text[start..end].trim_end_matches(['\n', '\r'])
+    }
+}
+
+/// All source files of one program.
+#[derive(Clone, Debug, Default)]
+pub struct SourceMap {
+    files: Vec<SourceFile>,
+}
+
+impl SourceMap {
+    pub fn new() -> SourceMap {
+        SourceMap::default()
+    }
+
+    pub fn add(&mut self, file: SourceFile) -> FileId {
+        self.files.push(file);
+        FileId(self.files.len() as u32 - 1)
+    }
+
+    pub fn add_text(&mut self, name: &str, text: &str) -> FileId {
+        self.add(SourceFile::new(name, Path::new(name), text.to_string()))
+    }
+
+    pub fn file(&self, id: FileId) -> &SourceFile {
+        &self.files[id.0 as usize]
+    }
+
+    pub fn files(&self) -> &[SourceFile] {
+        &self.files
+    }
+
+    /// `file:line:column` of the start of a span.
+    pub fn location(&self, span: Span) -> String {
+        let f = self.file(span.file);
+        let (l, c) = f.line_col(span.start as usize);
+        format!("{}:{}:{}", f.name, l, c)
+    }
+
+    /// The source text a span covers.
+    pub fn snippet(&self, span: Span) -> &str {
+        let f = self.file(span.file);
+        &f.text[span.start as usize..(span.end as usize).min(f.text.len())]
+    }
+}
