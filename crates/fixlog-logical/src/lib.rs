@@ -7,6 +7,7 @@
 
 pub mod ir;
 pub mod symbols;
+pub mod value;
 
 pub use ir::*;
 pub use symbols::SymbolTable;
