@@ -1,1 +1,43 @@
+//! Fixlog's CUDA device layer.
+//!
+//! Built without the `cuda` feature the crate compiles to the probe (which says
+//! "built without CUDA support"), the pool bookkeeping, the kernel table and the
+//! CPU reference implementations. With `cuda`, [`Gpu`] adds:
+//!
+//! * NVRTC compilation of the CUDA C++ sources in `kernels/` on first use, for
+//!   the device's architecture, cached on disk keyed by a hash of source,
+//!   options and device ([`gpu`]);
+//! * a geometric, reusing device memory pool with a byte limit ([`pool`]);
+//! * the relational primitives on row-major `u32` tuples of arity 1..=8
+//!   ([`ops`]): exclusive scan, compaction, lexicographic radix sort, unique,
+//!   merge, set difference, the hash-indexed sorted array (HISA) and a two-pass
+//!   join with fused projection and filters.
+//!
+//! Layout: relations are **row-major** (tuple = `arity` consecutive words).
+//! An LSD radix pass then moves each tuple with one contiguous (vectorised for
+//! arity 2 and 4) load and store, instead of moving a key plus a permutation and
+//! gathering every column at the end; merge, difference and unique compare
+//! whole tuples with one load each; a join reads its outer tuple in one load.
+//! `docs/gpu-results.md` records the measurements.
+//!
+//! Every driver and NVRTC result is checked and converted to [`CudaError`].
 
+pub mod cpu;
+pub mod error;
+pub mod kernels;
+pub mod pool;
+pub mod probe;
+
+#[cfg(feature = "cuda")]
+#[macro_use]
+pub mod gpu;
+#[cfg(feature = "cuda")]
+pub mod ops;
+
+pub use error::{CudaError, Result};
+pub use probe::{probe, Probe};
+
+#[cfg(feature = "cuda")]
+pub use gpu::{DevBuf, Gpu};
+#[cfg(feature = "cuda")]
+pub use ops::{Hisa, Rel, View};

@@ -1,0 +1,411 @@
+//! The device context: CUDA context + stream, lazily compiled kernel modules
+//! with an on-disk cache, and the memory pool.
+//!
+//! Module cache: the key is an FNV-1a hash of the assembled source, the NVRTC
+//! options and the device (name + compute capability); the PTX is stored as
+//! `<dir>/<module>-<hash>.ptx`, where `<dir>` is `$FIXLOG_KERNEL_CACHE`, else
+//! `$XDG_CACHE_HOME/fixlog/kernels`, else `~/.cache/fixlog/kernels`. A cache
+//! that cannot be written is not an error (compilation still works).
+
+use crate::error::{CudaError, Result};
+use crate::kernels;
+use crate::pool::{PoolCore, PoolStats, RawAlloc};
+use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::{CompileOptions, Ptx};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+
+// SAFETY: JoinSpec is #[repr(C)], plain u32 data, same layout as in join.cu.
+unsafe impl cudarc::driver::DeviceRepr for crate::cpu::JoinSpec {}
+
+/// cuMemAlloc / cuMemFree underneath the pool.
+pub struct DriverAlloc {
+    ctx: Arc<CudaContext>,
+}
+
+impl RawAlloc for DriverAlloc {
+    fn alloc(&mut self, bytes: usize) -> Result<u64> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: plain allocation; the pointer is owned by the pool.
+        unsafe { result::malloc_sync(bytes) }.map_err(|e| CudaError::driver("cuMemAlloc", e))
+    }
+    fn free(&mut self, ptr: u64, _bytes: usize) {
+        // A failing free cannot be recovered; it would surface at the next call.
+        let _ = self.ctx.bind_to_thread();
+        let _ = unsafe { result::free_sync(ptr) };
+    }
+}
+
+type SharedPool = Rc<RefCell<PoolCore<DriverAlloc>>>;
+
+/// A device buffer from the pool; returned to the pool on drop.
+pub struct DevBuf {
+    ptr: u64,
+    bytes: usize,
+    class: usize,
+    pool: SharedPool,
+}
+
+impl DevBuf {
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+    /// Bytes requested (the block may be larger).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+    pub fn capacity(&self) -> usize {
+        self.class
+    }
+}
+
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        self.pool.borrow_mut().release(self.ptr, self.class);
+    }
+}
+
+impl std::fmt::Debug for DevBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DevBuf({:#x}, {} B)", self.ptr, self.bytes)
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CompileStats {
+    pub compiled: u32,
+    pub disk_hits: u32,
+    pub compile_ms: f64,
+}
+
+/// One GPU: context, default stream, kernels, pool. Single-threaded (`!Send`).
+pub struct Gpu {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
+    pool: SharedPool,
+    modules: RefCell<HashMap<String, Arc<CudaModule>>>,
+    funcs: RefCell<HashMap<(String, String), CudaFunction>>,
+    arch: &'static str,
+    name: String,
+    cc: (i32, i32),
+    sm_count: u32,
+    total_mem: usize,
+    include_paths: Vec<String>,
+    cache_dir: Option<PathBuf>,
+    compile_stats: RefCell<CompileStats>,
+}
+
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain(std::iter::once(0xff)) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Root of the CUDA toolkit (for CUB's headers): CUDA_PATH, CUDA_HOME, /usr/local/cuda.
+pub fn cuda_root() -> Option<PathBuf> {
+    for var in ["CUDA_PATH", "CUDA_HOME", "CUDA_ROOT"] {
+        if let Ok(v) = std::env::var(var) {
+            let p = PathBuf::from(v);
+            if p.join("include").is_dir() {
+                return Some(p);
+            }
+        }
+    }
+    let p = PathBuf::from("/usr/local/cuda");
+    p.join("include").is_dir().then_some(p)
+}
+
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Ok(v) = std::env::var("FIXLOG_KERNEL_CACHE") {
+        return Some(PathBuf::from(v));
+    }
+    if let Ok(v) = std::env::var("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(v).join("fixlog/kernels"));
+    }
+    std::env::var("HOME")
+        .ok()
+        .map(|h| PathBuf::from(h).join(".cache/fixlog/kernels"))
+}
+
+impl Gpu {
+    /// Open device `ordinal` with a pool limited to `byte_limit` bytes
+    /// (`None`: 90% of the device's free memory).
+    pub fn new(ordinal: usize, byte_limit: Option<usize>) -> Result<Gpu> {
+        let p = crate::probe();
+        if !p.available {
+            return Err(CudaError::Unavailable(p.reason));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| CudaError::driver("cuCtxCreate", e))?;
+        ctx.bind_to_thread()?;
+        let stream = ctx.default_stream();
+        let name = ctx.name()?;
+        let cc = ctx.compute_capability()?;
+        let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let total_mem = ctx.total_mem()?;
+        let (free, _) = ctx.mem_get_info()?;
+        let limit = byte_limit.unwrap_or(free / 10 * 9);
+        let arch: &'static str = Box::leak(format!("sm_{}{}", cc.0, cc.1).into_boxed_str());
+        let mut include_paths = vec![];
+        if let Some(root) = cuda_root() {
+            for sub in ["include/cccl", "include"] {
+                let d = root.join(sub);
+                if d.is_dir() {
+                    include_paths.push(d.display().to_string());
+                }
+            }
+        }
+        let pool = Rc::new(RefCell::new(PoolCore::new(DriverAlloc { ctx: ctx.clone() }, limit)));
+        Ok(Gpu {
+            ctx,
+            stream,
+            pool,
+            modules: RefCell::new(HashMap::new()),
+            funcs: RefCell::new(HashMap::new()),
+            arch,
+            name,
+            cc,
+            sm_count,
+            total_mem,
+            include_paths,
+            cache_dir: default_cache_dir(),
+            compile_stats: RefCell::new(CompileStats::default()),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.cc
+    }
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+    pub fn total_mem(&self) -> usize {
+        self.total_mem
+    }
+    pub fn compile_stats(&self) -> CompileStats {
+        *self.compile_stats.borrow()
+    }
+    pub fn pool_stats(&self) -> PoolStats {
+        self.pool.borrow().stats()
+    }
+    pub fn set_pool_limit(&self, limit: usize) {
+        self.pool.borrow_mut().set_limit(limit);
+    }
+    /// Free all cached (unused) pool blocks.
+    pub fn trim_pool(&self) {
+        self.pool.borrow_mut().trim();
+    }
+
+    /// A buffer of at least `bytes` bytes from the pool.
+    pub fn alloc(&self, bytes: usize) -> Result<DevBuf> {
+        let (ptr, class) = self.pool.borrow_mut().alloc(bytes)?;
+        Ok(DevBuf {
+            ptr,
+            bytes,
+            class,
+            pool: self.pool.clone(),
+        })
+    }
+    pub fn alloc_u32(&self, n: usize) -> Result<DevBuf> {
+        self.alloc(n * 4)
+    }
+
+    pub fn htod<T: Copy>(&self, dst: u64, src: &[T]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        unsafe { result::memcpy_htod_sync(dst, src) }.map_err(|e| CudaError::driver("cuMemcpyHtoD", e))
+    }
+    pub fn dtoh<T: Copy + Default>(&self, src: u64, n: usize) -> Result<Vec<T>> {
+        let mut v = vec![T::default(); n];
+        if n > 0 {
+            unsafe { result::memcpy_dtoh_sync(&mut v, src) }.map_err(|e| CudaError::driver("cuMemcpyDtoH", e))?;
+        }
+        Ok(v)
+    }
+    pub fn dtod(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }
+            .map_err(|e| CudaError::driver("cuMemcpyDtoDAsync", e))
+    }
+    pub fn memset8(&self, dst: u64, v: u8, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        unsafe { result::memset_d8_async(dst, v, bytes, self.stream.cu_stream()) }
+            .map_err(|e| CudaError::driver("cuMemsetD8Async", e))
+    }
+    /// Wait for all queued work; surfaces asynchronous kernel errors.
+    pub fn sync(&self) -> Result<()> {
+        self.stream.synchronize().map_err(|e| CudaError::driver("stream synchronize", e))
+    }
+
+    /// Timing event (recorded on the default stream).
+    pub fn event(&self) -> Result<cudarc::driver::CudaEvent> {
+        let ev = self
+            .ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(|e| CudaError::driver("cuEventCreate", e))?;
+        ev.record(&self.stream).map_err(|e| CudaError::driver("cuEventRecord", e))?;
+        Ok(ev)
+    }
+
+    fn compile(&self, m: &kernels::KernelModule, defines: &str) -> Result<Ptx> {
+        let src = kernels::assemble(m);
+        let mut options: Vec<String> = defines.split_whitespace().map(String::from).collect();
+        options.push("-std=c++17".into());
+        let key = fnv1a(&[
+            &src,
+            &options.join(" "),
+            &self.include_paths.join(":"),
+            self.arch,
+            &self.name,
+        ]);
+        let file = self
+            .cache_dir
+            .as_ref()
+            .map(|d| d.join(format!("{}-{:016x}.ptx", m.name, key)));
+        if let Some(f) = &file {
+            if let Ok(text) = std::fs::read_to_string(f) {
+                self.compile_stats.borrow_mut().disk_hits += 1;
+                return Ok(Ptx::from_src(text));
+            }
+        }
+        let t = std::time::Instant::now();
+        let opts = CompileOptions {
+            arch: Some(self.arch),
+            include_paths: self.include_paths.clone(),
+            options,
+            name: Some(format!("{}.cu", m.name)),
+            ..Default::default()
+        };
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(&src, opts).map_err(|e| CudaError::Compile {
+            module: format!("{} {}", m.name, defines),
+            log: match &e {
+                cudarc::nvrtc::CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
+                other => format!("{other:?}"),
+            },
+        })?;
+        {
+            let mut s = self.compile_stats.borrow_mut();
+            s.compiled += 1;
+            s.compile_ms += t.elapsed().as_secs_f64() * 1e3;
+        }
+        if let Some(f) = &file {
+            let text = ptx.to_src();
+            if let Some(dir) = f.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let tmp = f.with_extension(format!("tmp{}", std::process::id()));
+            if std::fs::write(&tmp, &text).is_ok() {
+                let _ = std::fs::rename(&tmp, f);
+            }
+        }
+        Ok(ptx)
+    }
+
+    /// The kernel `function` of `module`, compiled with `defines` (e.g. "-DARITY=2").
+    pub fn function(&self, module: &str, defines: &str, function: &str) -> Result<CudaFunction> {
+        let fkey = (format!("{module} {defines}"), function.to_string());
+        if let Some(f) = self.funcs.borrow().get(&fkey) {
+            return Ok(f.clone());
+        }
+        let m = kernels::module(module).ok_or_else(|| CudaError::UnknownKernel {
+            module: module.into(),
+            function: function.into(),
+        })?;
+        if !m.functions.contains(&function) {
+            return Err(CudaError::UnknownKernel {
+                module: module.into(),
+                function: function.into(),
+            });
+        }
+        let mkey = fkey.0.clone();
+        let existing = self.modules.borrow().get(&mkey).cloned();
+        let cm = match existing {
+            Some(cm) => cm,
+            None => {
+                let ptx = self.compile(m, defines)?;
+                let cm = self
+                    .ctx
+                    .load_module(ptx)
+                    .map_err(|e| CudaError::driver(&format!("cuModuleLoadData({module} {defines})"), e))?;
+                self.modules.borrow_mut().insert(mkey, cm.clone());
+                cm
+            }
+        };
+        let f = cm
+            .load_function(function)
+            .map_err(|e| CudaError::driver(&format!("cuModuleGetFunction({function})"), e))?;
+        self.funcs.borrow_mut().insert(fkey, f.clone());
+        Ok(f)
+    }
+
+    /// Compile (or load from the disk cache) every module variant up front.
+    pub fn warm_up(&self, arities: &[usize]) -> Result<()> {
+        for m in kernels::KERNELS {
+            match m.name {
+                kernels::SCAN => {
+                    self.function(m.name, "", m.functions[0])?;
+                }
+                kernels::JOIN => {
+                    for &a in arities {
+                        for &b in arities {
+                            self.function(m.name, &join_defines(a, b), m.functions[0])?;
+                        }
+                    }
+                }
+                _ => {
+                    for &a in arities {
+                        self.function(m.name, &arity_defines(a), m.functions[0])?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn arity_defines(a: usize) -> String {
+    format!("-DARITY={a}")
+}
+pub(crate) fn join_defines(ao: usize, ai: usize) -> String {
+    format!("-DARITY={ao} -DAO={ao} -DAI={ai}")
+}
+
+/// Launch a kernel: `launch!(gpu, func, grid, block, arg, ...)`; every argument
+/// is passed by value (device pointers as `u64`).
+macro_rules! launch {
+    ($gpu:expr, $func:expr, $grid:expr, $block:expr, $($arg:expr),* $(,)?) => {{
+        let func = $func;
+        let grid: u64 = $grid as u64;
+        if grid > 0 {
+            if grid > i32::MAX as u64 {
+                return Err(crate::CudaError::Invalid(format!("grid of {grid} blocks too large")));
+            }
+            let mut b = $gpu.stream.launch_builder(&func);
+            $(
+                let a = $arg;
+                cudarc::driver::PushKernelArg::arg(&mut b, &a);
+            )*
+            let cfg = cudarc::driver::LaunchConfig {
+                grid_dim: (grid as u32, 1, 1),
+                block_dim: ($block as u32, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            unsafe { b.launch(cfg) }.map_err(|e| crate::CudaError::driver("cuLaunchKernel", e))?;
+        }
+    }};
+}

@@ -1,0 +1,459 @@
+//! Relational primitives on the GPU, driven from Rust.
+//!
+//! Device-wide passes (scan, radix sort passes, compaction) are sequences of
+//! block-level kernels launched here, since CUB's device-wide headers do not
+//! compile under NVRTC. All temporaries come from the pool; host
+//! synchronisation happens only where a size must be known on the host
+//! (output sizes of compaction and join, the varying bits before a sort).
+
+use crate::cpu::JoinSpec;
+use crate::error::{CudaError, Result};
+use crate::gpu::{arity_defines, join_defines, DevBuf, Gpu};
+use crate::kernels::{HISA, JOIN, REL, SCAN, SORT};
+
+const SCAN_TILE: usize = 256 * 16;
+const BLOCK: u32 = 256;
+
+fn sort_tile(arity: usize) -> usize {
+    256 * if arity <= 2 {
+        8
+    } else if arity <= 4 {
+        6
+    } else {
+        4
+    }
+}
+fn merge_tile(arity: usize) -> usize {
+    256 * match arity {
+        1 => 16,
+        2 => 8,
+        3 | 4 => 4,
+        _ => 2,
+    }
+}
+fn blocks(n: usize, per: usize) -> usize {
+    n.div_ceil(per)
+}
+
+/// A relation on the device: `n` tuples of `arity` u32 words, row-major.
+#[derive(Debug)]
+pub struct Rel {
+    pub buf: DevBuf,
+    pub n: usize,
+    pub arity: usize,
+}
+
+/// A borrowed range of a relation.
+#[derive(Debug, Clone, Copy)]
+pub struct View {
+    pub ptr: u64,
+    pub n: usize,
+    pub arity: usize,
+}
+
+impl Rel {
+    pub fn view(&self) -> View {
+        View {
+            ptr: self.buf.ptr(),
+            n: self.n,
+            arity: self.arity,
+        }
+    }
+    pub fn bytes(&self) -> usize {
+        self.n * self.arity * 4
+    }
+}
+
+impl View {
+    pub fn slice(&self, start: usize, end: usize) -> View {
+        assert!(start <= end && end <= self.n);
+        View {
+            ptr: self.ptr + (start * self.arity * 4) as u64,
+            n: end - start,
+            arity: self.arity,
+        }
+    }
+}
+
+fn check_arity(a: usize) -> Result<()> {
+    if (1..=8).contains(&a) {
+        Ok(())
+    } else {
+        Err(CudaError::Invalid(format!("arity {a} not in 1..=8")))
+    }
+}
+
+/// Hash-indexed sorted array: a sorted relation, the start offset of each
+/// distinct key prefix, and an open-addressing table key -> key number.
+pub struct Hisa {
+    pub rel: Rel,
+    pub kc: usize,
+    pub nkeys: usize,
+    pub starts: DevBuf,
+    pub table: DevBuf,
+    pub mask: u32,
+}
+
+impl Gpu {
+    // ---------- data movement ----------
+
+    pub fn upload(&self, rows: &[u32], arity: usize) -> Result<Rel> {
+        check_arity(arity)?;
+        if rows.len() % arity != 0 {
+            return Err(CudaError::Invalid("row data not a multiple of arity".into()));
+        }
+        let buf = self.alloc(rows.len() * 4)?;
+        self.htod(buf.ptr(), rows)?;
+        Ok(Rel {
+            buf,
+            n: rows.len() / arity,
+            arity,
+        })
+    }
+
+    pub fn download(&self, v: View) -> Result<Vec<u32>> {
+        self.dtoh(v.ptr, v.n * v.arity)
+    }
+
+    pub fn empty(&self, arity: usize) -> Result<Rel> {
+        Ok(Rel {
+            buf: self.alloc(0)?,
+            n: 0,
+            arity,
+        })
+    }
+
+    pub fn copy(&self, v: View) -> Result<Rel> {
+        let buf = self.alloc(v.n * v.arity * 4)?;
+        self.dtod(buf.ptr(), v.ptr, v.n * v.arity * 4)?;
+        Ok(Rel {
+            buf,
+            n: v.n,
+            arity: v.arity,
+        })
+    }
+
+    /// Fill `words` u32 at `ptr` with deterministic pseudo-random values & mask.
+    pub fn fill_random(&self, ptr: u64, words: usize, seed: u32, mask: u32) -> Result<()> {
+        let f = self.function(SCAN, "", "fill_random")?;
+        let grid = blocks(words, 256).min(self.sm_count() as usize * 32);
+        launch!(self, f, grid, BLOCK, ptr, words as u64, seed, mask);
+        Ok(())
+    }
+
+    /// Random 0/1 flags.
+    pub fn fill_flags(&self, ptr: u64, n: usize, seed: u32) -> Result<()> {
+        let f = self.function(SCAN, "", "fill_flags")?;
+        launch!(self, f, blocks(n, 256), BLOCK, ptr, n as u64, seed);
+        Ok(())
+    }
+
+    // ---------- scan ----------
+
+    fn scan_into(&self, inp: u64, n: usize, out: u64, total: u64, wide: bool) -> Result<()> {
+        let (red, down) = if wide {
+            ("scan_reduce_u64", "scan_down_u64")
+        } else {
+            ("scan_reduce_u32", "scan_down_u32")
+        };
+        let nb = blocks(n, SCAN_TILE);
+        let fdown = self.function(SCAN, "", down)?;
+        if nb <= 1 {
+            launch!(self, fdown, 1, BLOCK, inp, n as u64, 0u64, out, total);
+            return Ok(());
+        }
+        let parts = self.alloc((nb + 1) * 8)?;
+        let fred = self.function(SCAN, "", red)?;
+        launch!(self, fred, nb, BLOCK, inp, n as u64, parts.ptr());
+        self.scan_into(parts.ptr(), nb, parts.ptr(), parts.ptr() + nb as u64 * 8, true)?;
+        launch!(self, fdown, nb, BLOCK, inp, n as u64, parts.ptr(), out, total);
+        Ok(())
+    }
+
+    /// Exclusive scan of `n` u32 at `inp` into `out` (may equal `inp`);
+    /// returns the total (as u64: outputs wrap if it exceeds u32).
+    pub fn exclusive_scan(&self, inp: u64, n: usize, out: u64) -> Result<u64> {
+        if n == 0 {
+            return Ok(0);
+        }
+        let total = self.alloc(8)?;
+        self.scan_into(inp, n, out, total.ptr(), false)?;
+        Ok(self.dtoh::<u64>(total.ptr(), 1)?[0])
+    }
+
+    // ---------- compaction ----------
+
+    /// Rows of `v` whose flag (u32 at `flags`) is non-zero, in order.
+    pub fn compact(&self, v: View, flags: u64) -> Result<Rel> {
+        check_arity(v.arity)?;
+        if v.n == 0 {
+            return self.empty(v.arity);
+        }
+        let offs = self.alloc_u32(v.n)?;
+        let total = self.exclusive_scan(flags, v.n, offs.ptr())? as usize;
+        let out = self.alloc(total * v.arity * 4)?;
+        let f = self.function(REL, &arity_defines(v.arity), "compact_rows")?;
+        launch!(self, f, blocks(v.n, 256), BLOCK, v.ptr, v.n as u64, flags, offs.ptr(), out.ptr());
+        Ok(Rel {
+            buf: out,
+            n: total,
+            arity: v.arity,
+        })
+    }
+
+    // ---------- sort ----------
+
+    /// Per word: bits that differ between tuples (OR ^ AND).
+    pub fn varying_bits(&self, v: View) -> Result<Vec<u32>> {
+        let a = v.arity;
+        let buf = self.alloc(2 * a * 4)?;
+        let mut init = vec![0u32; a];
+        init.extend(std::iter::repeat_n(u32::MAX, a));
+        self.htod(buf.ptr(), &init)?;
+        let f = self.function(SORT, &arity_defines(a), "radix_bits")?;
+        let grid = blocks(v.n, 256).min(self.sm_count() as usize * 8);
+        launch!(self, f, grid, BLOCK, v.ptr, v.n as u64, buf.ptr());
+        let r = self.dtoh::<u32>(buf.ptr(), 2 * a)?;
+        Ok((0..a).map(|k| r[k] ^ r[a + k]).collect())
+    }
+
+    /// Sort a relation lexicographically in place (LSD radix, 8-bit digits;
+    /// digits that never vary are skipped). Returns the number of passes.
+    pub fn sort(&self, rel: &mut Rel) -> Result<usize> {
+        check_arity(rel.arity)?;
+        let (n, a) = (rel.n, rel.arity);
+        if n <= 1 {
+            return Ok(0);
+        }
+        let vary = self.varying_bits(rel.view())?;
+        let mut digits = vec![];
+        for w in (0..a).rev() {
+            for shift in [0u32, 8, 16, 24] {
+                if (vary[w] >> shift) & 255 != 0 {
+                    digits.push((w as u32, shift));
+                }
+            }
+        }
+        if digits.is_empty() {
+            return Ok(0);
+        }
+        let defs = arity_defines(a);
+        let fh = self.function(SORT, &defs, "radix_hist")?;
+        let fs = self.function(SORT, &defs, "radix_scatter")?;
+        let nb = blocks(n, sort_tile(a));
+        let hist = self.alloc(256 * nb * 4)?;
+        let total = self.alloc(8)?;
+        let mut other = self.alloc(n * a * 4)?;
+        for &(w, shift) in &digits {
+            let (src, dst) = (rel.buf.ptr(), other.ptr());
+            launch!(self, fh.clone(), nb, 256, src, n as u64, w, shift, hist.ptr());
+            self.scan_into(hist.ptr(), 256 * nb, hist.ptr(), total.ptr(), false)?;
+            launch!(self, fs.clone(), nb, 256, src, dst, n as u64, w, shift, hist.ptr());
+            std::mem::swap(&mut rel.buf, &mut other);
+        }
+        Ok(digits.len())
+    }
+
+    /// Remove adjacent duplicates of a sorted relation.
+    pub fn unique(&self, v: View) -> Result<Rel> {
+        if v.n == 0 {
+            return self.empty(v.arity);
+        }
+        let flags = self.alloc_u32(v.n)?;
+        let f = self.function(REL, &arity_defines(v.arity), "unique_flags")?;
+        launch!(self, f, blocks(v.n, 256), BLOCK, v.ptr, v.n as u64, flags.ptr());
+        self.compact(v, flags.ptr())
+    }
+
+    pub fn sort_unique(&self, mut rel: Rel) -> Result<Rel> {
+        self.sort(&mut rel)?;
+        self.unique(rel.view())
+    }
+
+    // ---------- merge / difference ----------
+
+    /// Merge two sorted relations (duplicates kept; ties take `a` first).
+    pub fn merge(&self, a: View, b: View) -> Result<Rel> {
+        if a.arity != b.arity {
+            return Err(CudaError::Invalid("merge: arity mismatch".into()));
+        }
+        check_arity(a.arity)?;
+        let n = a.n + b.n;
+        let out = self.alloc(n * a.arity * 4)?;
+        if a.n == 0 || b.n == 0 {
+            let s = if a.n == 0 { b } else { a };
+            self.dtod(out.ptr(), s.ptr, s.n * s.arity * 4)?;
+        } else {
+            let f = self.function(REL, &arity_defines(a.arity), "merge_rows")?;
+            launch!(self, f, blocks(n, merge_tile(a.arity)), 256, a.ptr, a.n as u64, b.ptr, b.n as u64, out.ptr());
+        }
+        Ok(Rel {
+            buf: out,
+            n,
+            arity: a.arity,
+        })
+    }
+
+    /// Keep-flags of `a − b` (b sorted; a sorted for the merge method).
+    pub fn difference_flags(&self, a: View, b: View, flags: u64, by_search: bool) -> Result<()> {
+        let defs = arity_defines(a.arity);
+        if by_search {
+            let f = self.function(REL, &defs, "diff_flags_search")?;
+            launch!(self, f, blocks(a.n, 256), BLOCK, a.ptr, a.n as u64, b.ptr, b.n as u64, flags);
+        } else {
+            let f = self.function(REL, &defs, "diff_flags_merge")?;
+            let grid = blocks(a.n + b.n, merge_tile(a.arity));
+            launch!(self, f, grid, 256, a.ptr, a.n as u64, b.ptr, b.n as u64, flags);
+        }
+        Ok(())
+    }
+
+    /// `a − b` of sorted relations. `by_search`: None picks binary search when
+    /// |a| is much smaller than |b|, else the merge-path method.
+    pub fn difference_with(&self, a: View, b: View, by_search: Option<bool>) -> Result<Rel> {
+        if a.arity != b.arity {
+            return Err(CudaError::Invalid("difference: arity mismatch".into()));
+        }
+        check_arity(a.arity)?;
+        if a.n == 0 || b.n == 0 {
+            return self.copy(a);
+        }
+        let search = by_search.unwrap_or(a.n * 16 < b.n);
+        let flags = self.alloc_u32(a.n)?;
+        self.difference_flags(a, b, flags.ptr(), search)?;
+        self.compact(a, flags.ptr())
+    }
+
+    pub fn difference(&self, a: View, b: View) -> Result<Rel> {
+        self.difference_with(a, b, None)
+    }
+
+    // ---------- HISA ----------
+
+    /// Build a HISA over a sorted relation, keyed by its first `kc` columns.
+    pub fn build_hisa(&self, rel: Rel, kc: usize) -> Result<Hisa> {
+        if kc == 0 || kc > rel.arity {
+            return Err(CudaError::Invalid(format!("key width {kc} for arity {}", rel.arity)));
+        }
+        if rel.n >= u32::MAX as usize {
+            return Err(CudaError::Invalid("HISA relation too large for u32 offsets".into()));
+        }
+        let n = rel.n;
+        let defs = arity_defines(rel.arity);
+        let flags = self.alloc_u32(n.max(1))?;
+        let offs = self.alloc_u32(n.max(1))?;
+        let nkeys = if n == 0 {
+            0
+        } else {
+            let f = self.function(HISA, &defs, "hisa_key_flags")?;
+            launch!(self, f, blocks(n, 256), BLOCK, rel.buf.ptr(), n as u64, kc as u32, flags.ptr());
+            self.exclusive_scan(flags.ptr(), n, offs.ptr())? as usize
+        };
+        let starts = self.alloc_u32(nkeys + 1)?;
+        if nkeys > 0 {
+            let f = self.function(SCAN, "", "compact_index")?;
+            launch!(self, f, blocks(n, 256), BLOCK, flags.ptr(), offs.ptr(), n as u64, starts.ptr());
+        }
+        self.htod(starts.ptr() + nkeys as u64 * 4, &[n as u32])?;
+        let size = (2 * nkeys).next_power_of_two().max(2);
+        let table = self.alloc_u32(size)?;
+        self.memset8(table.ptr(), 0xff, size * 4)?;
+        if nkeys > 0 {
+            let f = self.function(HISA, &defs, "hisa_insert")?;
+            launch!(self, f, blocks(nkeys, 256), BLOCK, rel.buf.ptr(), starts.ptr(), nkeys as u32, kc as u32, table.ptr(), (size - 1) as u32);
+        }
+        Ok(Hisa {
+            rel,
+            kc,
+            nkeys,
+            starts,
+            table,
+            mask: (size - 1) as u32,
+        })
+    }
+
+    /// Range [begin, end) of each query key (kc words each); (0, 0) if absent.
+    pub fn hisa_lookup(&self, h: &Hisa, keys: &[u32]) -> Result<Vec<(u32, u32)>> {
+        let nq = keys.len() / h.kc;
+        if nq == 0 {
+            return Ok(vec![]);
+        }
+        let kb = self.alloc_u32(keys.len())?;
+        self.htod(kb.ptr(), keys)?;
+        let bb = self.alloc_u32(nq)?;
+        let eb = self.alloc_u32(nq)?;
+        let f = self.function(HISA, &arity_defines(h.rel.arity), "hisa_lookup")?;
+        launch!(self, f, blocks(nq, 256), BLOCK, h.rel.buf.ptr(), h.starts.ptr(), h.table.ptr(), h.mask, h.kc as u32, kb.ptr(), nq as u64, bb.ptr(), eb.ptr());
+        let b = self.dtoh::<u32>(bb.ptr(), nq)?;
+        let e = self.dtoh::<u32>(eb.ptr(), nq)?;
+        Ok(b.into_iter().zip(e).collect())
+    }
+
+    // ---------- join ----------
+
+    fn check_spec(outer: View, inner: &Hisa, s: &JoinSpec) -> Result<()> {
+        let ai = inner.rel.arity as u32;
+        let ao = outer.arity as u32;
+        let ok_ref = |r: u32| if r & 256 != 0 { (r & 255) < ai } else { r < ao };
+        let ok = s.kc as usize == inner.kc
+            && (1..=8).contains(&s.nout)
+            && s.nfilt <= 4
+            && s.okey[..s.kc as usize].iter().all(|&c| c < ao)
+            && s.proj[..s.nout as usize].iter().all(|&r| ok_ref(r))
+            && s.filt[..s.nfilt as usize]
+                .iter()
+                .all(|f| f[1] <= 5 && ok_ref(f[0]) && (f[2] == 0xFFFF || ok_ref(f[2])));
+        if ok {
+            Ok(())
+        } else {
+            Err(CudaError::Invalid(format!("join spec does not fit arities {ao}/{ai}: {s:?}")))
+        }
+    }
+
+    /// Two-pass join of `outer` against a HISA: count, scan, write. Output
+    /// tuples are ordered by outer tuple, then by inner position. If the
+    /// output would exceed u32 offsets, the outer relation is split.
+    pub fn join(&self, outer: View, inner: &Hisa, spec: &JoinSpec) -> Result<Rel> {
+        check_arity(outer.arity)?;
+        Self::check_spec(outer, inner, spec)?;
+        let nout = spec.nout as usize;
+        if outer.n == 0 || inner.rel.n == 0 {
+            return self.empty(nout);
+        }
+        let defs = join_defines(outer.arity, inner.rel.arity);
+        let counts = self.alloc_u32(outer.n)?;
+        let fc = self.function(JOIN, &defs, "join_count")?;
+        let grid = blocks(outer.n, 256);
+        let (ip, sp, tp) = (inner.rel.buf.ptr(), inner.starts.ptr(), inner.table.ptr());
+        launch!(self, fc, grid, BLOCK, outer.ptr, outer.n as u64, ip, sp, tp, inner.mask, *spec, counts.ptr());
+        let total = self.exclusive_scan(counts.ptr(), outer.n, counts.ptr())?;
+        if total > u32::MAX as u64 {
+            if outer.n == 1 {
+                return Err(CudaError::Invalid("one outer tuple joins with over 2^32 tuples".into()));
+            }
+            drop(counts);
+            let mid = outer.n / 2;
+            let l = self.join(outer.slice(0, mid), inner, spec)?;
+            let r = self.join(outer.slice(mid, outer.n), inner, spec)?;
+            let out = self.alloc((l.n + r.n) * nout * 4)?;
+            self.dtod(out.ptr(), l.buf.ptr(), l.bytes())?;
+            self.dtod(out.ptr() + l.bytes() as u64, r.buf.ptr(), r.bytes())?;
+            return Ok(Rel {
+                buf: out,
+                n: l.n + r.n,
+                arity: nout,
+            });
+        }
+        let total = total as usize;
+        let out = self.alloc(total * nout * 4)?;
+        if total > 0 {
+            let fw = self.function(JOIN, &defs, "join_write")?;
+            launch!(self, fw, grid, BLOCK, outer.ptr, outer.n as u64, ip, sp, tp, inner.mask, *spec, counts.ptr(), out.ptr());
+        }
+        Ok(Rel {
+            buf: out,
+            n: total,
+            arity: nout,
+        })
+    }
+}
