@@ -4,10 +4,36 @@
 //! ──stratify──▶ ir::Program`
 //!
 //! [`ir`] is the logical program the planner and the reference evaluator read.
+//! [`compile_file`] and [`compile_str`] run the whole front end (parsing, `.include`s,
+//! checking, stratification) and return every error found as [`Diagnostics`], rendered
+//! against the [`SourceMap`] they fill.
 
+pub mod check;
+mod fold;
 pub mod ir;
+pub mod stratify;
 pub mod symbols;
-pub mod value;
 
+pub use check::{check, expr_type, type_name};
 pub use ir::*;
 pub use symbols::SymbolTable;
+
+use fixlog_syntax::{Diagnostics, SourceMap};
+use std::path::Path;
+
+/// Read the program in `path` (and its `.include`s), check and stratify it.
+pub fn compile_file(path: &Path, sources: &mut SourceMap) -> Result<ir::Program, Diagnostics> {
+    let ast = fixlog_syntax::parse_file(path, sources)?;
+    check::check(&ast, sources)
+}
+
+/// Check and stratify program text; `name` is used in messages and to resolve relative
+/// `.include`s.
+pub fn compile_str(
+    name: &str,
+    text: &str,
+    sources: &mut SourceMap,
+) -> Result<ir::Program, Diagnostics> {
+    let ast = fixlog_syntax::parse_str(name, text, sources)?;
+    check::check(&ast, sources)
+}

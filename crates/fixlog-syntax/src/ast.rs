@@ -1,0 +1,316 @@
+//! The abstract syntax tree of a Soufflé-syntax program.
+//!
+//! The AST mirrors the text closely: names are unresolved strings, `;` disjunctions and
+//! aggregates nested in expressions are kept as written, and every node carries the
+//! [`Span`] of the text it came from so that the checker can point at it. Deciding what a
+//! name means (relation, type, functor, predicate such as `contains`) is the checker's
+//! job, not the parser's: `contains(a, b)` is parsed as an [`Atom`] like any other.
+
+use crate::source::Span;
+
+/// A name with its location.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+/// A whole program (with `.include`s already spliced in when loaded through
+/// [`crate::parse_file`] or [`crate::parse_str`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Program {
+    pub items: Vec<Item>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    /// `.decl r(a: number, b: T) qualifiers`
+    Decl(Decl),
+    /// `.type T <: number`, `.type T = A | B`, ...
+    Type(TypeDecl),
+    /// `.input`, `.output`, `.printsize`, `.limitsize`
+    Directive(Directive),
+    /// `.include "file"` (only present in the output of [`crate::parse`]; the loaders
+    /// replace it by the included file's items).
+    Include { path: String, span: Span },
+    /// `.pragma ...`: accepted and ignored.
+    Pragma { span: Span },
+    /// `.functor name(...): type` (user-defined functors; rejected by the checker).
+    Functor { name: Ident, span: Span },
+    /// A fact (`edge(1, 2).`) or a rule (`a(x), b(x) :- c(x).`).
+    Clause(Clause),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decl {
+    pub name: Ident,
+    pub attrs: Vec<Attribute>,
+    /// `btree`, `brie`, `eqrel`, ... as written.
+    pub qualifiers: Vec<Ident>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attribute {
+    pub name: Ident,
+    pub ty: Ident,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeDecl {
+    pub name: Ident,
+    pub def: TypeDef,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TypeDef {
+    /// `.type T <: base`
+    Subtype(Ident),
+    /// `.type T = A` (one member) or `.type T = A | B | ...`
+    Union(Vec<Ident>),
+    /// `.type T = [a: number, ...]`
+    Record(Span),
+    /// `.type T = A { ... } | B { ... }`
+    Adt(Span),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectiveKind {
+    Input,
+    Output,
+    PrintSize,
+    LimitSize,
+}
+
+impl DirectiveKind {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            DirectiveKind::Input => ".input",
+            DirectiveKind::Output => ".output",
+            DirectiveKind::PrintSize => ".printsize",
+            DirectiveKind::LimitSize => ".limitsize",
+        }
+    }
+}
+
+/// `.input a, b(IO=file, filename="a.tsv")`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Directive {
+    pub kind: DirectiveKind,
+    pub relations: Vec<Ident>,
+    /// `key = value`; the value as text (string contents without quotes).
+    pub params: Vec<(Ident, String)>,
+    pub span: Span,
+}
+
+/// `heads :- body.` or, with `body == None`, the fact(s) `heads.`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Clause {
+    pub heads: Vec<Atom>,
+    pub body: Option<Body>,
+    pub span: Span,
+}
+
+/// A rule body: literals combined with `,` and `;`, parenthesised as written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    Literal(Literal),
+    /// `b1, b2, ...`
+    And(Vec<Body>, Span),
+    /// `b1; b2; ...`
+    Or(Vec<Body>, Span),
+}
+
+impl Body {
+    pub fn span(&self) -> Span {
+        match self {
+            Body::Literal(l) => l.span(),
+            Body::And(_, s) | Body::Or(_, s) => *s,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Literal {
+    /// `r(...)` (also `contains(...)`, `match(...)`)
+    Atom(Atom),
+    /// `!r(...)`; `span` covers the `!` and the atom.
+    Negation { atom: Atom, span: Span },
+    /// `lhs op rhs`
+    Compare {
+        op: CmpOp,
+        lhs: Expr,
+        rhs: Expr,
+        span: Span,
+    },
+    /// `true` / `false`
+    Bool(bool, Span),
+}
+
+impl Literal {
+    pub fn span(&self) -> Span {
+        match self {
+            Literal::Atom(a) => a.span,
+            Literal::Negation { span, .. } | Literal::Compare { span, .. } => *span,
+            Literal::Bool(_, s) => *s,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Atom {
+    pub name: Ident,
+    pub args: Vec<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    /// `-e`
+    Neg,
+    /// `bnot e`
+    BNot,
+    /// `lnot e`
+    LNot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Pow,
+    BAnd,
+    BOr,
+    BXor,
+    BShl,
+    BShr,
+    LAnd,
+    LOr,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Pow => "^",
+            BinOp::BAnd => "band",
+            BinOp::BOr => "bor",
+            BinOp::BXor => "bxor",
+            BinOp::BShl => "bshl",
+            BinOp::BShr => "bshr",
+            BinOp::LAnd => "land",
+            BinOp::LOr => "lor",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AggKind {
+    Count,
+    Sum,
+    Min,
+    Max,
+    Mean,
+}
+
+impl AggKind {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            AggKind::Count => "count",
+            AggKind::Sum => "sum",
+            AggKind::Min => "min",
+            AggKind::Max => "max",
+            AggKind::Mean => "mean",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Var(Ident),
+    /// `_`
+    Wildcard(Span),
+    /// An integer literal as written (decimal, `0x..`, `0b..`), not yet range-checked:
+    /// its type (number, unsigned or float) comes from the context.
+    Int(u64, Span),
+    /// An integer literal with the `u` suffix.
+    Unsigned(u64, Span),
+    /// A literal with a fraction or exponent.
+    Float(f64, Span),
+    /// A string literal, escapes resolved.
+    Str(String, Span),
+    Unary {
+        op: UnaryOp,
+        arg: Box<Expr>,
+        span: Span,
+    },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+        span: Span,
+    },
+    /// `f(args)`: a built-in functor (`cat`, `min`, ...) or, with `user == true`, a
+    /// user-defined functor `@f(args)`.
+    Call {
+        name: Ident,
+        args: Vec<Expr>,
+        user: bool,
+        span: Span,
+    },
+    /// `count : { body }`, `sum e : { body }`, `min e : r(x)`, ...
+    Aggregate {
+        kind: AggKind,
+        arg: Option<Box<Expr>>,
+        body: Box<Body>,
+        span: Span,
+    },
+}
+
+impl Expr {
+    pub fn span(&self) -> Span {
+        match self {
+            Expr::Var(i) => i.span,
+            Expr::Wildcard(s)
+            | Expr::Int(_, s)
+            | Expr::Unsigned(_, s)
+            | Expr::Float(_, s)
+            | Expr::Str(_, s) => *s,
+            Expr::Unary { span, .. }
+            | Expr::Binary { span, .. }
+            | Expr::Call { span, .. }
+            | Expr::Aggregate { span, .. } => *span,
+        }
+    }
+}

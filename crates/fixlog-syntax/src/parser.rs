@@ -1,0 +1,941 @@
+//! Recursive-descent parser for Soufflé's syntax, and the loader that resolves
+//! `.include`s.
+//!
+//! The parser works item by item (a directive or a clause). On a syntax error it records
+//! an "expected X, found Y" diagnostic pointing at the offending token, skips to the end of
+//! the clause (the next `.`) or to the next directive, and goes on, so one run reports the
+//! errors of every item. Nothing here panics on any input: all token access is bounded by
+//! the final [`TokenKind::Eof`] token.
+//!
+//! Operator precedence follows Soufflé's grammar, loosest first: `lor`, `land`, `bor`,
+//! `bxor`, `band`, `bshl`/`bshr`, `+ -`, `* / %`, unary `-`/`bnot`/`lnot`, and `^`
+//! (right-associative and tighter than unary minus, so `-2^2` is `-(2^2)`).
+
+use crate::ast::*;
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::lexer::{lex, Token, TokenKind};
+use crate::source::{FileId, SourceFile, SourceMap, Span};
+use std::path::{Path, PathBuf};
+
+type PResult<T> = Result<T, Diagnostic>;
+
+/// Parse one file of `sources` (without resolving `.include`s: they stay
+/// [`Item::Include`]). Returns every syntax error found.
+pub fn parse(sources: &SourceMap, file: FileId) -> Result<Program, Diagnostics> {
+    let (program, errors) = parse_text(file, &sources.file(file).text);
+    if errors.is_empty() {
+        Ok(program)
+    } else {
+        Err(Diagnostics(errors))
+    }
+}
+
+/// Parse `text` as file `file`, returning the (possibly partial) program and the errors.
+pub fn parse_text(file: FileId, text: &str) -> (Program, Vec<Diagnostic>) {
+    let (tokens, mut errors) = lex(file, text);
+    let mut p = Parser {
+        toks: &tokens,
+        pos: 0,
+        file,
+    };
+    let (items, parse_errors) = p.program();
+    errors.extend(parse_errors);
+    errors.sort_by_key(|d| d.span.map(|s| s.start));
+    (Program { items }, errors)
+}
+
+/// Read, parse and splice in `.include`s of the program in `path`.
+///
+/// A file that cannot be read is an error without a span naming the path and the OS
+/// error; an include that cannot be read, or that would include a file already being
+/// included (a cycle), is an error pointing at the directive. Includes are resolved
+/// relative to the directory of the including file.
+pub fn parse_file(path: &Path, sources: &mut SourceMap) -> Result<Program, Diagnostics> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Diagnostic::without_span(format!("cannot read `{}`: {e}", path.display())))?;
+    let file = sources.add(SourceFile::new(path.display().to_string(), path, text));
+    let mut loader = Loader { errors: Vec::new() };
+    let mut stack = vec![std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())];
+    let items = loader.load(file, sources, &mut stack);
+    loader.finish(items)
+}
+
+/// Parse program text named `name` (used in messages); `.include`s are resolved relative
+/// to the directory part of `name` (the current directory if it has none).
+pub fn parse_str(name: &str, text: &str, sources: &mut SourceMap) -> Result<Program, Diagnostics> {
+    let file = sources.add_text(name, text);
+    let mut loader = Loader { errors: Vec::new() };
+    let mut stack = Vec::new();
+    let items = loader.load(file, sources, &mut stack);
+    loader.finish(items)
+}
+
+struct Loader {
+    errors: Vec<Diagnostic>,
+}
+
+impl Loader {
+    fn finish(self, items: Vec<Item>) -> Result<Program, Diagnostics> {
+        if self.errors.is_empty() {
+            Ok(Program { items })
+        } else {
+            Err(Diagnostics(self.errors))
+        }
+    }
+
+    fn load(
+        &mut self,
+        file: FileId,
+        sources: &mut SourceMap,
+        stack: &mut Vec<PathBuf>,
+    ) -> Vec<Item> {
+        let (program, errors) = parse_text(file, &sources.file(file).text);
+        self.errors.extend(errors);
+        let dir = sources
+            .file(file)
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(program.items.len());
+        for item in program.items {
+            let Item::Include { path, span } = item else {
+                out.push(item);
+                continue;
+            };
+            let full = dir.join(&path);
+            let text = match std::fs::read_to_string(&full) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.errors.push(Diagnostic::error(
+                        format!("cannot read included file `{}`: {e}", full.display()),
+                        span,
+                    ));
+                    continue;
+                }
+            };
+            let canonical = std::fs::canonicalize(&full).unwrap_or_else(|_| full.clone());
+            if stack.contains(&canonical) {
+                let chain: Vec<String> = stack
+                    .iter()
+                    .chain(std::iter::once(&canonical))
+                    .map(|p| p.display().to_string())
+                    .collect();
+                self.errors.push(
+                    Diagnostic::error(
+                        format!(
+                            "include cycle: `{}` is already being included",
+                            full.display()
+                        ),
+                        span,
+                    )
+                    .with_note(format!("cycle: {}", chain.join(" -> "))),
+                );
+                continue;
+            }
+            let included = sources.add(SourceFile::new(full.display().to_string(), &full, text));
+            stack.push(canonical);
+            out.extend(self.load(included, sources, stack));
+            stack.pop();
+        }
+        out
+    }
+}
+
+struct Parser<'t> {
+    toks: &'t [Token],
+    pos: usize,
+    file: FileId,
+}
+
+/// `.decl` qualifiers that are recognised (and, except `eqrel`, ignored by the checker).
+const QUALIFIERS: &[&str] = &[
+    "btree",
+    "brie",
+    "eqrel",
+    "inline",
+    "no_inline",
+    "magic",
+    "no_magic",
+    "override",
+    "btree_delete",
+    "input",
+    "output",
+    "printsize",
+];
+
+impl<'t> Parser<'t> {
+    fn tok(&self) -> &'t Token {
+        let toks: &'t [Token] = self.toks;
+        &toks[self.pos.min(toks.len() - 1)]
+    }
+
+    fn peek(&self) -> &'t TokenKind {
+        &self.tok().kind
+    }
+
+    fn peek_n(&self, n: usize) -> &'t TokenKind {
+        let toks: &'t [Token] = self.toks;
+        &toks[(self.pos + n).min(toks.len() - 1)].kind
+    }
+
+    fn bump(&mut self) -> &'t Token {
+        let t = self.tok();
+        if t.kind != TokenKind::Eof {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn at(&self, k: &TokenKind) -> bool {
+        self.peek() == k
+    }
+
+    fn eat(&mut self, k: &TokenKind) -> Option<Span> {
+        if self.at(k) {
+            Some(self.bump().span)
+        } else {
+            None
+        }
+    }
+
+    /// The end of the last consumed token.
+    fn prev_end(&self) -> u32 {
+        if self.pos == 0 {
+            0
+        } else {
+            self.toks[(self.pos - 1).min(self.toks.len() - 1)].span.end
+        }
+    }
+
+    fn span_from(&self, start: Span) -> Span {
+        Span {
+            file: self.file,
+            start: start.start,
+            end: self.prev_end().max(start.end),
+        }
+    }
+
+    fn expected(&self, what: &str) -> Diagnostic {
+        let t = self.tok();
+        Diagnostic::error(
+            format!("expected {what}, found {}", t.kind.describe()),
+            t.span,
+        )
+    }
+
+    fn expect(&mut self, k: TokenKind) -> PResult<Span> {
+        match self.eat(&k) {
+            Some(s) => Ok(s),
+            None => Err(self.expected(&format!("`{}`", k.punct()))),
+        }
+    }
+
+    fn ident(&mut self, what: &str) -> PResult<Ident> {
+        match self.peek() {
+            TokenKind::Ident(name) => {
+                let span = self.bump().span;
+                Ok(Ident {
+                    name: name.clone(),
+                    span,
+                })
+            }
+            _ => Err(self.expected(what)),
+        }
+    }
+
+    fn program(&mut self) -> (Vec<Item>, Vec<Diagnostic>) {
+        let mut items = Vec::new();
+        let mut errors = Vec::new();
+        while !self.at(&TokenKind::Eof) {
+            let start = self.pos;
+            match self.item() {
+                Ok(Some(item)) => items.push(item),
+                Ok(None) => {}
+                Err(d) => {
+                    errors.push(d);
+                    self.recover(start);
+                }
+            }
+        }
+        (items, errors)
+    }
+
+    /// Skip to just after the next `.` or to the next directive, making progress.
+    fn recover(&mut self, item_start: usize) {
+        if self.pos == item_start {
+            self.bump();
+        }
+        loop {
+            match self.peek() {
+                TokenKind::Eof | TokenKind::Directive(_) => break,
+                TokenKind::Dot => {
+                    self.bump();
+                    break;
+                }
+                _ => {
+                    self.bump();
+                }
+            }
+        }
+    }
+
+    fn item(&mut self) -> PResult<Option<Item>> {
+        match self.peek() {
+            TokenKind::Directive(d) => {
+                let kw = self.bump().span;
+                match d.as_str() {
+                    "decl" => self.decl(kw).map(|d| Some(Item::Decl(d))),
+                    "type" => self.type_decl(kw).map(|t| Some(Item::Type(t))),
+                    "number_type" | "symbol_type" => {
+                        let name = self.ident("a type name")?;
+                        let base = if d == "number_type" {
+                            "number"
+                        } else {
+                            "symbol"
+                        };
+                        Ok(Some(Item::Type(TypeDecl {
+                            name,
+                            def: TypeDef::Subtype(Ident {
+                                name: base.to_string(),
+                                span: kw,
+                            }),
+                            span: self.span_from(kw),
+                        })))
+                    }
+                    "input" => self.directive(kw, DirectiveKind::Input).map(Some),
+                    "output" => self.directive(kw, DirectiveKind::Output).map(Some),
+                    "printsize" => self.directive(kw, DirectiveKind::PrintSize).map(Some),
+                    "limitsize" => self.directive(kw, DirectiveKind::LimitSize).map(Some),
+                    "include" => match self.peek() {
+                        TokenKind::Str(path) => {
+                            self.bump();
+                            Ok(Some(Item::Include {
+                                path: path.clone(),
+                                span: self.span_from(kw),
+                            }))
+                        }
+                        _ => Err(self.expected("a file name in quotes after `.include`")),
+                    },
+                    "pragma" => {
+                        let mut n = 0;
+                        while let TokenKind::Str(_) = self.peek() {
+                            self.bump();
+                            n += 1;
+                        }
+                        if n == 0 {
+                            return Err(self.expected("a string after `.pragma`"));
+                        }
+                        Ok(Some(Item::Pragma {
+                            span: self.span_from(kw),
+                        }))
+                    }
+                    "functor" => self.functor(kw).map(Some),
+                    "plan" => self.plan().map(|_| None),
+                    other => Err(Diagnostic::error(
+                        format!("`.{other}` (components and related directives) is not supported"),
+                        kw,
+                    )),
+                }
+            }
+            TokenKind::Ident(_) => self.clause().map(|c| Some(Item::Clause(c))),
+            TokenKind::Dot => {
+                let t = self.tok();
+                match self.peek_n(1) {
+                    TokenKind::Ident(name) if t.span.end == self.toks[self.pos + 1].span.start => {
+                        let span = t.span.join(self.toks[self.pos + 1].span);
+                        Err(Diagnostic::error(
+                            format!("unknown directive `.{name}`"),
+                            span,
+                        ))
+                    }
+                    _ => Err(self.expected("a directive such as `.decl` or a clause")),
+                }
+            }
+            _ => Err(self.expected("a directive such as `.decl` or a clause")),
+        }
+    }
+
+    fn decl(&mut self, kw: Span) -> PResult<Decl> {
+        let name = self.ident("a relation name after `.decl`")?;
+        self.expect(TokenKind::LParen)?;
+        let mut attrs = Vec::new();
+        if self.eat(&TokenKind::RParen).is_none() {
+            loop {
+                let aname = self.ident("an attribute name")?;
+                self.expect(TokenKind::Colon)?;
+                let ty = self.ident("a type name")?;
+                attrs.push(Attribute { name: aname, ty });
+                if self.eat(&TokenKind::Comma).is_some() {
+                    continue;
+                }
+                if self.eat(&TokenKind::RParen).is_some() {
+                    break;
+                }
+                return Err(self.expected("`,` or `)`"));
+            }
+        }
+        let mut qualifiers = Vec::new();
+        while let TokenKind::Ident(q) = self.peek() {
+            if !QUALIFIERS.contains(&q.as_str()) || self.peek_n(1) == &TokenKind::LParen {
+                break;
+            }
+            qualifiers.push(self.ident("a qualifier")?);
+        }
+        Ok(Decl {
+            name,
+            attrs,
+            qualifiers,
+            span: self.span_from(kw),
+        })
+    }
+
+    fn type_decl(&mut self, kw: Span) -> PResult<TypeDecl> {
+        let name = self.ident("a type name after `.type`")?;
+        let def = if self.eat(&TokenKind::Subtype).is_some() {
+            TypeDef::Subtype(self.ident("a base type after `<:`")?)
+        } else if self.eat(&TokenKind::Eq).is_some() {
+            if self.at(&TokenKind::LBracket) {
+                let start = self.tok().span;
+                self.skip_balanced()?;
+                TypeDef::Record(self.span_from(start))
+            } else {
+                let first = self.ident("a type name")?;
+                if self.at(&TokenKind::LBrace) {
+                    let start = first.span;
+                    self.skip_balanced()?;
+                    while self.eat(&TokenKind::Pipe).is_some() {
+                        self.ident("a constructor name")?;
+                        if self.at(&TokenKind::LBrace) {
+                            self.skip_balanced()?;
+                        }
+                    }
+                    TypeDef::Adt(self.span_from(start))
+                } else {
+                    let mut members = vec![first];
+                    while self.eat(&TokenKind::Pipe).is_some() {
+                        members.push(self.ident("a type name after `|`")?);
+                    }
+                    TypeDef::Union(members)
+                }
+            }
+        } else {
+            return Err(self.expected("`<:` or `=` after the type name"));
+        };
+        Ok(TypeDecl {
+            name,
+            def,
+            span: self.span_from(kw),
+        })
+    }
+
+    /// Skip a bracketed group starting at the current `(`, `[` or `{`.
+    fn skip_balanced(&mut self) -> PResult<()> {
+        let mut depth = 0usize;
+        loop {
+            match self.peek() {
+                TokenKind::LParen | TokenKind::LBracket | TokenKind::LBrace => depth += 1,
+                TokenKind::RParen | TokenKind::RBracket | TokenKind::RBrace => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        self.bump();
+                        return Ok(());
+                    }
+                }
+                TokenKind::Eof => return Err(self.expected("a closing bracket")),
+                _ => {}
+            }
+            self.bump();
+        }
+    }
+
+    fn directive(&mut self, kw: Span, kind: DirectiveKind) -> PResult<Item> {
+        let mut relations =
+            vec![self.ident(&format!("a relation name after `{}`", kind.keyword()))?];
+        while self.eat(&TokenKind::Comma).is_some() {
+            relations.push(self.ident("a relation name")?);
+        }
+        let mut params = Vec::new();
+        if self.eat(&TokenKind::LParen).is_some() && self.eat(&TokenKind::RParen).is_none() {
+            loop {
+                let key = self.ident("a parameter name such as `IO` or `filename`")?;
+                self.expect(TokenKind::Eq)?;
+                let value = match self.peek() {
+                    TokenKind::Str(s) => s.clone(),
+                    TokenKind::Ident(s) => s.clone(),
+                    TokenKind::Int(n) | TokenKind::Unsigned(n) => n.to_string(),
+                    TokenKind::Float(f) => f.to_string(),
+                    _ => return Err(self.expected("a parameter value")),
+                };
+                self.bump();
+                params.push((key, value));
+                if self.eat(&TokenKind::Comma).is_some() {
+                    continue;
+                }
+                if self.eat(&TokenKind::RParen).is_some() {
+                    break;
+                }
+                return Err(self.expected("`,` or `)`"));
+            }
+        }
+        Ok(Item::Directive(Directive {
+            kind,
+            relations,
+            params,
+            span: self.span_from(kw),
+        }))
+    }
+
+    fn functor(&mut self, kw: Span) -> PResult<Item> {
+        let name = self.ident("a functor name after `.functor`")?;
+        if !self.at(&TokenKind::LParen) {
+            return Err(self.expected("`(`"));
+        }
+        self.skip_balanced()?;
+        self.expect(TokenKind::Colon)?;
+        self.ident("a result type")?;
+        if let TokenKind::Ident(s) = self.peek() {
+            if s == "stateful" {
+                self.bump();
+            }
+        }
+        Ok(Item::Functor {
+            name,
+            span: self.span_from(kw),
+        })
+    }
+
+    /// `.plan 0: (1, 2), 1: (2, 1)` after a rule: accepted and ignored.
+    fn plan(&mut self) -> PResult<()> {
+        loop {
+            match self.peek() {
+                TokenKind::Int(_) => {
+                    self.bump();
+                }
+                _ => return Err(self.expected("a version number in `.plan`")),
+            }
+            self.expect(TokenKind::Colon)?;
+            self.expect(TokenKind::LParen)?;
+            if self.eat(&TokenKind::RParen).is_none() {
+                loop {
+                    match self.peek() {
+                        TokenKind::Int(_) => {
+                            self.bump();
+                        }
+                        _ => return Err(self.expected("an atom number")),
+                    }
+                    if self.eat(&TokenKind::Comma).is_some() {
+                        continue;
+                    }
+                    self.expect(TokenKind::RParen)?;
+                    break;
+                }
+            }
+            if self.eat(&TokenKind::Comma).is_none() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn clause(&mut self) -> PResult<Clause> {
+        let start = self.tok().span;
+        let mut heads = vec![self.atom()?];
+        while self.eat(&TokenKind::Comma).is_some() {
+            heads.push(self.atom()?);
+        }
+        if self.eat(&TokenKind::Dot).is_some() {
+            return Ok(Clause {
+                heads,
+                body: None,
+                span: self.span_from(start),
+            });
+        }
+        if self.eat(&TokenKind::If).is_none() {
+            return Err(self.expected("`.`, `,` or `:-`"));
+        }
+        let body = self.disjunction()?;
+        if self.eat(&TokenKind::Dot).is_none() {
+            return Err(self.expected("`,`, `;` or `.`"));
+        }
+        Ok(Clause {
+            heads,
+            body: Some(body),
+            span: self.span_from(start),
+        })
+    }
+
+    fn atom(&mut self) -> PResult<Atom> {
+        let name = self.ident("a relation name")?;
+        if !self.at(&TokenKind::LParen) {
+            return Err(self.expected("`(`"));
+        }
+        let args = self.args()?;
+        Ok(Atom {
+            span: self.span_from(name.span),
+            name,
+            args,
+        })
+    }
+
+    /// `( e1, ..., en )`
+    fn args(&mut self) -> PResult<Vec<Expr>> {
+        self.expect(TokenKind::LParen)?;
+        let mut args = Vec::new();
+        if self.eat(&TokenKind::RParen).is_some() {
+            return Ok(args);
+        }
+        loop {
+            args.push(self.expr()?);
+            if self.eat(&TokenKind::Comma).is_some() {
+                continue;
+            }
+            if self.eat(&TokenKind::RParen).is_some() {
+                return Ok(args);
+            }
+            return Err(self.expected("`,` or `)`"));
+        }
+    }
+
+    fn disjunction(&mut self) -> PResult<Body> {
+        let start = self.tok().span;
+        let mut parts = vec![self.conjunction()?];
+        while self.eat(&TokenKind::Semi).is_some() {
+            parts.push(self.conjunction()?);
+        }
+        Ok(if parts.len() == 1 {
+            parts.pop().unwrap_or(Body::And(Vec::new(), start))
+        } else {
+            Body::Or(parts, self.span_from(start))
+        })
+    }
+
+    fn conjunction(&mut self) -> PResult<Body> {
+        let start = self.tok().span;
+        let mut parts = vec![self.literal()?];
+        while self.eat(&TokenKind::Comma).is_some() {
+            parts.push(self.literal()?);
+        }
+        Ok(if parts.len() == 1 {
+            parts.pop().unwrap_or(Body::And(Vec::new(), start))
+        } else {
+            Body::And(parts, self.span_from(start))
+        })
+    }
+
+    fn cmp_op(&self) -> Option<CmpOp> {
+        Some(match self.peek() {
+            TokenKind::Eq => CmpOp::Eq,
+            TokenKind::Ne => CmpOp::Ne,
+            TokenKind::Lt => CmpOp::Lt,
+            TokenKind::Le => CmpOp::Le,
+            TokenKind::Gt => CmpOp::Gt,
+            TokenKind::Ge => CmpOp::Ge,
+            _ => return None,
+        })
+    }
+
+    fn literal(&mut self) -> PResult<Body> {
+        match self.peek() {
+            TokenKind::Bang => {
+                let bang = self.bump().span;
+                match (self.peek(), self.peek_n(1)) {
+                    (TokenKind::Ident(_), TokenKind::LParen) => {
+                        let atom = self.atom()?;
+                        Ok(Body::Literal(Literal::Negation {
+                            span: self.span_from(bang),
+                            atom,
+                        }))
+                    }
+                    _ => Err(self.expected("an atom after `!`")),
+                }
+            }
+            TokenKind::LParen => {
+                let save = self.pos;
+                self.bump();
+                let formula = self.disjunction().and_then(|b| {
+                    self.expect(TokenKind::RParen)?;
+                    Ok(b)
+                });
+                match formula {
+                    Ok(b) if self.cmp_op().is_none() && self.binop_info().is_none() => Ok(b),
+                    other => {
+                        let formula_pos = self.pos;
+                        self.pos = save;
+                        match self.constraint_or_atom() {
+                            Ok(b) => Ok(b),
+                            Err(e) => match other {
+                                Err(fe) if formula_pos > self.pos => {
+                                    self.pos = formula_pos;
+                                    Err(fe)
+                                }
+                                _ => Err(e),
+                            },
+                        }
+                    }
+                }
+            }
+            TokenKind::Ident(name)
+                if (name == "true" || name == "false")
+                    && self.peek_n(1) != &TokenKind::LParen
+                    && !matches!(
+                        self.peek_n(1),
+                        TokenKind::Eq
+                            | TokenKind::Ne
+                            | TokenKind::Lt
+                            | TokenKind::Le
+                            | TokenKind::Gt
+                            | TokenKind::Ge
+                    ) =>
+            {
+                let span = self.bump().span;
+                Ok(Body::Literal(Literal::Bool(name == "true", span)))
+            }
+            _ => self.constraint_or_atom(),
+        }
+    }
+
+    fn constraint_or_atom(&mut self) -> PResult<Body> {
+        let lhs = self.expr()?;
+        if let Some(op) = self.cmp_op() {
+            self.bump();
+            let rhs = self.expr()?;
+            let span = lhs.span().join(rhs.span());
+            return Ok(Body::Literal(Literal::Compare { op, lhs, rhs, span }));
+        }
+        match lhs {
+            Expr::Call {
+                name,
+                args,
+                user: false,
+                span,
+            } => Ok(Body::Literal(Literal::Atom(Atom { name, args, span }))),
+            _ => Err(self.expected("a comparison operator (`=`, `!=`, `<`, `<=`, `>`, `>=`)")),
+        }
+    }
+
+    fn binop_info(&self) -> Option<(BinOp, u8, bool)> {
+        Some(match self.peek() {
+            TokenKind::Plus => (BinOp::Add, 7, false),
+            TokenKind::Minus => (BinOp::Sub, 7, false),
+            TokenKind::Star => (BinOp::Mul, 8, false),
+            TokenKind::Slash => (BinOp::Div, 8, false),
+            TokenKind::Percent => (BinOp::Rem, 8, false),
+            TokenKind::Caret => (BinOp::Pow, 10, true),
+            TokenKind::Ident(s) => match s.as_str() {
+                "lor" => (BinOp::LOr, 1, false),
+                "land" => (BinOp::LAnd, 2, false),
+                "bor" => (BinOp::BOr, 3, false),
+                "bxor" => (BinOp::BXor, 4, false),
+                "band" => (BinOp::BAnd, 5, false),
+                "bshl" => (BinOp::BShl, 6, false),
+                "bshr" => (BinOp::BShr, 6, false),
+                _ => return None,
+            },
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn expr(&mut self) -> PResult<Expr> {
+        self.binary(0)
+    }
+
+    fn binary(&mut self, min_prec: u8) -> PResult<Expr> {
+        let mut lhs = self.unary()?;
+        while let Some((op, prec, right)) = self.binop_info() {
+            if prec < min_prec {
+                break;
+            }
+            self.bump();
+            let rhs = self.binary(if right { prec } else { prec + 1 })?;
+            let span = lhs.span().join(rhs.span());
+            lhs = Expr::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+                span,
+            };
+        }
+        Ok(lhs)
+    }
+
+    fn starts_expr(k: &TokenKind) -> bool {
+        matches!(
+            k,
+            TokenKind::Ident(_)
+                | TokenKind::Int(_)
+                | TokenKind::Unsigned(_)
+                | TokenKind::Float(_)
+                | TokenKind::Str(_)
+                | TokenKind::Underscore
+                | TokenKind::LParen
+                | TokenKind::Minus
+                | TokenKind::At
+        )
+    }
+
+    fn unary(&mut self) -> PResult<Expr> {
+        let op = match self.peek() {
+            TokenKind::Minus => Some(UnaryOp::Neg),
+            TokenKind::Ident(s) if s == "bnot" && Self::starts_expr(self.peek_n(1)) => {
+                Some(UnaryOp::BNot)
+            }
+            TokenKind::Ident(s) if s == "lnot" && Self::starts_expr(self.peek_n(1)) => {
+                Some(UnaryOp::LNot)
+            }
+            _ => None,
+        };
+        match op {
+            Some(op) => {
+                let start = self.bump().span;
+                // Only `^` binds tighter than a unary operator.
+                let arg = self.binary(9)?;
+                Ok(Expr::Unary {
+                    op,
+                    span: start.join(arg.span()),
+                    arg: Box::new(arg),
+                })
+            }
+            None => self.primary(),
+        }
+    }
+
+    fn primary(&mut self) -> PResult<Expr> {
+        let t = self.tok();
+        match &t.kind {
+            TokenKind::Int(v) => {
+                self.bump();
+                Ok(Expr::Int(*v, t.span))
+            }
+            TokenKind::Unsigned(v) => {
+                self.bump();
+                Ok(Expr::Unsigned(*v, t.span))
+            }
+            TokenKind::Float(v) => {
+                self.bump();
+                Ok(Expr::Float(*v, t.span))
+            }
+            TokenKind::Str(s) => {
+                self.bump();
+                Ok(Expr::Str(s.clone(), t.span))
+            }
+            TokenKind::Underscore => {
+                self.bump();
+                Ok(Expr::Wildcard(t.span))
+            }
+            TokenKind::LParen => {
+                self.bump();
+                let e = self.expr()?;
+                self.expect(TokenKind::RParen)?;
+                Ok(e)
+            }
+            TokenKind::At => {
+                self.bump();
+                let name = self.ident("a functor name after `@`")?;
+                if !self.at(&TokenKind::LParen) {
+                    return Err(self.expected("`(`"));
+                }
+                let args = self.args()?;
+                Ok(Expr::Call {
+                    name,
+                    args,
+                    user: true,
+                    span: self.span_from(t.span),
+                })
+            }
+            TokenKind::Dollar => Err(Diagnostic::error(
+                "`$` (auto-increment counter) is not supported",
+                t.span,
+            )),
+            TokenKind::LBracket => Err(Diagnostic::error(
+                "records (`[...]`) are not supported",
+                t.span,
+            )),
+            TokenKind::Ident(name) => {
+                let ident = Ident {
+                    name: name.clone(),
+                    span: t.span,
+                };
+                self.bump();
+                match name.as_str() {
+                    "count" if self.at(&TokenKind::Colon) => {
+                        self.aggregate(AggKind::Count, None, t.span)
+                    }
+                    "sum" | "mean" | "min" | "max" => {
+                        let kind = match name.as_str() {
+                            "sum" => AggKind::Sum,
+                            "mean" => AggKind::Mean,
+                            "min" => AggKind::Min,
+                            _ => AggKind::Max,
+                        };
+                        if self.at(&TokenKind::LParen) {
+                            let args = self.args()?;
+                            if self.at(&TokenKind::Colon) {
+                                if args.len() != 1 {
+                                    return Err(Diagnostic::error(
+                                        format!(
+                                            "`{name}` aggregate takes one expression, found {}",
+                                            args.len()
+                                        ),
+                                        self.span_from(t.span),
+                                    ));
+                                }
+                                let arg = args.into_iter().next().map(Box::new);
+                                return self.aggregate(kind, arg, t.span);
+                            }
+                            return Ok(Expr::Call {
+                                name: ident,
+                                args,
+                                user: false,
+                                span: self.span_from(t.span),
+                            });
+                        }
+                        if Self::starts_expr(self.peek()) {
+                            let arg = self.expr()?;
+                            if !self.at(&TokenKind::Colon) {
+                                return Err(
+                                    self.expected(&format!("`:` after the expression of `{name}`"))
+                                );
+                            }
+                            return self.aggregate(kind, Some(Box::new(arg)), t.span);
+                        }
+                        Ok(Expr::Var(ident))
+                    }
+                    _ if self.at(&TokenKind::LParen) => {
+                        let args = self.args()?;
+                        Ok(Expr::Call {
+                            name: ident,
+                            args,
+                            user: false,
+                            span: self.span_from(t.span),
+                        })
+                    }
+                    _ => Ok(Expr::Var(ident)),
+                }
+            }
+            _ => Err(self.expected("an expression")),
+        }
+    }
+
+    /// After `count`, `sum e`, ...: `: { body }` or `: atom`.
+    fn aggregate(&mut self, kind: AggKind, arg: Option<Box<Expr>>, start: Span) -> PResult<Expr> {
+        self.expect(TokenKind::Colon)?;
+        let body = if self.eat(&TokenKind::LBrace).is_some() {
+            let b = self.disjunction()?;
+            self.expect(TokenKind::RBrace)?;
+            b
+        } else if matches!(
+            (self.peek(), self.peek_n(1)),
+            (TokenKind::Ident(_), TokenKind::LParen)
+        ) {
+            Body::Literal(Literal::Atom(self.atom()?))
+        } else {
+            return Err(self.expected("`{` or an atom after `:` in an aggregate"));
+        };
+        Ok(Expr::Aggregate {
+            kind,
+            arg,
+            body: Box::new(body),
+            span: self.span_from(start),
+        })
+    }
+}
