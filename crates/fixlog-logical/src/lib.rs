@@ -13,6 +13,7 @@ mod fold;
 pub mod ir;
 pub mod stratify;
 pub mod symbols;
+pub mod value;
 
 pub use check::{check, expr_type, type_name};
 pub use ir::*;
