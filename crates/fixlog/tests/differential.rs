@@ -1,0 +1,208 @@
+//! Differential test: random stratified programs, the engine (1 and 4 threads) against
+//! the naive reference evaluator in `support/reference.rs`, on every relation.
+//!
+//! Failures are shrunk and persisted in `differential.proptest-regressions` next to
+//! this file; persisted cases run first on the next run. `FIXLOG_DIFF_CASES` sets the
+//! number of random cases (default 200).
+
+mod support;
+
+use fixlog::{Datum, Fixlog, RunOptions};
+use fixlog_logical::{ColType, SymbolTable, Value};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use support::gen::{generate, Generated};
+use support::reference;
+
+/// A typed value with a total order, for comparing results as sets.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    Num(i32),
+    Uns(u32),
+    Flt(u32),
+    Sym(String),
+}
+
+fn key_of_datum(d: &Datum) -> Key {
+    match d {
+        Datum::Number(n) => Key::Num(*n),
+        Datum::Unsigned(u) => Key::Uns(*u),
+        Datum::Float(f) => Key::Flt(f.to_bits()),
+        Datum::Symbol(s) => Key::Sym(s.clone()),
+    }
+}
+
+fn key_of_value(v: Value, ty: ColType, symbols: &SymbolTable) -> Key {
+    match ty {
+        ColType::Number => Key::Num(v as i32),
+        ColType::Unsigned => Key::Uns(v),
+        ColType::Float => Key::Flt(v),
+        ColType::Symbol => Key::Sym(symbols.resolve(v).to_string()),
+    }
+}
+
+static NONEMPTY: AtomicUsize = AtomicUsize::new(0);
+static RECURSIVE_NONEMPTY: AtomicUsize = AtomicUsize::new(0);
+static CASES: AtomicUsize = AtomicUsize::new(0);
+static FEATURES: [AtomicUsize; 7] = [const { AtomicUsize::new(0) }; 7];
+
+fn check(generated: &Generated) -> Result<(), TestCaseError> {
+    let text = &generated.text;
+    let mut fixlog = Fixlog::from_source("random.dl", text)
+        .map_err(|e| TestCaseError::fail(format!("program rejected:\n{e}\n--- program ---\n{text}")))?;
+    for (rel, rows) in &generated.inserts {
+        fixlog
+            .insert(rel, rows.clone())
+            .map_err(|e| TestCaseError::fail(format!("insert into {rel} failed: {e}")))?;
+    }
+
+    // The reference, on the checked program and the same facts.
+    let program = fixlog.program();
+    let symbols = program.symbols.clone();
+    let mut extra = Vec::new();
+    for (rel, rows) in &generated.inserts {
+        let id = program.relation_id(rel).unwrap();
+        for row in rows {
+            let tuple = row
+                .iter()
+                .map(|d| match d {
+                    Datum::Number(n) => *n as u32,
+                    Datum::Unsigned(u) => *u,
+                    Datum::Float(f) => f.to_bits(),
+                    Datum::Symbol(s) => symbols.intern(s),
+                })
+                .collect();
+            extra.push((id, tuple));
+        }
+    }
+    let expected = reference::evaluate(program, &extra, &symbols);
+
+    let mut any_idb = false;
+    let mut recursive_idb = false;
+    for jobs in [1, 4] {
+        let db = fixlog
+            .run(&RunOptions {
+                jobs: Some(jobs),
+                ..RunOptions::default()
+            })
+            .map_err(|e| TestCaseError::fail(format!("run failed (jobs={jobs}): {e}\n{text}")))?;
+        for (id, relation) in program.relations.iter().enumerate() {
+            let types = relation.types();
+            let want: BTreeSet<Vec<Key>> = expected[id]
+                .iter()
+                .map(|t| {
+                    t.iter()
+                        .zip(&types)
+                        .map(|(&v, &ty)| key_of_value(v, ty, &symbols))
+                        .collect()
+                })
+                .collect();
+            let rows = db.relation(&relation.name).unwrap();
+            let got_rows: Vec<Vec<Key>> = rows
+                .iter()
+                .map(|row| row.iter().map(key_of_datum).collect())
+                .collect();
+            let got: BTreeSet<Vec<Key>> = got_rows.iter().cloned().collect();
+            if got != want {
+                let missing: Vec<_> = want.difference(&got).collect();
+                let extra: Vec<_> = got.difference(&want).collect();
+                return Err(TestCaseError::fail(format!(
+                    "relation {} differs (jobs={jobs}):\n  missing {missing:?}\n  extra {extra:?}\n--- program ---\n{text}\n--- inserted ---\n{:?}",
+                    relation.name, generated.inserts
+                )));
+            }
+            prop_assert_eq!(got_rows.len(), got.len(), "duplicates in {}", relation.name);
+            prop_assert!(
+                got_rows.windows(2).all(|w| w[0] < w[1]),
+                "{} is not in typed order: {:?}",
+                relation.name,
+                got_rows
+            );
+            prop_assert_eq!(db.len(&relation.name), Some(want.len()));
+            let is_idb = generated.relations[id].layer > 0;
+            any_idb |= is_idb && !want.is_empty();
+            let in_recursive_stratum = program
+                .strata
+                .iter()
+                .any(|s| s.recursive && s.relations.contains(&id));
+            recursive_idb |= in_recursive_stratum && !want.is_empty();
+        }
+    }
+    CASES.fetch_add(1, Ordering::Relaxed);
+    if any_idb {
+        NONEMPTY.fetch_add(1, Ordering::Relaxed);
+    }
+    if recursive_idb {
+        RECURSIVE_NONEMPTY.fetch_add(1, Ordering::Relaxed);
+    }
+    let f = &generated.features;
+    for (i, on) in [
+        f.recursion,
+        f.negation,
+        f.aggregate,
+        f.arithmetic,
+        f.disjunction,
+        f.multi_head,
+        f.symbols,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if on {
+            FEATURES[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn random_programs_match_reference() {
+    let cases: u32 = std::env::var("FIXLOG_DIFF_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    let config = Config {
+        cases,
+        source_file: Some(file!()),
+        failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel(
+            "proptest-regressions",
+        ))),
+        max_shrink_iters: 2000,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new(config);
+    let strategy = proptest::collection::vec(any::<u32>(), 0..300).prop_map(generate);
+    if let Err(e) = runner.run(&strategy, |g| check(&g)) {
+        panic!("{e}");
+    }
+
+    // The random programs must exercise the engine, not pass vacuously.
+    let total = CASES.load(Ordering::Relaxed);
+    let nonempty = NONEMPTY.load(Ordering::Relaxed);
+    let recursive = RECURSIVE_NONEMPTY.load(Ordering::Relaxed);
+    let features: Vec<usize> = FEATURES.iter().map(|f| f.load(Ordering::Relaxed)).collect();
+    eprintln!(
+        "{total} cases; {nonempty} with a non-empty IDB relation, {recursive} with a non-empty \
+         recursive relation; features [rec, neg, agg, arith, disj, multi-head, sym]: {features:?}"
+    );
+    assert!(total >= cases as usize, "only {total} cases ran");
+    assert!(
+        nonempty * 2 >= total,
+        "only {nonempty} of {total} random programs derived anything"
+    );
+    assert!(
+        recursive * 5 >= total,
+        "only {recursive} of {total} random programs had a non-empty recursive relation"
+    );
+    for (name, n) in ["rec", "neg", "agg", "arith", "disj", "multi-head", "sym"]
+        .iter()
+        .zip(&features)
+    {
+        assert!(
+            *n * 20 >= total,
+            "feature {name} appeared in only {n} of {total} programs"
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! Transitive closure and same generation on real graphs, checked against the published
+//! figures in `shared/data/ground_truth.tsv` (sizes and iteration counts).
+//!
+//! The data directory is `$CARGO_MANIFEST_DIR/../../../shared/data`, or `$FIXLOG_DATA`.
+//! A missing directory is a failure, not a skip. Iterations follow the papers'
+//! convention (see `shared/data/MANIFEST.md`): loop passes after the non-recursive rules,
+//! counting the final pass that derives nothing — what `RunStats` reports.
+
+use fixlog::{Fixlog, RunOptions};
+use std::path::PathBuf;
+
+const TC: &str = "
+.decl edge(x: number, y: number)
+.input edge(filename=\"GRAPH\")
+.decl path(x: number, y: number)
+path(x, y) :- edge(x, y).
+path(x, z) :- path(x, y), edge(y, z).
+";
+
+const SG: &str = "
+.decl edge(x: number, y: number)
+.input edge(filename=\"GRAPH\")
+.decl sg(x: number, y: number)
+sg(x, y) :- edge(p, x), edge(p, y), x != y.
+sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).
+";
+
+fn data_dir() -> PathBuf {
+    let dir = match std::env::var_os("FIXLOG_DATA") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+    };
+    assert!(
+        dir.join("ground_truth.tsv").is_file(),
+        "benchmark data not found: looked for {}/ground_truth.tsv (set FIXLOG_DATA to the \
+         directory that holds ground_truth.tsv and graphs/)",
+        dir.display()
+    );
+    dir
+}
+
+/// The first ground-truth row for `(dataset, query)`: (size, iterations).
+fn ground_truth(dataset: &str, query: &str) -> (usize, usize) {
+    let path = data_dir().join("ground_truth.tsv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no column {name} in {}", path.display()))
+    };
+    let (c_dataset, c_query, c_value, c_iters) =
+        (col("dataset"), col("query"), col("value"), col("iterations"));
+    for line in lines {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f[c_dataset] == dataset && f[c_query] == query {
+            let value = f[c_value].parse().unwrap();
+            let iters = f[c_iters]
+                .parse()
+                .unwrap_or_else(|_| panic!("no iteration count for {dataset} {query}"));
+            return (value, iters);
+        }
+    }
+    panic!("{dataset} {query} is not in {}", path.display());
+}
+
+fn check(query: &str, graph: &str) {
+    let (expected_size, expected_iters) = ground_truth(graph, query);
+    let dir = data_dir();
+    let file = dir.join("graphs").join(format!("{graph}.tsv.gz"));
+    assert!(file.is_file(), "missing graph file {}", file.display());
+    let file = file.canonicalize().unwrap();
+    let (template, relation) = match query {
+        "TC" => (TC, "path"),
+        "SG" => (SG, "sg"),
+        _ => unreachable!(),
+    };
+    let text = template.replace("GRAPH", file.to_str().unwrap());
+    let program = Fixlog::from_source(&format!("{query}.dl"), &text).unwrap_or_else(|e| panic!("{e}"));
+    let db = program
+        .run(&RunOptions {
+            jobs: Some(2),
+            facts_dir: Some(dir),
+            progress: false,
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let size = db.len(relation).unwrap();
+    let iters = db.stats().iterations_of(relation).unwrap();
+    assert_eq!(
+        (size, iters),
+        (expected_size, expected_iters),
+        "{query} on {graph}: (size, iterations) differ from ground truth"
+    );
+}
+
+macro_rules! graph_tests {
+    ($($name:ident: $query:literal $graph:literal;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                check($query, $graph);
+            }
+        )*
+    };
+}
+
+graph_tests! {
+    tc_ol_cedge: "TC" "OL.cedge";
+    tc_cal_cedge: "TC" "cal.cedge";
+    tc_tg_cedge: "TC" "TG.cedge";
+    tc_wing: "TC" "wing";
+    tc_ego_facebook: "TC" "ego-Facebook";
+    tc_cti: "TC" "cti";
+    tc_delaunay_n16: "TC" "delaunay_n16";
+    tc_luxembourg_osm: "TC" "luxembourg_osm";
+    sg_ol_cedge: "SG" "OL.cedge";
+    sg_cal_cedge: "SG" "cal.cedge";
+    sg_tg_cedge: "SG" "TG.cedge";
+    sg_wing: "SG" "wing";
+    sg_luxembourg_osm: "SG" "luxembourg_osm";
+}
+
+#[test]
+fn ground_truth_is_read() {
+    // Guards the parser above against a silently changed file format.
+    assert!(ground_truth("OL.cedge", "TC").0 > 0);
+    assert!(ground_truth("OL.cedge", "SG").1 > 0);
+}

@@ -1,0 +1,510 @@
+//! Random stratified programs, as Soufflé text, for differential tests.
+//!
+//! A program is built from a sequence of random choices (a `Vec<u32>` that proptest
+//! generates and shrinks). Every choice reads one number; running out of numbers reads
+//! 0, and 0 always means "the simplest option" (fewest relations, rules and facts, no
+//! optional feature), so shrinking the sequence shrinks the program.
+//!
+//! Shape: EDB relations (layer 0) with facts, then IDB relations in layers 1..=3. A rule
+//! for a layer-L relation reads positive atoms of layers <= L (same layer = recursion,
+//! linear, non-linear or mutual), and negations and aggregates of layers < L only, so the
+//! program is stratified by construction. Rules are range-restricted by construction:
+//! head, negation and comparison variables are bound by positive atoms (or by `v = expr`
+//! and aggregates, which only bind variables). Arithmetic never sits on a recursive cycle
+//! unless bounded (`z = x + 1, z < 6`), so every program terminates.
+
+#![allow(dead_code)]
+
+use fixlog::Datum;
+
+/// Symbols used in symbol columns (one with a space, to exercise TSV-free paths).
+const SYMS: [&str; 4] = ["a", "b", "c d", "ab"];
+/// Numbers are drawn from 0..DOMAIN so that joins hit.
+const DOMAIN: usize = 6;
+
+/// Reads random choices; 0 (also when exhausted) is always the simplest choice.
+pub struct Chooser {
+    data: Vec<u32>,
+    pos: usize,
+}
+
+impl Chooser {
+    pub fn new(data: Vec<u32>) -> Chooser {
+        Chooser { data, pos: 0 }
+    }
+    fn next(&mut self) -> u32 {
+        let v = self.data.get(self.pos).copied().unwrap_or(0);
+        self.pos += 1;
+        v
+    }
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() as usize) % n.max(1)
+    }
+    /// True with probability `pct`%; false on 0.
+    pub fn chance(&mut self, pct: u32) -> bool {
+        self.next() % 100 >= 100 - pct
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    Num,
+    Sym,
+}
+
+#[derive(Clone, Debug)]
+pub struct Rel {
+    pub name: String,
+    pub types: Vec<Ty>,
+    /// 0 = EDB.
+    pub layer: usize,
+}
+
+/// Which language features a generated program uses (to check that the random programs
+/// actually exercise them).
+#[derive(Clone, Debug, Default)]
+pub struct Features {
+    pub recursion: bool,
+    pub negation: bool,
+    pub aggregate: bool,
+    pub arithmetic: bool,
+    pub disjunction: bool,
+    pub multi_head: bool,
+    pub symbols: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Generated {
+    pub text: String,
+    pub relations: Vec<Rel>,
+    /// Facts to add through `Fixlog::insert` instead of the program text.
+    pub inserts: Vec<(String, Vec<Vec<Datum>>)>,
+    pub features: Features,
+}
+
+pub fn generate(choices: Vec<u32>) -> Generated {
+    let g = Gen {
+        c: Chooser::new(choices),
+        rels: Vec::new(),
+        text: String::new(),
+        features: Features::default(),
+    };
+    g.program()
+}
+
+struct Gen {
+    c: Chooser,
+    rels: Vec<Rel>,
+    text: String,
+    features: Features,
+}
+
+/// The variables of one rule under construction.
+#[derive(Default)]
+struct RuleVars {
+    /// Number of fresh names handed out per prefix.
+    counter: usize,
+    /// Variables bound by positive atoms of the current conjunction (name, type).
+    atom_bound: Vec<(String, Ty)>,
+    /// Bound by `v = expr` or aggregates.
+    other_bound: Vec<(String, Ty)>,
+}
+
+impl RuleVars {
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.counter += 1;
+        format!("{prefix}{}", self.counter)
+    }
+    fn all_bound(&self, ty: Ty) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .atom_bound
+            .iter()
+            .chain(&self.other_bound)
+            .filter(|(_, t)| *t == ty)
+            .map(|(n, _)| n.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+    fn atom_vars(&self, ty: Ty) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .atom_bound
+            .iter()
+            .filter(|(_, t)| *t == ty)
+            .map(|(n, _)| n.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+impl Gen {
+    fn program(mut self) -> Generated {
+        let mut inserts = Vec::new();
+        // EDB relations and their facts.
+        let n_edb = 1 + self.c.below(3);
+        for i in 0..n_edb {
+            let rel = self.new_rel(format!("e{i}"), 0);
+            let n_facts = 2 + self.c.below(10);
+            let by_api = self.c.chance(40);
+            let mut rows = Vec::new();
+            for _ in 0..n_facts {
+                rows.push(self.random_row(&rel.types));
+            }
+            if by_api {
+                let data = rows
+                    .iter()
+                    .map(|row| {
+                        row.iter()
+                            .map(|v| match v {
+                                Val::Num(n) => Datum::Number(*n),
+                                Val::Sym(s) => Datum::Symbol(s.to_string()),
+                            })
+                            .collect()
+                    })
+                    .collect();
+                inserts.push((rel.name.clone(), data));
+            } else {
+                for row in &rows {
+                    self.fact(&rel.name, row);
+                }
+            }
+        }
+        // IDB layers.
+        let n_layers = 1 + self.c.below(3);
+        for layer in 1..=n_layers {
+            let n_rels = 1 + self.c.below(2);
+            let first = self.rels.len();
+            for i in 0..n_rels {
+                self.new_rel(format!("r{layer}_{i}"), layer);
+            }
+            let layer_rels: Vec<Rel> = self.rels[first..].to_vec();
+            for rel in &layer_rels {
+                let n_rules = 1 + self.c.below(3);
+                for k in 0..n_rules {
+                    // The first rule of a relation reads only lower layers, so that the
+                    // relation usually gets some tuples.
+                    self.rule(std::slice::from_ref(rel), layer, k > 0);
+                }
+                if self.c.chance(8) {
+                    let row = self.random_row(&rel.types);
+                    self.fact(&rel.name, &row);
+                }
+            }
+            if layer_rels.len() == 2 && self.c.chance(20) {
+                self.features.multi_head = true;
+                let allow_rec = self.c.chance(50);
+                self.rule(&layer_rels, layer, allow_rec);
+            }
+        }
+        Generated {
+            text: self.text,
+            relations: self.rels,
+            inserts,
+            features: self.features,
+        }
+    }
+
+    fn new_rel(&mut self, name: String, layer: usize) -> Rel {
+        let arity = 1 + self.c.below(3);
+        let mut types = vec![Ty::Num; arity];
+        if arity >= 2 && self.c.chance(if layer == 0 { 25 } else { 15 }) {
+            let col = self.c.below(arity);
+            types[col] = Ty::Sym;
+            self.features.symbols = true;
+        }
+        let cols: Vec<String> = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                format!(
+                    "c{i}: {}",
+                    match t {
+                        Ty::Num => "number",
+                        Ty::Sym => "symbol",
+                    }
+                )
+            })
+            .collect();
+        self.text
+            .push_str(&format!(".decl {name}({})\n", cols.join(", ")));
+        let rel = Rel {
+            name,
+            types,
+            layer,
+        };
+        self.rels.push(rel.clone());
+        rel
+    }
+
+    fn random_row(&mut self, types: &[Ty]) -> Vec<Val> {
+        types.iter().map(|t| self.random_val(*t)).collect()
+    }
+
+    fn random_val(&mut self, ty: Ty) -> Val {
+        match ty {
+            Ty::Num => Val::Num(self.c.below(DOMAIN) as i32),
+            Ty::Sym => Val::Sym(*self.c.pick(&SYMS)),
+        }
+    }
+
+    fn fact(&mut self, name: &str, row: &[Val]) {
+        let args: Vec<String> = row.iter().map(|v| v.to_string()).collect();
+        self.text
+            .push_str(&format!("{name}({}).\n", args.join(", ")));
+    }
+
+    fn const_of(&mut self, ty: Ty) -> String {
+        self.random_val(ty).to_string()
+    }
+
+    /// One clause with the given head relations (all of layer `layer`).
+    fn rule(&mut self, heads: &[Rel], layer: usize, allow_rec: bool) {
+        let mut vars = RuleVars::default();
+        let disjunction = heads.len() == 1 && self.c.chance(10);
+        let (mut conj, mut recursive) = self.conjunction(&mut vars, layer, allow_rec);
+        let mut body = conj.join(", ");
+        let mut head_pool = vec![vars.all_bound(Ty::Num), vars.all_bound(Ty::Sym)];
+        if disjunction {
+            self.features.disjunction = true;
+            let first = std::mem::take(&mut vars.atom_bound);
+            let first_other = std::mem::take(&mut vars.other_bound);
+            // Fresh names start over, so the disjuncts share variable names.
+            vars.counter = 0;
+            let rec2;
+            (conj, rec2) = self.conjunction(&mut vars, layer, allow_rec);
+            recursive |= rec2;
+            body = format!("{body} ; {}", conj.join(", "));
+            // Head variables must be bound in both disjuncts.
+            for (i, ty) in [Ty::Num, Ty::Sym].into_iter().enumerate() {
+                let second = vars.all_bound(ty);
+                let mut firsts: Vec<String> = first
+                    .iter()
+                    .chain(&first_other)
+                    .filter(|(_, t)| *t == ty)
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                firsts.retain(|n| second.contains(n));
+                firsts.sort();
+                firsts.dedup();
+                head_pool[i] = firsts;
+            }
+        }
+        if recursive {
+            self.features.recursion = true;
+        }
+        let mut head_atoms = Vec::new();
+        for head in heads {
+            let mut args = Vec::new();
+            for &ty in &head.types {
+                let pool = &head_pool[ty as usize];
+                let arg = if !pool.is_empty() && !self.c.chance(10) {
+                    let v = self.c.pick(pool).clone();
+                    if ty == Ty::Num && !recursive && self.c.chance(10) {
+                        self.features.arithmetic = true;
+                        format!("{v} + {}", 1 + self.c.below(3))
+                    } else if ty == Ty::Sym && !recursive && self.c.chance(10) {
+                        format!("cat({v}, \"!\")")
+                    } else {
+                        v
+                    }
+                } else {
+                    self.const_of(ty)
+                };
+                args.push(arg);
+            }
+            head_atoms.push(format!("{}({})", head.name, args.join(", ")));
+        }
+        self.text
+            .push_str(&format!("{} :- {body}.\n", head_atoms.join(", ")));
+    }
+
+    /// A conjunction of literals in random order. Returns it and whether it reads a
+    /// relation of the same layer.
+    fn conjunction(
+        &mut self,
+        vars: &mut RuleVars,
+        layer: usize,
+        allow_rec: bool,
+    ) -> (Vec<String>, bool) {
+        let mut lits = Vec::new();
+        let mut recursive = false;
+        let lower: Vec<Rel> = self.rels.iter().filter(|r| r.layer < layer).cloned().collect();
+        let same: Vec<Rel> = self.rels.iter().filter(|r| r.layer == layer).cloned().collect();
+        let n_atoms = 1 + self.c.below(3);
+        for _ in 0..n_atoms {
+            let rel = if allow_rec && self.c.chance(50) {
+                recursive = true;
+                self.c.pick(&same).clone()
+            } else {
+                self.c.pick(&lower).clone()
+            };
+            let mut args = Vec::new();
+            for &ty in &rel.types {
+                let arg = if self.c.chance(10) {
+                    self.const_of(ty)
+                } else if self.c.chance(12) {
+                    "_".to_string()
+                } else {
+                    let existing = vars.atom_vars(ty);
+                    let name = if !existing.is_empty() && self.c.chance(55) {
+                        self.c.pick(&existing).clone()
+                    } else {
+                        vars.fresh(if ty == Ty::Num { "x" } else { "s" })
+                    };
+                    vars.atom_bound.push((name.clone(), ty));
+                    name
+                };
+                args.push(arg);
+            }
+            lits.push(format!("{}({})", rel.name, args.join(", ")));
+        }
+        // Filters and other literals.
+        if self.c.chance(35) {
+            lits.push(self.comparison(vars));
+        }
+        if self.c.chance(25) {
+            let nums = vars.all_bound(Ty::Num);
+            if !nums.is_empty() {
+                self.features.arithmetic = true;
+                let x = self.c.pick(&nums).clone();
+                let z = vars.fresh("z");
+                if recursive {
+                    lits.push(format!("{z} = {x} + 1"));
+                    lits.push(format!("{z} < {}", DOMAIN));
+                } else {
+                    let y = self.c.pick(&nums).clone();
+                    let expr = match self.c.below(8) {
+                        0 => format!("{x} + {y}"),
+                        1 => format!("{x} - {}", self.c.below(4)),
+                        2 => format!("{x} * {y}"),
+                        3 => format!("{x} % 3"),
+                        4 => format!("max({x}, {y})"),
+                        5 => format!("{x} band 5"),
+                        6 => format!("-{x}"),
+                        _ => format!("({x} + {y}) / 2"),
+                    };
+                    lits.push(format!("{z} = {expr}"));
+                }
+                vars.other_bound.push((z, Ty::Num));
+            }
+        }
+        // Negation and aggregates read strictly lower layers only.
+        if self.c.chance(25) {
+            self.features.negation = true;
+            let rel = self.c.pick(&lower).clone();
+            let mut args = Vec::new();
+            for &ty in &rel.types {
+                let pool = vars.atom_vars(ty);
+                let arg = if !pool.is_empty() && !self.c.chance(25) {
+                    self.c.pick(&pool).clone()
+                } else if self.c.chance(50) {
+                    "_".to_string()
+                } else {
+                    self.const_of(ty)
+                };
+                args.push(arg);
+            }
+            lits.push(format!("!{}({})", rel.name, args.join(", ")));
+        }
+        if self.c.chance(20) {
+            self.features.aggregate = true;
+            let rel = self.c.pick(&lower).clone();
+            lits.push(self.aggregate(vars, &rel));
+        }
+        if self.c.chance(15) {
+            lits.push(self.comparison(vars));
+        }
+        // Shuffle: the engine must not depend on the written order.
+        let mut shuffled = Vec::new();
+        while !lits.is_empty() {
+            let i = self.c.below(lits.len());
+            shuffled.push(lits.remove(i));
+        }
+        (shuffled, recursive)
+    }
+
+    fn comparison(&mut self, vars: &RuleVars) -> String {
+        let (ty, pool) = if self.c.chance(20) && !vars.all_bound(Ty::Sym).is_empty() {
+            (Ty::Sym, vars.all_bound(Ty::Sym))
+        } else {
+            (Ty::Num, vars.all_bound(Ty::Num))
+        };
+        if pool.is_empty() {
+            return "1 < 2".to_string();
+        }
+        let x = self.c.pick(&pool).clone();
+        let y = if self.c.chance(40) {
+            self.const_of(ty)
+        } else {
+            self.c.pick(&pool).clone()
+        };
+        let op = if ty == Ty::Sym {
+            *self.c.pick(&["!=", "="])
+        } else {
+            *self.c.pick(&["!=", "<", "<=", ">", ">=", "="])
+        };
+        format!("{x} {op} {y}")
+    }
+
+    fn aggregate(&mut self, vars: &mut RuleVars, rel: &Rel) -> String {
+        let mut args = Vec::new();
+        let mut locals: Vec<String> = Vec::new();
+        for &ty in &rel.types {
+            let outer = vars.atom_vars(ty);
+            let arg = if !outer.is_empty() && self.c.chance(40) {
+                self.c.pick(&outer).clone() // correlated
+            } else if self.c.chance(15) {
+                "_".to_string()
+            } else if self.c.chance(10) {
+                self.const_of(ty)
+            } else {
+                let v = vars.fresh(if ty == Ty::Num { "a" } else { "t" });
+                if ty == Ty::Num {
+                    locals.push(v.clone());
+                }
+                v
+            };
+            args.push(arg);
+        }
+        let mut body = format!("{}({})", rel.name, args.join(", "));
+        if !locals.is_empty() && self.c.chance(20) {
+            body = format!("{body}, {} < {}", locals[0], self.c.below(DOMAIN));
+        }
+        let func = if locals.is_empty() {
+            "count".to_string()
+        } else {
+            let arg = self.c.pick(&locals).clone();
+            match self.c.below(4) {
+                0 => "count".to_string(),
+                1 => format!("sum {arg}"),
+                2 => format!("min {arg}"),
+                _ => format!("max {arg}"),
+            }
+        };
+        let out = vars.fresh("n");
+        vars.other_bound.push((out.clone(), Ty::Num));
+        format!("{out} = {func} : {{ {body} }}")
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Val {
+    Num(i32),
+    Sym(&'static str),
+}
+
+impl std::fmt::Display for Val {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Val::Num(n) => write!(f, "{n}"),
+            Val::Sym(s) => write!(f, "\"{s}\""),
+        }
+    }
+}
