@@ -2,5 +2,6 @@
 //! backend-independent semi-naive driver, and the CPU backend.
 
 pub mod backend;
+pub mod cpu;
 
 pub use backend::{Backend, EvalContext, ExecError, ExecResult};

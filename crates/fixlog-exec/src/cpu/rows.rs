@@ -1,0 +1,518 @@
+//! Kernels on row-major arrays of sorted rows: sort + unique, union, difference.
+//!
+//! Rows are `w` consecutive `u32`s. Every kernel is written once, generic over a const
+//! `N`: `N > 0` is the arity known at compile time (1..=8, see [`with_arity!`]), so row
+//! comparisons and copies unroll; `N == 0` means "read the width at run time" (arity 9
+//! and up). Arity 0 never reaches these kernels (callers handle it: such a relation
+//! holds zero or one empty tuple).
+//!
+//! Parallel work is always split at positions that do not depend on the number of
+//! threads, and every kernel's result is a canonical set, so results are identical for
+//! any thread count.
+
+use rayon::prelude::*;
+use std::cmp::Ordering;
+
+/// Runs `$body` with `$N` bound to a const: the arity for 1..=8, 0 (run-time width)
+/// otherwise.
+macro_rules! with_arity {
+    ($arity:expr, $N:ident => $body:expr) => {
+        match $arity {
+            1 => {
+                const $N: usize = 1;
+                $body
+            }
+            2 => {
+                const $N: usize = 2;
+                $body
+            }
+            3 => {
+                const $N: usize = 3;
+                $body
+            }
+            4 => {
+                const $N: usize = 4;
+                $body
+            }
+            5 => {
+                const $N: usize = 5;
+                $body
+            }
+            6 => {
+                const $N: usize = 6;
+                $body
+            }
+            7 => {
+                const $N: usize = 7;
+                $body
+            }
+            8 => {
+                const $N: usize = 8;
+                $body
+            }
+            _ => {
+                const $N: usize = 0;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_arity;
+
+/// Rows per unit of parallel work in the set kernels (a fixed number, so that splits do
+/// not depend on the thread count).
+pub const PART_ROWS: usize = 1 << 15;
+/// Below this many rows, sorting uses a comparison sort.
+const RADIX_MIN_ROWS: usize = 1 << 14;
+/// Widest radix digit, in bits (2048 buckets: the histograms and the scatter's write
+/// fronts stay in L1/L2).
+const MAX_DIGIT_BITS: u32 = 11;
+
+#[inline(always)]
+pub fn width<const N: usize>(arity: usize) -> usize {
+    if N > 0 {
+        N
+    } else {
+        arity
+    }
+}
+
+#[inline(always)]
+pub fn row<const N: usize>(data: &[u32], w: usize, i: usize) -> &[u32] {
+    let w = width::<N>(w);
+    &data[i * w..i * w + w]
+}
+
+#[inline(always)]
+pub fn row_cmp<const N: usize>(a: &[u32], b: &[u32], w: usize) -> Ordering {
+    let w = width::<N>(w);
+    a[..w].cmp(&b[..w])
+}
+
+/// The first row index in `lo..hi` whose row is not less than `key`.
+#[inline]
+pub fn lower_bound<const N: usize>(
+    data: &[u32],
+    w: usize,
+    mut lo: usize,
+    mut hi: usize,
+    key: &[u32],
+) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if row_cmp::<N>(row::<N>(data, w, mid), key, w) == Ordering::Less {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Exponential then binary search: the first index `>= from` in `..hi` whose row is not
+/// less than `key`. Cheap when the answer is near `from`.
+#[inline]
+fn gallop<const N: usize>(data: &[u32], w: usize, from: usize, hi: usize, key: &[u32]) -> usize {
+    let mut step = 1;
+    let mut lo = from;
+    let mut probe = from;
+    while probe < hi && row_cmp::<N>(row::<N>(data, w, probe), key, w) == Ordering::Less {
+        lo = probe + 1;
+        probe = probe.saturating_add(step);
+        step *= 2;
+    }
+    lower_bound::<N>(data, w, lo, probe.min(hi), key)
+}
+
+// ---- sort + unique -------------------------------------------------------------------
+
+/// A raw pointer that may be shared by the scatter tasks of a radix pass (each task
+/// writes a disjoint set of positions).
+#[derive(Clone, Copy)]
+struct SendPtr(*mut u32);
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
+/// Fixed split of `0..n` into pieces of `size` (last one shorter).
+fn pieces(n: usize, size: usize) -> Vec<(usize, usize)> {
+    (0..n.div_ceil(size))
+        .map(|i| (i * size, ((i + 1) * size).min(n)))
+        .collect()
+}
+
+/// One radix digit: `(row[col] >> shift) & mask`.
+#[derive(Clone, Copy, Debug)]
+struct Digit {
+    col: usize,
+    shift: u32,
+    bits: u32,
+}
+
+/// The digits an LSD radix sort needs, least significant first: per column (last column
+/// first) only the bits that vary over the data, cut into digits of at most
+/// [`MAX_DIGIT_BITS`]. A column whose values are all equal costs nothing.
+fn plan_digits<const N: usize>(data: &[u32], w: usize) -> Vec<Digit> {
+    let w = width::<N>(w);
+    let n = data.len() / w;
+    let stats = pieces(n, PART_ROWS)
+        .into_par_iter()
+        .map(|(lo, hi)| {
+            let mut or = vec![0u32; w];
+            let mut and = vec![u32::MAX; w];
+            for i in lo..hi {
+                let r = row::<N>(data, w, i);
+                for c in 0..w {
+                    or[c] |= r[c];
+                    and[c] &= r[c];
+                }
+            }
+            (or, and)
+        })
+        .reduce(
+            || (vec![0u32; w], vec![u32::MAX; w]),
+            |(mut o1, mut a1), (o2, a2)| {
+                for c in 0..w {
+                    o1[c] |= o2[c];
+                    a1[c] &= a2[c];
+                }
+                (o1, a1)
+            },
+        );
+    let (or, and) = stats;
+    let mut digits = Vec::new();
+    for col in (0..w).rev() {
+        let varying = or[col] ^ and[col];
+        if varying == 0 {
+            continue;
+        }
+        let low = varying.trailing_zeros();
+        let high = 32 - varying.leading_zeros();
+        let span = high - low;
+        let count = span.div_ceil(MAX_DIGIT_BITS);
+        let bits = span.div_ceil(count);
+        let mut shift = low;
+        while shift < high {
+            let b = bits.min(high - shift);
+            digits.push(Digit {
+                col,
+                shift,
+                bits: b,
+            });
+            shift += b;
+        }
+    }
+    digits
+}
+
+/// Sorts the rows of `data` (row-major, width `w`) with a parallel LSD radix sort.
+fn radix_sort<const N: usize>(data: &mut Vec<u32>, w: usize) {
+    let w = width::<N>(w);
+    let n = data.len() / w;
+    let digits = plan_digits::<N>(data, w);
+    if digits.is_empty() {
+        return;
+    }
+    let mut scratch: Vec<u32> = vec![0; data.len()];
+    let parts = pieces(n, PART_ROWS.max(n.div_ceil(256)));
+    let mut src: &mut Vec<u32> = data;
+    let mut dst: &mut Vec<u32> = &mut scratch;
+    for d in &digits {
+        let buckets = 1usize << d.bits;
+        let mask = (buckets - 1) as u32;
+        let (col, shift) = (d.col, d.shift);
+        let s: &[u32] = src;
+        let hists: Vec<Vec<usize>> = parts
+            .par_iter()
+            .map(|&(lo, hi)| {
+                let mut h = vec![0usize; buckets];
+                for i in lo..hi {
+                    h[((s[i * w + col] >> shift) & mask) as usize] += 1;
+                }
+                h
+            })
+            .collect();
+        // Exclusive prefix over (bucket, part): part p's rows of bucket b go after all
+        // rows of smaller buckets and after earlier parts' rows of bucket b.
+        let mut offsets = hists;
+        let mut total = 0usize;
+        for b in 0..buckets {
+            for h in offsets.iter_mut() {
+                let c = h[b];
+                h[b] = total;
+                total += c;
+            }
+        }
+        let out = SendPtr(dst.as_mut_ptr());
+        parts
+            .par_iter()
+            .zip(offsets.into_par_iter())
+            .for_each(|(&(lo, hi), mut off)| {
+                let out = out;
+                for i in lo..hi {
+                    let r = &s[i * w..i * w + w];
+                    let b = ((r[col] >> shift) & mask) as usize;
+                    let at = off[b];
+                    off[b] += 1;
+                    // SAFETY: the offsets give every row of every part a distinct slot
+                    // `at < n` (a permutation), so writes are in bounds and disjoint.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(r.as_ptr(), out.0.add(at * w), w);
+                    }
+                }
+            });
+        std::mem::swap(&mut src, &mut dst);
+    }
+    if digits.len() % 2 == 1 {
+        std::mem::swap(data, &mut scratch);
+    }
+}
+
+/// Removes adjacent duplicate rows in place; returns the number of rows kept.
+fn dedup_sorted<const N: usize>(data: &mut Vec<u32>, w: usize) -> usize {
+    let w = width::<N>(w);
+    let n = data.len() / w;
+    if n == 0 {
+        return 0;
+    }
+    let mut out = 1;
+    for i in 1..n {
+        if data[i * w..i * w + w] != data[(out - 1) * w..out * w] {
+            if out != i {
+                data.copy_within(i * w..i * w + w, out * w);
+            }
+            out += 1;
+        }
+    }
+    data.truncate(out * w);
+    out
+}
+
+fn comparison_sort<const N: usize>(data: &mut Vec<u32>, w: usize) {
+    let w = width::<N>(w);
+    if N > 0 {
+        // SAFETY: `[u32; N]` has the layout of N consecutive u32 (same alignment), and
+        // `data.len()` is a multiple of N.
+        let rows: &mut [[u32; N]] = unsafe {
+            std::slice::from_raw_parts_mut(data.as_mut_ptr() as *mut [u32; N], data.len() / N)
+        };
+        if rows.len() < RADIX_MIN_ROWS {
+            rows.sort_unstable();
+        } else {
+            rows.par_sort_unstable();
+        }
+    } else {
+        let n = data.len() / w;
+        let mut idx: Vec<usize> = (0..n).collect();
+        let d: &[u32] = data;
+        idx.par_sort_unstable_by(|&i, &j| d[i * w..i * w + w].cmp(&d[j * w..j * w + w]));
+        let mut out = Vec::with_capacity(data.len());
+        for i in idx {
+            out.extend_from_slice(&d[i * w..i * w + w]);
+        }
+        *data = out;
+    }
+}
+
+/// Sorts the rows and removes duplicates; returns the number of rows. `arity >= 1`.
+pub fn sort_unique(arity: usize, data: &mut Vec<u32>) -> usize {
+    debug_assert!(arity > 0 && data.len() % arity == 0);
+    with_arity!(arity, N => {
+        let n = data.len() / arity;
+        if N > 0 && n >= RADIX_MIN_ROWS {
+            radix_sort::<N>(data, arity);
+        } else {
+            comparison_sort::<N>(data, arity);
+        }
+        dedup_sorted::<N>(data, arity)
+    })
+}
+
+/// Sorts rows that are known to be distinct (no dedup pass).
+pub fn sort_distinct(arity: usize, data: &mut Vec<u32>) {
+    with_arity!(arity, N => {
+        let n = data.len() / arity;
+        if N > 0 && n >= RADIX_MIN_ROWS {
+            radix_sort::<N>(data, arity);
+        } else {
+            comparison_sort::<N>(data, arity);
+        }
+    })
+}
+
+// ---- union and difference --------------------------------------------------------------
+
+/// Splits the merge of `a` and `b` (sorted) into independent parts: pairs of ranges
+/// `(a_lo..a_hi, b_lo..b_hi)` such that every row of a part sorts before every row of
+/// the next part. Pivots are taken at fixed intervals from the larger input.
+fn split_two<const N: usize>(
+    a: &[u32],
+    na: usize,
+    b: &[u32],
+    nb: usize,
+    w: usize,
+) -> Vec<[usize; 4]> {
+    let (big, nbig, small, nsmall, swapped) = if na >= nb {
+        (a, na, b, nb, false)
+    } else {
+        (b, nb, a, na, true)
+    };
+    let mut cuts = vec![(0usize, 0usize)];
+    let mut i = PART_ROWS;
+    while i < nbig {
+        let key = row::<N>(big, w, i);
+        let j = lower_bound::<N>(small, w, 0, nsmall, key);
+        cuts.push((i, j));
+        i += PART_ROWS;
+    }
+    cuts.push((nbig, nsmall));
+    cuts.windows(2)
+        .map(|c| {
+            let ((b0, s0), (b1, s1)) = (c[0], c[1]);
+            if swapped {
+                [s0, s1, b0, b1]
+            } else {
+                [b0, b1, s0, s1]
+            }
+        })
+        .collect()
+}
+
+fn union_seq<const N: usize>(a: &[u32], b: &[u32], w: usize, out: &mut Vec<u32>) {
+    let w = width::<N>(w);
+    let (na, nb) = (a.len() / w, b.len() / w);
+    let (mut i, mut j) = (0, 0);
+    while i < na && j < nb {
+        let (ra, rb) = (row::<N>(a, w, i), row::<N>(b, w, j));
+        match row_cmp::<N>(ra, rb, w) {
+            Ordering::Less => {
+                out.extend_from_slice(ra);
+                i += 1;
+            }
+            Ordering::Greater => {
+                out.extend_from_slice(rb);
+                j += 1;
+            }
+            Ordering::Equal => {
+                out.extend_from_slice(ra);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&a[i * w..]);
+    out.extend_from_slice(&b[j * w..]);
+}
+
+/// `a − b` for sorted `a`, `b`: linear merge when the sizes are close, galloping through
+/// `b` when `b` is much larger.
+fn diff_seq<const N: usize>(a: &[u32], b: &[u32], w: usize, out: &mut Vec<u32>) {
+    let w = width::<N>(w);
+    let (na, nb) = (a.len() / w, b.len() / w);
+    if nb == 0 {
+        out.extend_from_slice(a);
+        return;
+    }
+    let galloping = nb > 8 * na;
+    let mut j = 0;
+    for i in 0..na {
+        let ra = row::<N>(a, w, i);
+        if galloping {
+            j = gallop::<N>(b, w, j, nb, ra);
+        } else {
+            while j < nb && row_cmp::<N>(row::<N>(b, w, j), ra, w) == Ordering::Less {
+                j += 1;
+            }
+        }
+        if j >= nb {
+            out.extend_from_slice(&a[i * w..]);
+            return;
+        }
+        if row_cmp::<N>(row::<N>(b, w, j), ra, w) != Ordering::Equal {
+            out.extend_from_slice(ra);
+        }
+    }
+}
+
+/// Concatenates per-part outputs (in order) into one vector, copying in parallel.
+pub fn concat_parts(parts: Vec<Vec<u32>>) -> Vec<u32> {
+    if parts.len() == 1 {
+        return parts.into_iter().next().unwrap_or_default();
+    }
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut out: Vec<u32> = vec![0; total];
+    let mut slices = Vec::with_capacity(parts.len());
+    let mut rest: &mut [u32] = &mut out;
+    for p in &parts {
+        let (head, tail) = rest.split_at_mut(p.len());
+        slices.push(head);
+        rest = tail;
+    }
+    slices
+        .into_par_iter()
+        .zip(parts.par_iter())
+        .for_each(|(dst, src)| dst.copy_from_slice(src));
+    out
+}
+
+/// `a ∪ b` of sorted, duplicate-free row arrays (width `arity >= 1`).
+pub fn union(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
+    if b.is_empty() {
+        return a.to_vec();
+    }
+    if a.is_empty() {
+        return b.to_vec();
+    }
+    with_arity!(arity, N => {
+        let w = arity;
+        let parts = split_two::<N>(a, a.len() / w, b, b.len() / w, w);
+        let outs: Vec<Vec<u32>> = parts
+            .par_iter()
+            .map(|&[a0, a1, b0, b1]| {
+                let mut out = Vec::with_capacity((a1 - a0 + b1 - b0) * w);
+                union_seq::<N>(&a[a0 * w..a1 * w], &b[b0 * w..b1 * w], w, &mut out);
+                out
+            })
+            .collect();
+        concat_parts(outs)
+    })
+}
+
+/// `a − b` of sorted, duplicate-free row arrays (width `arity >= 1`).
+pub fn difference(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
+    if a.is_empty() || b.is_empty() {
+        return a.to_vec();
+    }
+    with_arity!(arity, N => {
+        let w = arity;
+        let (na, nb) = (a.len() / w, b.len() / w);
+        // Parts over `a` only: the output comes from `a`, and `b`'s ranges are found by
+        // binary search (galloping inside makes a large `b` cheap).
+        let mut cuts = vec![(0usize, 0usize)];
+        let mut i = PART_ROWS;
+        while i < na {
+            let j = lower_bound::<N>(b, w, 0, nb, row::<N>(a, w, i));
+            cuts.push((i, j));
+            i += PART_ROWS;
+        }
+        cuts.push((na, nb));
+        let outs: Vec<Vec<u32>> = cuts
+            .par_windows(2)
+            .map(|c| {
+                let ((a0, b0), (a1, b1)) = (c[0], c[1]);
+                let mut out = Vec::with_capacity((a1 - a0) * w);
+                diff_seq::<N>(&a[a0 * w..a1 * w], &b[b0 * w..b1 * w], w, &mut out);
+                out
+            })
+            .collect();
+        concat_parts(outs)
+    })
+}
+
+/// Whether sorted `data` contains `key` (a whole row).
+pub fn contains(arity: usize, data: &[u32], key: &[u32]) -> bool {
+    with_arity!(arity, N => {
+        let n = data.len() / arity;
+        let i = lower_bound::<N>(data, arity, 0, n, key);
+        i < n && row::<N>(data, arity, i) == key
+    })
+}
