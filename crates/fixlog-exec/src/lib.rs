@@ -3,5 +3,6 @@
 
 pub mod backend;
 pub mod cpu;
+pub mod driver;
 
 pub use backend::{Backend, EvalContext, ExecError, ExecResult};

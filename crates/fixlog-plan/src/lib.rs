@@ -4,6 +4,11 @@
 //! [`ir`] defines the plan; `planner` chooses delta variants, join orders, indexes and
 //! where filters and computations go; `explain` prints a plan for `fixlog explain`.
 
+pub mod explain;
 pub mod ir;
+pub mod planner;
+
+pub use explain::explain;
+pub use planner::plan;
 
 pub use ir::*;

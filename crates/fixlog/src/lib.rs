@@ -1,1 +1,33 @@
+//! Fixlog: Soufflé-compatible Datalog on every CPU core (and, later, on NVIDIA GPUs).
+//!
+//! This crate is the library API and the `fixlog` command line. The pipeline behind it:
+//!
+//! ```text
+//! text ─fixlog_syntax─▶ AST ─fixlog_logical─▶ checked, stratified program
+//!      ─fixlog_plan─▶ physical plan ─fixlog_exec─▶ semi-naive driver over a Backend
+//! ```
+//!
+//! ```
+//! use fixlog::{Fixlog, Datum, RunOptions};
+//!
+//! let mut program = Fixlog::from_source("tc.dl", r#"
+//!     .decl edge(x: number, y: number)
+//!     .decl path(x: number, y: number)
+//!     path(x, y) :- edge(x, y).
+//!     path(x, z) :- path(x, y), edge(y, z).
+//! "#).unwrap();
+//! program.insert("edge", vec![
+//!     vec![Datum::Number(1), Datum::Number(2)],
+//!     vec![Datum::Number(2), Datum::Number(3)],
+//! ]).unwrap();
+//! let db = program.run(&RunOptions::default()).unwrap();
+//! assert_eq!(db.len("path"), Some(3));
+//! assert_eq!(db.relation("path").unwrap()[2], vec![Datum::Number(2), Datum::Number(3)]);
+//! ```
 
+pub mod api;
+pub mod error;
+pub mod io;
+
+pub use api::{Database, Datum, Fixlog, RunOptions, RunStats};
+pub use error::Error;

@@ -1,0 +1,238 @@
+//! `fixlog explain`: the strata and the plan of every rule variant in words.
+//!
+//! Columns are written `#i` (column `i` of the operator's joined tuple, see
+//! [`crate::ir`]); an index is written `rel[key columns | other columns]`.
+
+use crate::ir::*;
+use fixlog_logical::{self as logical, Program};
+use fixlog_syntax::SourceMap;
+use std::fmt::Write;
+
+pub fn explain(program: &Program, plan: &Plan, sources: &SourceMap) -> String {
+    let mut out = String::new();
+    for (n, stratum) in plan.strata.iter().enumerate() {
+        let names: Vec<&str> = stratum
+            .relations
+            .iter()
+            .map(|&r| plan.relations[r].name.as_str())
+            .collect();
+        let _ = writeln!(
+            out,
+            "stratum {n}: {}{}",
+            names.join(", "),
+            if stratum.recursive {
+                " (recursive)"
+            } else {
+                ""
+            }
+        );
+        if stratum.init.is_empty() && stratum.recursive_rules.is_empty() {
+            let _ = writeln!(out, "  (no rules: facts and inputs only)");
+        }
+        for (title, rules) in [
+            ("once", &stratum.init),
+            ("each iteration", &stratum.recursive_rules),
+        ] {
+            for rule_plan in rules.iter() {
+                let rule = &program.rules[rule_plan.rule];
+                let text: String = sources
+                    .snippet(rule.span)
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let _ = writeln!(
+                    out,
+                    "  rule {} ({title}): {text}",
+                    sources.location(rule.span)
+                );
+                if let Some(d) = rule_plan.delta_atom {
+                    if let logical::Literal::Atom(a) = &rule.body[d] {
+                        let _ = writeln!(
+                            out,
+                            "    delta variant: reads the new tuples of body atom {} ({})",
+                            d + 1,
+                            plan.relations[a.rel].name
+                        );
+                    }
+                }
+                write_ops(&mut out, plan, &rule_plan.ops, 4);
+                let _ = writeln!(
+                    out,
+                    "    ──▶ insert into {}",
+                    plan.relations[rule_plan.head].name
+                );
+            }
+        }
+    }
+    let _ = writeln!(out, "indexes:");
+    for (i, ix) in plan.indexes.iter().enumerate() {
+        let _ = writeln!(out, "  #{i}: {}", index_name(plan, ix));
+    }
+    out
+}
+
+fn index_name(plan: &Plan, ix: &IndexSpec) -> String {
+    let key: Vec<String> = ix.order[..ix.key_len]
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    let rest: Vec<String> = ix.order[ix.key_len..]
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    format!(
+        "{}[{} | {}]",
+        plan.relations[ix.rel].name,
+        key.join(","),
+        rest.join(",")
+    )
+}
+
+fn write_ops(out: &mut String, plan: &Plan, ops: &[Op], indent: usize) {
+    let pad = " ".repeat(indent);
+    for op in ops {
+        match op {
+            Op::Unit => {
+                let _ = writeln!(out, "{pad}unit (one empty tuple)");
+            }
+            Op::Scan {
+                rel,
+                version,
+                filters,
+                project,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}scan {}{}{} → {}",
+                    version_mark(*version),
+                    plan.relations[*rel].name,
+                    filters_text(filters),
+                    exprs(project)
+                );
+            }
+            Op::Join {
+                index,
+                version,
+                key,
+                filters,
+                project,
+            } => {
+                let ix = &plan.indexes[*index];
+                let _ = writeln!(
+                    out,
+                    "{pad}join {}{} on key {} using index #{index} {}{} → {}",
+                    version_mark(*version),
+                    plan.relations[ix.rel].name,
+                    exprs(key),
+                    index_name(plan, ix),
+                    filters_text(filters),
+                    exprs(project)
+                );
+            }
+            Op::AntiJoin { index, key } => {
+                let ix = &plan.indexes[*index];
+                let _ = writeln!(
+                    out,
+                    "{pad}anti-join (negation) {} on key {} using index #{index} {}",
+                    plan.relations[ix.rel].name,
+                    exprs(key),
+                    index_name(plan, ix)
+                );
+            }
+            Op::Filter { filters, project } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}filter{} → {}",
+                    filters_text(filters),
+                    exprs(project)
+                );
+            }
+            Op::Aggregate {
+                func,
+                ty,
+                sub,
+                filters,
+                project,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}aggregate {func:?} ({ty:?}) per input tuple over:"
+                );
+                write_ops(out, plan, sub, indent + 4);
+                let _ = writeln!(
+                    out,
+                    "{pad}  then{} → {}",
+                    filters_text(filters),
+                    exprs(project)
+                );
+            }
+        }
+    }
+}
+
+fn version_mark(v: Version) -> &'static str {
+    match v {
+        Version::Full => "",
+        Version::Delta => "Δ",
+    }
+}
+
+fn filters_text(filters: &[Cond]) -> String {
+    if filters.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = filters.iter().map(cond).collect();
+    format!(" where {}", parts.join(" and "))
+}
+
+fn exprs(es: &[PExpr]) -> String {
+    let parts: Vec<String> = es.iter().map(expr).collect();
+    format!("({})", parts.join(", "))
+}
+
+fn cond(c: &Cond) -> String {
+    match c {
+        Cond::Compare { op, lhs, rhs, .. } => {
+            let op = match op {
+                logical::CmpOp::Eq => "=",
+                logical::CmpOp::Ne => "!=",
+                logical::CmpOp::Lt => "<",
+                logical::CmpOp::Le => "<=",
+                logical::CmpOp::Gt => ">",
+                logical::CmpOp::Ge => ">=",
+            };
+            format!("{} {op} {}", expr(lhs), expr(rhs))
+        }
+        Cond::Predicate {
+            pred,
+            args,
+            negated,
+        } => format!(
+            "{}{:?}{}",
+            if *negated { "!" } else { "" },
+            pred,
+            exprs(args)
+        ),
+    }
+}
+
+fn expr(e: &PExpr) -> String {
+    match e {
+        PExpr::Col(c) => format!("#{c}"),
+        PExpr::Const(k) => format!("{k}"),
+        PExpr::Unary { op, arg, .. } => format!("{op:?}({})", expr(arg)),
+        PExpr::Binary { op, lhs, rhs, .. } => {
+            let sym = match op {
+                logical::BinOp::Add => "+",
+                logical::BinOp::Sub => "-",
+                logical::BinOp::Mul => "*",
+                logical::BinOp::Div => "/",
+                logical::BinOp::Rem => "%",
+                logical::BinOp::Pow => "^",
+                other => return format!("{other:?}({}, {})", expr(lhs), expr(rhs)),
+            };
+            format!("({} {sym} {})", expr(lhs), expr(rhs))
+        }
+        PExpr::Functor { func, args } => format!("{func:?}{}", exprs(args)),
+    }
+}

@@ -1,0 +1,655 @@
+//! Turning checked rules into pipelines of operators.
+//!
+//! For every rule (and every delta variant of a recursive rule) the planner
+//! 1. picks the first atom: the delta atom for a variant (the delta is the smallest
+//!    input of an iteration), else the first positive atom in body order, or `Unit` when
+//!    there is none;
+//! 2. repeatedly joins the positive atom with the most bound arguments (constants and
+//!    variables already bound), ties broken by body order — so every join after the first
+//!    has a key whenever the body is connected, and no cross product is built that could
+//!    be avoided;
+//! 3. applies every comparison, predicate and binding `v = expr` in the first operator
+//!    whose joined tuple has their variables, each negation as an anti-join as soon as
+//!    its variables are bound, and each aggregate once its correlated variables are;
+//! 4. projects after each operator only the variables still needed, and fuses the head's
+//!    projection (with its arithmetic) into the last operator.
+//!
+//! The index for a join over relation `r` is `r` sorted with the key columns first (in
+//! argument order) followed by the remaining columns; indexes are shared by every rule
+//! that needs the same (relation, order, key length).
+
+use crate::ir::*;
+use fixlog_logical::{self as logical, AggFunc, ColType, Literal, Program, RelId, Term, VarId};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// The pseudo-variable of an aggregate sub-pipeline's row-number column.
+const ROW_VAR: VarId = usize::MAX;
+
+/// Plans every stratum of a checked program.
+pub fn plan(program: &Program) -> Plan {
+    let mut indexes = Vec::new();
+    let mut strata = Vec::new();
+    for stratum in &program.strata {
+        let in_stratum: HashSet<RelId> = stratum.relations.iter().copied().collect();
+        let mut init = Vec::new();
+        let mut recursive_rules = Vec::new();
+        for &rule_idx in &stratum.rules {
+            let rule = &program.rules[rule_idx];
+            let recursive_atoms: Vec<usize> = rule
+                .body
+                .iter()
+                .enumerate()
+                .filter_map(|(i, lit)| match lit {
+                    Literal::Atom(a) if stratum.recursive && in_stratum.contains(&a.rel) => Some(i),
+                    _ => None,
+                })
+                .collect();
+            let mut planner = RulePlanner {
+                indexes: &mut indexes,
+                vars: &rule.vars,
+            };
+            if recursive_atoms.is_empty() {
+                init.push(planner.plan_rule(rule_idx, rule, None));
+            } else {
+                for &i in &recursive_atoms {
+                    recursive_rules.push(planner.plan_rule(rule_idx, rule, Some(i)));
+                }
+            }
+        }
+        strata.push(StratumPlan {
+            relations: stratum.relations.clone(),
+            recursive: stratum.recursive,
+            init,
+            recursive_rules,
+        });
+    }
+    Plan {
+        relations: program
+            .relations
+            .iter()
+            .map(|r| RelationInfo {
+                name: r.name.clone(),
+                types: r.types(),
+            })
+            .collect(),
+        indexes,
+        strata,
+    }
+}
+
+struct RulePlanner<'a> {
+    indexes: &'a mut Vec<IndexSpec>,
+    vars: &'a [logical::VarInfo],
+}
+
+/// The operator being built: where each bound variable is in its joined tuple, and the
+/// filters collected for it.
+struct OpBuilder {
+    env: HashMap<VarId, PExpr>,
+    filters: Vec<Cond>,
+}
+
+impl RulePlanner<'_> {
+    fn index(&mut self, rel: RelId, order: Vec<usize>, key_len: usize) -> IndexId {
+        let spec = IndexSpec {
+            rel,
+            order,
+            key_len,
+        };
+        if let Some(i) = self.indexes.iter().position(|s| *s == spec) {
+            return i;
+        }
+        self.indexes.push(spec);
+        self.indexes.len() - 1
+    }
+
+    fn plan_rule(
+        &mut self,
+        rule_idx: usize,
+        rule: &logical::Rule,
+        delta: Option<usize>,
+    ) -> RulePlan {
+        let keep: HashSet<VarId> = rule.head.args.iter().flat_map(expr_vars).collect();
+        let head = &rule.head.args;
+        let ops = self.plan_body(&rule.body, delta, None, &keep, &|env| {
+            head.iter().map(|e| to_pexpr(e, env)).collect()
+        });
+        RulePlan {
+            rule: rule_idx,
+            delta_atom: delta,
+            head: rule.head.rel,
+            ops,
+        }
+    }
+
+    /// Plans `body` into a pipeline.
+    ///
+    /// `input`: for an aggregate's sub-pipeline, the variables of the input batch's
+    /// columns. `keep`: variables needed after the body. `output`: the final projection,
+    /// given where the variables are in the last operator's output.
+    fn plan_body(
+        &mut self,
+        body: &[Literal],
+        delta: Option<usize>,
+        input: Option<Vec<VarId>>,
+        keep: &HashSet<VarId>,
+        output: &dyn Fn(&HashMap<VarId, PExpr>) -> Vec<PExpr>,
+    ) -> Vec<Op> {
+        let mut remaining: Vec<usize> = (0..body.len()).collect();
+        let mut ops: Vec<Op> = Vec::new();
+        let mut schema: Vec<VarId> = match input {
+            Some(schema) => schema,
+            None => {
+                let first = delta.or_else(|| {
+                    remaining
+                        .iter()
+                        .copied()
+                        .find(|&i| matches!(body[i], Literal::Atom(_)))
+                });
+                match first {
+                    Some(i) => {
+                        let Literal::Atom(atom) = &body[i] else {
+                            unreachable!("the delta literal is an atom")
+                        };
+                        remaining.retain(|&j| j != i);
+                        let mut op = OpBuilder {
+                            env: HashMap::new(),
+                            filters: Vec::new(),
+                        };
+                        bind_atom_columns(&mut op, &atom.args, 0, &[]);
+                        absorb(&mut op, body, &mut remaining);
+                        let (project, schema) = project_live(&op.env, body, &remaining, keep);
+                        ops.push(Op::Scan {
+                            rel: atom.rel,
+                            version: version_of(delta, i),
+                            filters: op.filters,
+                            project,
+                        });
+                        schema
+                    }
+                    None => {
+                        ops.push(Op::Unit);
+                        Vec::new()
+                    }
+                }
+            }
+        };
+
+        loop {
+            let bound: HashSet<VarId> = schema.iter().copied().collect();
+            let env_in = schema_env(&schema);
+
+            // Negations whose variables are bound: anti-joins.
+            if let Some(pos) = remaining.iter().position(|&i| match &body[i] {
+                Literal::Negation(a) => a.args.iter().all(|t| match t {
+                    Term::Var(v) => bound.contains(v),
+                    _ => true,
+                }),
+                _ => false,
+            }) {
+                let i = remaining.remove(pos);
+                let Literal::Negation(atom) = &body[i] else {
+                    unreachable!()
+                };
+                let (key_cols, key) = atom_key(&atom.args, &env_in);
+                let key_len = key_cols.len();
+                let index =
+                    self.index(atom.rel, complete_order(key_cols, atom.args.len()), key_len);
+                ops.push(Op::AntiJoin { index, key });
+                continue;
+            }
+
+            // Filters and bindings computable on the current batch.
+            let mut op = OpBuilder {
+                env: env_in.clone(),
+                filters: Vec::new(),
+            };
+            let before = remaining.len();
+            absorb(&mut op, body, &mut remaining);
+            if remaining.len() != before {
+                let (project, new_schema) = project_live(&op.env, body, &remaining, keep);
+                ops.push(Op::Filter {
+                    filters: op.filters,
+                    project,
+                });
+                schema = new_schema;
+                continue;
+            }
+
+            // Aggregates whose correlated variables are bound.
+            if let Some(pos) = remaining.iter().position(|&i| match &body[i] {
+                Literal::Aggregate { body: sub, .. } => {
+                    let outside = vars_outside(body, i, keep);
+                    sub.iter()
+                        .flat_map(literal_vars)
+                        .filter(|v| outside.contains(v))
+                        .all(|v| bound.contains(&v))
+                }
+                _ => false,
+            }) {
+                let i = remaining.remove(pos);
+                let Literal::Aggregate {
+                    out,
+                    func,
+                    arg,
+                    body: sub,
+                    ..
+                } = &body[i]
+                else {
+                    unreachable!()
+                };
+                let ty = match (func, arg) {
+                    (AggFunc::Count, _) | (_, None) => ColType::Number,
+                    (_, Some(a)) => self.expr_type(a).unwrap_or(self.vars[*out].ty),
+                };
+                let arity = schema.len();
+                let mut sub_schema = schema.clone();
+                sub_schema.push(ROW_VAR);
+                let sub_keep: HashSet<VarId> = [ROW_VAR].into_iter().collect();
+                let sub_ops = self.plan_body(sub, None, Some(sub_schema), &sub_keep, &|env| {
+                    let mut out = vec![env[&ROW_VAR].clone()];
+                    if let Some(a) = arg {
+                        out.push(to_pexpr(a, env));
+                    }
+                    out
+                });
+                let mut op = OpBuilder {
+                    env: env_in,
+                    filters: Vec::new(),
+                };
+                op.env.insert(*out, PExpr::Col(arity));
+                absorb(&mut op, body, &mut remaining);
+                let (project, new_schema) = project_live(&op.env, body, &remaining, keep);
+                ops.push(Op::Aggregate {
+                    func: *func,
+                    ty,
+                    sub: sub_ops,
+                    filters: op.filters,
+                    project,
+                });
+                schema = new_schema;
+                continue;
+            }
+
+            // The next join: the atom with the most bound arguments.
+            let next = remaining
+                .iter()
+                .copied()
+                .filter_map(|i| match &body[i] {
+                    Literal::Atom(a) => {
+                        let n = a
+                            .args
+                            .iter()
+                            .filter(|t| match t {
+                                Term::Var(v) => bound.contains(v),
+                                Term::Const(_) => true,
+                                Term::Wildcard => false,
+                            })
+                            .count();
+                        Some((n, std::cmp::Reverse(i)))
+                    }
+                    _ => None,
+                })
+                .max();
+            let Some((_, std::cmp::Reverse(i))) = next else {
+                break;
+            };
+            remaining.retain(|&j| j != i);
+            let Literal::Atom(atom) = &body[i] else {
+                unreachable!()
+            };
+            let (key_cols, key) = atom_key_bound(&atom.args, &env_in);
+            let key_len = key_cols.len();
+            let index = self.index(
+                atom.rel,
+                complete_order(key_cols.clone(), atom.args.len()),
+                key_len,
+            );
+            let mut op = OpBuilder {
+                env: env_in,
+                filters: Vec::new(),
+            };
+            bind_atom_columns(&mut op, &atom.args, schema.len(), &key_cols);
+            absorb(&mut op, body, &mut remaining);
+            let (project, new_schema) = project_live(&op.env, body, &remaining, keep);
+            ops.push(Op::Join {
+                index,
+                version: version_of(delta, i),
+                key,
+                filters: op.filters,
+                project,
+            });
+            schema = new_schema;
+        }
+
+        assert!(
+            remaining.is_empty(),
+            "internal error: literals {remaining:?} could not be placed; the checker \
+             guarantees range restriction"
+        );
+        let out = output(&schema_env(&schema));
+        fuse_projection(&mut ops, out);
+        ops
+    }
+
+    /// The type of an aggregated expression.
+    fn expr_type(&self, e: &logical::Expr) -> Option<ColType> {
+        use logical::{Expr, Functor};
+        match e {
+            Expr::Var(v) => Some(self.vars[*v].ty),
+            Expr::Const(_) => None,
+            Expr::Unary { ty, .. } | Expr::Binary { ty, .. } => Some(*ty),
+            Expr::Functor { func, .. } => Some(match func {
+                Functor::Cat | Functor::Substr | Functor::ToString => ColType::Symbol,
+                Functor::Strlen | Functor::Ord | Functor::ToNumber | Functor::ToInteger => {
+                    ColType::Number
+                }
+                Functor::ToUnsigned => ColType::Unsigned,
+                Functor::ToFloat => ColType::Float,
+            }),
+        }
+    }
+}
+
+fn version_of(delta: Option<usize>, literal: usize) -> Version {
+    if delta == Some(literal) {
+        Version::Delta
+    } else {
+        Version::Full
+    }
+}
+
+/// Variable → column of a batch with the given schema.
+fn schema_env(schema: &[VarId]) -> HashMap<VarId, PExpr> {
+    schema
+        .iter()
+        .enumerate()
+        .map(|(c, &v)| (v, PExpr::Col(c)))
+        .collect()
+}
+
+/// Key of a negated atom: every column that is not `_`.
+fn atom_key(args: &[Term], env: &HashMap<VarId, PExpr>) -> (Vec<usize>, Vec<PExpr>) {
+    let mut cols = Vec::new();
+    let mut key = Vec::new();
+    for (c, t) in args.iter().enumerate() {
+        match t {
+            Term::Var(v) => {
+                cols.push(c);
+                key.push(env[v].clone());
+            }
+            Term::Const(k) => {
+                cols.push(c);
+                key.push(PExpr::Const(*k));
+            }
+            Term::Wildcard => {}
+        }
+    }
+    (cols, key)
+}
+
+/// Key of a joined atom: constants and variables bound before the join (first
+/// occurrence of each).
+fn atom_key_bound(args: &[Term], env: &HashMap<VarId, PExpr>) -> (Vec<usize>, Vec<PExpr>) {
+    let mut cols = Vec::new();
+    let mut key = Vec::new();
+    for (c, t) in args.iter().enumerate() {
+        match t {
+            Term::Var(v) if env.contains_key(v) => {
+                cols.push(c);
+                key.push(env[v].clone());
+            }
+            Term::Const(k) => {
+                cols.push(c);
+                key.push(PExpr::Const(*k));
+            }
+            _ => {}
+        }
+    }
+    (cols, key)
+}
+
+/// Key columns followed by the other columns in order.
+fn complete_order(mut key_cols: Vec<usize>, arity: usize) -> Vec<usize> {
+    for c in 0..arity {
+        if !key_cols.contains(&c) {
+            key_cols.push(c);
+        }
+    }
+    key_cols
+}
+
+/// Binds the variables of an atom whose columns start at `offset` in the joined tuple.
+/// Columns in `key_cols` are already equal to their key; constants elsewhere and repeated
+/// variables become equality filters (on the bits, as joins compare).
+fn bind_atom_columns(op: &mut OpBuilder, args: &[Term], offset: usize, key_cols: &[usize]) {
+    for (c, t) in args.iter().enumerate() {
+        if key_cols.contains(&c) {
+            continue;
+        }
+        let col = PExpr::Col(offset + c);
+        match t {
+            Term::Var(v) => match op.env.get(v) {
+                Some(e) => op.filters.push(Cond::Compare {
+                    op: logical::CmpOp::Eq,
+                    ty: ColType::Unsigned,
+                    lhs: col,
+                    rhs: e.clone(),
+                }),
+                None => {
+                    op.env.insert(*v, col);
+                }
+            },
+            Term::Const(k) => op.filters.push(Cond::Compare {
+                op: logical::CmpOp::Eq,
+                ty: ColType::Unsigned,
+                lhs: col,
+                rhs: PExpr::Const(*k),
+            }),
+            Term::Wildcard => {}
+        }
+    }
+}
+
+/// Moves every comparison, predicate and binding whose variables are bound in `op` from
+/// `remaining` into `op`, until none is left to move.
+fn absorb(op: &mut OpBuilder, body: &[Literal], remaining: &mut Vec<usize>) {
+    loop {
+        let mut changed = false;
+        remaining.retain(|&i| {
+            let bound = |e: &logical::Expr| expr_vars(e).iter().all(|v| op.env.contains_key(v));
+            match &body[i] {
+                Literal::Compare {
+                    op: cmp,
+                    lhs,
+                    rhs,
+                    ty,
+                    ..
+                } => {
+                    if bound(lhs) && bound(rhs) {
+                        let cond = Cond::Compare {
+                            op: *cmp,
+                            ty: *ty,
+                            lhs: to_pexpr(lhs, &op.env),
+                            rhs: to_pexpr(rhs, &op.env),
+                        };
+                        op.filters.push(cond);
+                    } else if *cmp == logical::CmpOp::Eq {
+                        match (lhs, rhs) {
+                            (logical::Expr::Var(v), e) | (e, logical::Expr::Var(v))
+                                if !op.env.contains_key(v) && bound(e) =>
+                            {
+                                let value = to_pexpr(e, &op.env);
+                                op.env.insert(*v, value);
+                            }
+                            _ => return true,
+                        }
+                    } else {
+                        return true;
+                    }
+                    changed = true;
+                    false
+                }
+                Literal::Predicate {
+                    pred,
+                    args,
+                    negated,
+                    ..
+                } => {
+                    if args.iter().all(bound) {
+                        op.filters.push(Cond::Predicate {
+                            pred: *pred,
+                            args: args.iter().map(|a| to_pexpr(a, &op.env)).collect(),
+                            negated: *negated,
+                        });
+                        changed = true;
+                        false
+                    } else {
+                        true
+                    }
+                }
+                _ => true,
+            }
+        });
+        if !changed {
+            return;
+        }
+    }
+}
+
+/// The projection onto the variables still needed (in variable order, for a
+/// deterministic plan) and the schema it produces.
+fn project_live(
+    env: &HashMap<VarId, PExpr>,
+    body: &[Literal],
+    remaining: &[usize],
+    keep: &HashSet<VarId>,
+) -> (Vec<PExpr>, Vec<VarId>) {
+    let mut live: BTreeSet<VarId> = keep.iter().copied().collect();
+    for &i in remaining {
+        live.extend(literal_vars(&body[i]));
+    }
+    let schema: Vec<VarId> = live.into_iter().filter(|v| env.contains_key(v)).collect();
+    let project = schema.iter().map(|v| env[v].clone()).collect();
+    (project, schema)
+}
+
+/// Replaces the last operator's projection by `out` (given over its output columns), or
+/// appends a `Filter` when the last operator does not project.
+fn fuse_projection(ops: &mut Vec<Op>, out: Vec<PExpr>) {
+    match ops.last_mut() {
+        Some(Op::Scan { project, .. })
+        | Some(Op::Join { project, .. })
+        | Some(Op::Filter { project, .. })
+        | Some(Op::Aggregate { project, .. }) => {
+            let composed = out.iter().map(|e| subst_cols(e, project)).collect();
+            *project = composed;
+        }
+        _ => ops.push(Op::Filter {
+            filters: Vec::new(),
+            project: out,
+        }),
+    }
+}
+
+/// `e` with every `Col(i)` replaced by `cols[i]`.
+pub fn subst_cols(e: &PExpr, cols: &[PExpr]) -> PExpr {
+    match e {
+        PExpr::Col(i) => cols[*i].clone(),
+        PExpr::Const(k) => PExpr::Const(*k),
+        PExpr::Unary { op, ty, arg } => PExpr::Unary {
+            op: *op,
+            ty: *ty,
+            arg: Box::new(subst_cols(arg, cols)),
+        },
+        PExpr::Binary { op, ty, lhs, rhs } => PExpr::Binary {
+            op: *op,
+            ty: *ty,
+            lhs: Box::new(subst_cols(lhs, cols)),
+            rhs: Box::new(subst_cols(rhs, cols)),
+        },
+        PExpr::Functor { func, args } => PExpr::Functor {
+            func: *func,
+            args: args.iter().map(|a| subst_cols(a, cols)).collect(),
+        },
+    }
+}
+
+/// A logical expression over bound variables as a plan expression.
+fn to_pexpr(e: &logical::Expr, env: &HashMap<VarId, PExpr>) -> PExpr {
+    use logical::Expr;
+    match e {
+        Expr::Var(v) => env[v].clone(),
+        Expr::Const(k) => PExpr::Const(*k),
+        Expr::Unary { op, ty, arg } => PExpr::Unary {
+            op: *op,
+            ty: *ty,
+            arg: Box::new(to_pexpr(arg, env)),
+        },
+        Expr::Binary { op, ty, lhs, rhs } => PExpr::Binary {
+            op: *op,
+            ty: *ty,
+            lhs: Box::new(to_pexpr(lhs, env)),
+            rhs: Box::new(to_pexpr(rhs, env)),
+        },
+        Expr::Functor { func, args } => PExpr::Functor {
+            func: *func,
+            args: args.iter().map(|a| to_pexpr(a, env)).collect(),
+        },
+    }
+}
+
+pub(crate) fn expr_vars(e: &logical::Expr) -> Vec<VarId> {
+    use logical::Expr;
+    match e {
+        Expr::Var(v) => vec![*v],
+        Expr::Const(_) => Vec::new(),
+        Expr::Unary { arg, .. } => expr_vars(arg),
+        Expr::Binary { lhs, rhs, .. } => {
+            let mut v = expr_vars(lhs);
+            v.extend(expr_vars(rhs));
+            v
+        }
+        Expr::Functor { args, .. } => args.iter().flat_map(expr_vars).collect(),
+    }
+}
+
+fn term_vars(args: &[Term]) -> impl Iterator<Item = VarId> + '_ {
+    args.iter().filter_map(|t| match t {
+        Term::Var(v) => Some(*v),
+        _ => None,
+    })
+}
+
+/// Every variable a literal mentions (for an aggregate: its result, its argument and its
+/// body's variables).
+fn literal_vars(lit: &Literal) -> Vec<VarId> {
+    match lit {
+        Literal::Atom(a) | Literal::Negation(a) => term_vars(&a.args).collect(),
+        Literal::Compare { lhs, rhs, .. } => {
+            let mut v = expr_vars(lhs);
+            v.extend(expr_vars(rhs));
+            v
+        }
+        Literal::Predicate { args, .. } => args.iter().flat_map(expr_vars).collect(),
+        Literal::Aggregate { out, arg, body, .. } => {
+            let mut v = vec![*out];
+            if let Some(a) = arg {
+                v.extend(expr_vars(a));
+            }
+            v.extend(body.iter().flat_map(literal_vars));
+            v
+        }
+    }
+}
+
+/// Variables occurring outside literal `i` of `body` (or needed after the body).
+fn vars_outside(body: &[Literal], i: usize, keep: &HashSet<VarId>) -> HashSet<VarId> {
+    let mut vars: HashSet<VarId> = keep.clone();
+    for (j, lit) in body.iter().enumerate() {
+        if j != i {
+            vars.extend(literal_vars(lit));
+        }
+    }
+    vars
+}

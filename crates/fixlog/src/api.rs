@@ -1,0 +1,270 @@
+//! The library API: load a program, add facts from memory, run, read relations.
+//!
+//! The command line is a thin layer over this module, so everything the CLI does a
+//! library user can do too.
+
+use crate::error::Error;
+use crate::io;
+use fixlog_exec::driver::{self, DriverOptions, Tuples};
+use fixlog_logical::{ColType, Program, RelId, Value};
+use fixlog_plan::Plan;
+use fixlog_syntax::SourceMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A typed value, for facts given through the API and for reading results.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Datum {
+    Number(i32),
+    Unsigned(u32),
+    Float(f32),
+    Symbol(String),
+}
+
+/// How to run a program.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Worker threads; `None` uses every core.
+    pub jobs: Option<usize>,
+    /// Directory of `.input` files (Soufflé's `-F`). `None`: `.input` directives are
+    /// ignored and only facts from the program and from [`Fixlog::insert`] are used.
+    pub facts_dir: Option<PathBuf>,
+    /// Show progress (stratum, iteration, delta sizes) on stderr.
+    pub progress: bool,
+}
+
+pub use fixlog_exec::driver::RunStats;
+
+/// A checked and planned program, plus facts added from memory.
+pub struct Fixlog {
+    sources: SourceMap,
+    program: Program,
+    plan: Plan,
+    /// Tuples added with [`Fixlog::insert`], per relation.
+    inserted: Vec<Tuples>,
+}
+
+impl Fixlog {
+    /// Reads, checks and plans a program file (and its `.include`s).
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Fixlog, Error> {
+        let mut sources = SourceMap::new();
+        let program = fixlog_logical::compile_file(path.as_ref(), &mut sources)
+            .map_err(|d| program_error(d, &sources))?;
+        Ok(Fixlog::new(sources, program))
+    }
+
+    /// Checks and plans a program given as text; `name` is used in messages.
+    pub fn from_source(name: &str, text: &str) -> Result<Fixlog, Error> {
+        let mut sources = SourceMap::new();
+        let program = fixlog_logical::compile_str(name, text, &mut sources)
+            .map_err(|d| program_error(d, &sources))?;
+        Ok(Fixlog::new(sources, program))
+    }
+
+    fn new(sources: SourceMap, program: Program) -> Fixlog {
+        let plan = fixlog_plan::plan(&program);
+        let inserted = program
+            .relations
+            .iter()
+            .map(|r| Tuples::new(r.arity()))
+            .collect();
+        Fixlog {
+            sources,
+            program,
+            plan,
+            inserted,
+        }
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn sources(&self) -> &SourceMap {
+        &self.sources
+    }
+
+    /// The strata and the plan of every rule variant, as `fixlog explain` prints it.
+    pub fn explain(&self) -> String {
+        fixlog_plan::explain(&self.program, &self.plan, &self.sources)
+    }
+
+    /// Adds facts to a relation. Each tuple must have the relation's arity and each
+    /// datum its column's type.
+    pub fn insert(
+        &mut self,
+        relation: &str,
+        tuples: impl IntoIterator<Item = Vec<Datum>>,
+    ) -> Result<(), Error> {
+        let rel = self.relation_id(relation)?;
+        let types = self.program.relations[rel].types();
+        for (n, tuple) in tuples.into_iter().enumerate() {
+            if tuple.len() != types.len() {
+                return Err(Error::BadInput(format!(
+                    "tuple {n} for `{relation}` has {} values but the relation has {} columns",
+                    tuple.len(),
+                    types.len()
+                )));
+            }
+            let mut row = Vec::with_capacity(types.len());
+            for (col, (datum, ty)) in tuple.iter().zip(&types).enumerate() {
+                let value = self.encode(datum, *ty).ok_or_else(|| {
+                    Error::BadInput(format!(
+                        "tuple {n} for `{relation}`: column {col} is {ty:?} but got {datum:?}"
+                    ))
+                })?;
+                row.push(value);
+            }
+            self.inserted[rel].push(&row);
+        }
+        Ok(())
+    }
+
+    fn encode(&self, datum: &Datum, ty: ColType) -> Option<Value> {
+        match (datum, ty) {
+            (Datum::Number(n), ColType::Number) => Some(*n as u32),
+            (Datum::Unsigned(u), ColType::Unsigned) => Some(*u),
+            (Datum::Float(f), ColType::Float) => Some(f.to_bits()),
+            (Datum::Symbol(s), ColType::Symbol) => Some(self.program.symbols.intern(s)),
+            _ => None,
+        }
+    }
+
+    fn relation_id(&self, name: &str) -> Result<RelId, Error> {
+        self.program
+            .relation_id(name)
+            .ok_or_else(|| Error::BadInput(format!("no relation named `{name}`")))
+    }
+
+    /// Evaluates the program to its fixpoint on the CPU backend.
+    pub fn run(&self, options: &RunOptions) -> Result<Database, Error> {
+        let symbols = Arc::new(self.program.symbols.clone());
+        // Initial facts: program facts, inserted facts, input files.
+        let mut initial: Vec<Tuples> = self.inserted.clone();
+        for fact in &self.program.facts {
+            initial[fact.rel].push(&fact.values);
+        }
+        if let Some(dir) = &options.facts_dir {
+            for (rel, relation) in self.program.relations.iter().enumerate() {
+                for directive in &relation.inputs {
+                    io::read_input(relation, directive, dir, &symbols, &mut initial[rel])?;
+                }
+            }
+        }
+        let driver_options = DriverOptions {
+            jobs: options.jobs,
+            progress: options.progress,
+        };
+        let result = driver::run_cpu(
+            &self.program,
+            &self.plan,
+            initial,
+            &symbols,
+            &driver_options,
+        )?;
+        Ok(Database {
+            program: self.program.clone(),
+            symbols,
+            relations: result.relations,
+            stats: result.stats,
+        })
+    }
+}
+
+fn program_error(diagnostics: fixlog_syntax::Diagnostics, sources: &SourceMap) -> Error {
+    Error::Program {
+        rendered: diagnostics.render(sources),
+        diagnostics,
+    }
+}
+
+/// The result of a run: every relation's tuples.
+pub struct Database {
+    program: Program,
+    symbols: Arc<fixlog_logical::SymbolTable>,
+    /// Sorted, deduplicated tuples per relation (raw order).
+    relations: Vec<Tuples>,
+    stats: RunStats,
+}
+
+impl Database {
+    pub fn stats(&self) -> &RunStats {
+        &self.stats
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    pub fn symbols(&self) -> &fixlog_logical::SymbolTable {
+        &self.symbols
+    }
+
+    /// Number of tuples of a relation.
+    pub fn len(&self, relation: &str) -> Option<usize> {
+        let rel = self.program.relation_id(relation)?;
+        Some(self.relations[rel].len)
+    }
+
+    /// The raw tuples of a relation, sorted by raw value.
+    pub fn raw(&self, relation: &str) -> Option<&Tuples> {
+        let rel = self.program.relation_id(relation)?;
+        Some(&self.relations[rel])
+    }
+
+    /// A relation's tuples, typed, in output order (the order of the written files).
+    pub fn relation(&self, relation: &str) -> Option<Vec<Vec<Datum>>> {
+        let rel = self.program.relation_id(relation)?;
+        let types = self.program.relations[rel].types();
+        let rows = io::output_rows(&self.relations[rel], &types, &self.symbols);
+        Some(
+            rows.iter()
+                .map(|row| {
+                    row.iter()
+                        .zip(&types)
+                        .map(|(&v, ty)| match ty {
+                            ColType::Number => Datum::Number(v as i32),
+                            ColType::Unsigned => Datum::Unsigned(v),
+                            ColType::Float => Datum::Float(f32::from_bits(v)),
+                            ColType::Symbol => Datum::Symbol(self.symbols.resolve(v).to_string()),
+                        })
+                        .collect()
+                })
+                .collect(),
+        )
+    }
+
+    /// Writes every `.output` relation the way Soufflé does: `dir/<name>.csv`, or to
+    /// stdout when `dir` is `-` or the directive says `IO=stdout`. Each file is written
+    /// to a temporary file first and renamed, so a failure leaves no half-written file.
+    pub fn write_outputs(&self, dir: &Path) -> Result<(), Error> {
+        for (rel, relation) in self.program.relations.iter().enumerate() {
+            for directive in &relation.outputs {
+                io::write_output(
+                    relation,
+                    directive,
+                    dir,
+                    &self.relations[rel],
+                    &self.symbols,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `name<TAB>size` lines for every `.printsize` relation, in declaration order.
+    pub fn printsizes(&self) -> String {
+        let mut out = String::new();
+        for relation in &self.program.relations {
+            if relation.printsize {
+                let n = self.len(&relation.name).unwrap_or(0);
+                out.push_str(&format!("{}\t{}\n", relation.name, n));
+            }
+        }
+        out
+    }
+}

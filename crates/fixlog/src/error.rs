@@ -1,0 +1,43 @@
+//! The one error type of the library and the command line.
+//!
+//! Every variant's `Display` is a complete message for a person: program errors are
+//! already rendered with `file:line:column`, the source line and a caret; fact-file errors
+//! name the file and line.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The program text has errors (syntax, names, types, range restriction,
+    /// stratification). `rendered` holds every diagnostic, rendered.
+    #[error("{rendered}")]
+    Program {
+        rendered: String,
+        diagnostics: fixlog_syntax::Diagnostics,
+    },
+    /// A fact file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    ReadFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A line of a fact file is malformed (1-based line).
+    #[error("{}:{line}: {message}", path.display())]
+    FactLine {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    /// An output could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    WriteFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Facts given through the API do not fit the relation.
+    #[error("{0}")]
+    BadInput(String),
+    /// The executor failed (out of memory, device error).
+    #[error("evaluation failed: {0}")]
+    Exec(#[from] fixlog_exec::ExecError),
+}

@@ -1,0 +1,330 @@
+//! Reading fact files and writing outputs in Soufflé's formats.
+//!
+//! - `.input r` reads `FACTS_DIR/r.facts`: one tuple a line, fields separated by a tab
+//!   (or the directive's `delimiter`), a trailing `\r` ignored, blank lines skipped.
+//!   `filename="..."` is relative to `FACTS_DIR` unless absolute. Gzip files are
+//!   recognised by their magic bytes and decompressed on the fly, whatever their name;
+//!   when `r.facts` does not exist but `r.facts.gz` does, that is read.
+//! - `.output r` writes `OUT_DIR/r.csv` (or `filename`), tab-separated, in output order
+//!   (typed order, see `fixlog_logical::value::output_order`). Each file is written to a
+//!   temporary file in the same directory and renamed into place, so a failed run never
+//!   leaves a half-written file. `IO=stdout` or `-D -` prints to stdout instead.
+
+use crate::error::Error;
+use fixlog_exec::driver::Tuples;
+use fixlog_logical::{value, ColType, IoDirective, Relation, SymbolTable, Value};
+use rayon::prelude::*;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+fn delimiter(directive: &IoDirective) -> String {
+    match directive.params.get("delimiter") {
+        Some(d) => unescape(d),
+        None => "\t".to_string(),
+    }
+}
+
+/// `\t`, `\n` and `\\` in a delimiter parameter, as Soufflé accepts them.
+fn unescape(s: &str) -> String {
+    s.replace("\\t", "\t")
+        .replace("\\n", "\n")
+        .replace("\\\\", "\\")
+}
+
+fn io_kind(directive: &IoDirective) -> &str {
+    directive
+        .params
+        .get("IO")
+        .map(String::as_str)
+        .unwrap_or("file")
+}
+
+/// Where an `.input` directive reads from.
+pub fn input_path(relation: &Relation, directive: &IoDirective, facts_dir: &Path) -> PathBuf {
+    let name = directive
+        .params
+        .get("filename")
+        .cloned()
+        .unwrap_or_else(|| format!("{}.facts", relation.name));
+    let path = Path::new(&name);
+    let path = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        facts_dir.join(path)
+    };
+    if !path.exists() {
+        let gz = PathBuf::from(format!("{}.gz", path.display()));
+        if gz.exists() {
+            return gz;
+        }
+    }
+    path
+}
+
+/// Reads the file of one `.input` directive and appends its tuples to `out`.
+pub fn read_input(
+    relation: &Relation,
+    directive: &IoDirective,
+    facts_dir: &Path,
+    symbols: &SymbolTable,
+    out: &mut Tuples,
+) -> Result<(), Error> {
+    match io_kind(directive) {
+        "file" => {}
+        other => {
+            return Err(Error::BadInput(format!(
+                "`.input {}`: IO={other} is not supported (only IO=file)",
+                relation.name
+            )))
+        }
+    }
+    let path = input_path(relation, directive, facts_dir);
+    let bytes = read_maybe_gzip(&path)?;
+    let text = String::from_utf8(bytes).map_err(|e| Error::FactLine {
+        path: path.clone(),
+        line: line_of(e.as_bytes(), e.utf8_error().valid_up_to()),
+        message: "the file is not valid UTF-8".to_string(),
+    })?;
+    let headers = directive.params.get("headers").map(String::as_str) == Some("true");
+    parse_facts(
+        &text,
+        &path,
+        &delimiter(directive),
+        &relation.types(),
+        headers,
+        symbols,
+        out,
+    )
+}
+
+fn line_of(bytes: &[u8], offset: usize) -> usize {
+    bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// The file's bytes, gunzipped if it starts with the gzip magic.
+fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, Error> {
+    let err = |source| Error::ReadFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    let raw = std::fs::read(path).map_err(err)?;
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::with_capacity(raw.len() * 4);
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(err)?;
+        Ok(out)
+    } else {
+        Ok(raw)
+    }
+}
+
+/// Parses fact lines in parallel (chunks of lines), keeping file order.
+pub fn parse_facts(
+    text: &str,
+    path: &Path,
+    delimiter: &str,
+    types: &[ColType],
+    skip_header: bool,
+    symbols: &SymbolTable,
+    out: &mut Tuples,
+) -> Result<(), Error> {
+    // Split into chunks of whole lines, remembering each chunk's first line number.
+    const CHUNK: usize = 1 << 20;
+    let mut chunks = Vec::new();
+    let (mut start, mut line) = (0usize, 1usize);
+    let bytes = text.as_bytes();
+    while start < bytes.len() {
+        let mut end = (start + CHUNK).min(bytes.len());
+        while end < bytes.len() && bytes[end - 1] != b'\n' {
+            end += 1;
+        }
+        chunks.push((line, &text[start..end]));
+        line += bytes[start..end].iter().filter(|&&b| b == b'\n').count();
+        start = end;
+    }
+    let arity = types.len();
+    let parsed: Vec<Result<(Vec<Value>, usize), Error>> = chunks
+        .par_iter()
+        .map(|&(first_line, chunk)| {
+            let mut rows = Vec::new();
+            let mut count = 0;
+            for (i, raw_line) in chunk.split('\n').enumerate() {
+                let line_no = first_line + i;
+                let l = raw_line.strip_suffix('\r').unwrap_or(raw_line);
+                if l.is_empty() || (skip_header && line_no == 1) {
+                    continue;
+                }
+                let mut fields = 0;
+                let mut split = l.split(delimiter);
+                for &ty in types {
+                    let Some(field) = split.next() else { break };
+                    fields += 1;
+                    let v =
+                        value::parse_value(field, ty, symbols).map_err(|m| Error::FactLine {
+                            path: path.to_path_buf(),
+                            line: line_no,
+                            message: format!("column {fields}: {m}"),
+                        })?;
+                    rows.push(v);
+                }
+                let extra = split.count();
+                if fields != arity || extra > 0 {
+                    return Err(Error::FactLine {
+                        path: path.to_path_buf(),
+                        line: line_no,
+                        message: format!(
+                            "expected {arity} column{} but found {}",
+                            if arity == 1 { "" } else { "s" },
+                            fields + extra
+                        ),
+                    });
+                }
+                count += 1;
+            }
+            Ok((rows, count))
+        })
+        .collect();
+    for chunk in parsed {
+        let (rows, count) = chunk?;
+        out.rows.extend_from_slice(&rows);
+        out.len += count;
+    }
+    Ok(())
+}
+
+/// Raw sorted tuples reordered into output order, one `Vec` per tuple.
+pub fn output_rows(tuples: &Tuples, types: &[ColType], symbols: &SymbolTable) -> Vec<Vec<Value>> {
+    if tuples.arity == 0 {
+        return vec![Vec::new(); tuples.len];
+    }
+    let mut rows: Vec<Vec<Value>> = tuples
+        .rows
+        .chunks(tuples.arity)
+        .map(|r| r.to_vec())
+        .collect();
+    sort_for_output(&mut rows, types, symbols);
+    rows
+}
+
+fn sort_for_output(rows: &mut [Vec<Value>], types: &[ColType], symbols: &SymbolTable) {
+    // Raw order is output order when every column is unsigned.
+    if types.iter().all(|&t| t == ColType::Unsigned) {
+        return;
+    }
+    let order = value::output_order(types, symbols);
+    rows.par_sort_by(|a, b| order(a, b));
+}
+
+/// Formats a relation as Soufflé's output text.
+pub fn format_tuples(
+    tuples: &Tuples,
+    types: &[ColType],
+    symbols: &SymbolTable,
+    delimiter: &str,
+) -> String {
+    if tuples.arity == 0 {
+        return "()\n".repeat(tuples.len);
+    }
+    let strings = if types.contains(&ColType::Symbol) {
+        symbols.snapshot()
+    } else {
+        Vec::new()
+    };
+    let mut index: Vec<usize> = (0..tuples.len).collect();
+    if !types.iter().all(|&t| t == ColType::Unsigned) {
+        let order = value::output_order(types, symbols);
+        let a = tuples.arity;
+        index.par_sort_by(|&x, &y| {
+            order(
+                &tuples.rows[x * a..(x + 1) * a],
+                &tuples.rows[y * a..(y + 1) * a],
+            )
+        });
+    }
+    let parts: Vec<String> = index
+        .par_chunks(1 << 16)
+        .map(|chunk| {
+            let mut s = String::new();
+            for &i in chunk {
+                let row = &tuples.rows[i * tuples.arity..(i + 1) * tuples.arity];
+                for (c, (&v, &ty)) in row.iter().zip(types).enumerate() {
+                    if c > 0 {
+                        s.push_str(delimiter);
+                    }
+                    value::write_value(&mut s, v, ty, &strings);
+                }
+                s.push('\n');
+            }
+            s
+        })
+        .collect();
+    parts.concat()
+}
+
+/// Writes one `.output` directive's relation.
+pub fn write_output(
+    relation: &Relation,
+    directive: &IoDirective,
+    out_dir: &Path,
+    tuples: &Tuples,
+    symbols: &SymbolTable,
+) -> Result<(), Error> {
+    let text = format_tuples(tuples, &relation.types(), symbols, &delimiter(directive));
+    let to_stdout = io_kind(directive) == "stdout" || out_dir == Path::new("-");
+    if to_stdout {
+        let stdout = std::io::stdout();
+        let mut lock = stdout.lock();
+        let res = if io_kind(directive) == "stdout" || out_dir == Path::new("-") {
+            writeln!(lock, "---------------\n{}\n===============", relation.name)
+                .and_then(|_| lock.write_all(text.as_bytes()))
+                .and_then(|_| writeln!(lock, "==============="))
+        } else {
+            Ok(())
+        };
+        return res.map_err(|source| Error::WriteFile {
+            path: PathBuf::from("<stdout>"),
+            source,
+        });
+    }
+    match io_kind(directive) {
+        "file" => {}
+        other => {
+            return Err(Error::BadInput(format!(
+                "`.output {}`: IO={other} is not supported (only IO=file and IO=stdout)",
+                relation.name
+            )))
+        }
+    }
+    let name = directive
+        .params
+        .get("filename")
+        .cloned()
+        .unwrap_or_else(|| format!("{}.csv", relation.name));
+    let path = if Path::new(&name).is_absolute() {
+        PathBuf::from(&name)
+    } else {
+        out_dir.join(&name)
+    };
+    write_atomically(&path, text.as_bytes())
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it to `path`.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let err = |source| Error::WriteFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(err)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".fixlog-")
+        .tempfile_in(dir)
+        .map_err(err)?;
+    tmp.write_all(bytes).map_err(err)?;
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}
