@@ -22,10 +22,10 @@
 //! Errors are collected, not thrown: a bad literal drops its rule, the other rules are
 //! still checked, and everything found is reported together.
 
-use crate::fold;
 use crate::ir::{self, ColType, RelId, Value, VarId};
 use crate::stratify::stratify;
 use crate::symbols::SymbolTable;
+use crate::value;
 use fixlog_syntax::ast;
 use fixlog_syntax::{Diagnostic, Diagnostics, SourceMap, Span};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -115,7 +115,7 @@ pub fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) ->
         .into_iter()
         .filter(|c| *c != name)
         .map(|c| (levenshtein(name, c), c))
-        .filter(|(d, _)| *d <= limit)
+        .filter(|(d, c)| *d <= limit && *d < name.chars().count() && *d < c.chars().count())
         .min_by_key(|(d, c)| (*d, *c))
         .map(|(_, c)| c)
 }
@@ -597,8 +597,8 @@ enum Builtin {
     ToString,
     ToUnsigned,
     ToFloat,
-    /// `itou`, `ftoi`, ...: the argument's type is fixed.
-    Fixed(ir::Functor, ColType),
+    /// `itou`, `ftoi`, ...: conversion from a fixed type to another.
+    Fixed(ColType, ColType),
 }
 
 impl Builtin {
@@ -608,7 +608,7 @@ impl Builtin {
             Builtin::Strlen | Builtin::Ord | Builtin::ToNumber => ColType::Number,
             Builtin::ToUnsigned => ColType::Unsigned,
             Builtin::ToFloat => ColType::Float,
-            Builtin::Fixed(f, _) => functor_result(f),
+            Builtin::Fixed(_, to) => to,
         }
     }
 
@@ -621,7 +621,7 @@ impl Builtin {
             } else {
                 ColType::Number
             }),
-            Builtin::Fixed(_, from) => Some(from),
+            Builtin::Fixed(from, _) => Some(from),
             Builtin::ToNumber | Builtin::ToString | Builtin::ToUnsigned | Builtin::ToFloat => None,
         }
     }
@@ -916,9 +916,9 @@ impl<'c, 'a> RuleCx<'c, 'a> {
         }
         let mut scope = visible.clone();
         for (n, _) in names {
-            if !scope.contains_key(&n) {
-                let v = self.new_var(n.clone());
-                scope.insert(n, v);
+            if let std::collections::hash_map::Entry::Vacant(slot) = scope.entry(n) {
+                let v = self.new_var(slot.key().clone());
+                slot.insert(v);
             }
         }
         let mut out = Vec::new();
@@ -1221,35 +1221,19 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             "to_unsigned" => (Builtin::ToUnsigned, 1, "to_unsigned"),
             "to_float" => (Builtin::ToFloat, 1, "to_float"),
             "itou" => (
-                Builtin::Fixed(ir::Functor::ToUnsigned, ColType::Number),
+                Builtin::Fixed(ColType::Number, ColType::Unsigned),
                 1,
                 "itou",
             ),
-            "itof" => (
-                Builtin::Fixed(ir::Functor::ToFloat, ColType::Number),
-                1,
-                "itof",
-            ),
+            "itof" => (Builtin::Fixed(ColType::Number, ColType::Float), 1, "itof"),
             "utoi" => (
-                Builtin::Fixed(ir::Functor::ToInteger, ColType::Unsigned),
+                Builtin::Fixed(ColType::Unsigned, ColType::Number),
                 1,
                 "utoi",
             ),
-            "utof" => (
-                Builtin::Fixed(ir::Functor::ToFloat, ColType::Unsigned),
-                1,
-                "utof",
-            ),
-            "ftoi" => (
-                Builtin::Fixed(ir::Functor::ToInteger, ColType::Float),
-                1,
-                "ftoi",
-            ),
-            "ftou" => (
-                Builtin::Fixed(ir::Functor::ToUnsigned, ColType::Float),
-                1,
-                "ftou",
-            ),
+            "utof" => (Builtin::Fixed(ColType::Unsigned, ColType::Float), 1, "utof"),
+            "ftoi" => (Builtin::Fixed(ColType::Float, ColType::Number), 1, "ftoi"),
+            "ftou" => (Builtin::Fixed(ColType::Float, ColType::Unsigned), 1, "ftou"),
             "contains" | "match" => {
                 self.error(
                     Diagnostic::error(
@@ -1596,7 +1580,12 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     let out_ty = match func {
                         ir::AggFunc::Count => Some(ColType::Number),
                         ir::AggFunc::Mean => Some(ColType::Float),
-                        _ => arg.as_ref().and_then(|a| self.infer(a)),
+                        // A symbol argument is an error reported at emission; do not let
+                        // it make the result a symbol too.
+                        _ => arg
+                            .as_ref()
+                            .and_then(|a| self.infer(a))
+                            .filter(|t| *t != ColType::Symbol),
                     };
                     changed |= self.propagate(&LExpr::Var(*out, *span), out_ty);
                     if let (Some(a), ir::AggFunc::Sum | ir::AggFunc::Min | ir::AggFunc::Max) =
@@ -1729,7 +1718,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 }
                 let (x, _) = self.emit_expr(a, Some(t))?;
                 if let ir::Expr::Const(c) = x {
-                    if let Some(v) = fold::unary(*op, t, c) {
+                    if let Some(v) = value::eval_unary(*op, t, c) {
                         return Some((ir::Expr::Const(v), t));
                     }
                 }
@@ -1770,7 +1759,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     );
                     return None;
                 }
-                if t == ColType::Float && (bitwise || *op == ir::BinOp::Rem) {
+                if t == ColType::Float && bitwise {
                     self.error(Diagnostic::error(
                         format!("`{sym}` is not defined on `float` values"),
                         *s,
@@ -1781,7 +1770,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 let y = self.emit_expr(b, Some(t));
                 let ((x, _), (y, _)) = (x?, y?);
                 if let (ir::Expr::Const(l), ir::Expr::Const(r)) = (&x, &y) {
-                    if let Some(v) = fold::binary(*op, t, *l, *r) {
+                    if let Some(v) = value::eval_binary(*op, t, *l, *r) {
                         return Some((ir::Expr::Const(v), t));
                     }
                 }
@@ -1804,49 +1793,42 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                         Some(ir::Functor::Substr),
                         vec![ColType::Symbol, ColType::Number, ColType::Number],
                     ),
-                    Builtin::Fixed(f, from) => (Some(*f), vec![*from]),
-                    Builtin::ToNumber => {
-                        let at = args
-                            .first()
-                            .and_then(|a| self.infer(a))
-                            .unwrap_or(ColType::Symbol);
-                        let f = match at {
-                            ColType::Symbol => Some(ir::Functor::ToNumber),
-                            ColType::Number => None,
-                            _ => Some(ir::Functor::ToInteger),
-                        };
-                        (f, vec![at])
-                    }
-                    Builtin::ToString => {
-                        let at = args
-                            .first()
-                            .and_then(|a| self.infer(a))
-                            .unwrap_or(ColType::Number);
-                        let f = (at != ColType::Symbol).then_some(ir::Functor::ToString);
-                        (f, vec![at])
-                    }
-                    Builtin::ToUnsigned | Builtin::ToFloat => {
+                    Builtin::ToNumber
+                    | Builtin::ToString
+                    | Builtin::ToUnsigned
+                    | Builtin::ToFloat
+                    | Builtin::Fixed(..) => {
                         let target = bi.result();
-                        let at = args
-                            .first()
-                            .and_then(|a| self.infer(a))
-                            .unwrap_or(ColType::Number);
-                        if at == ColType::Symbol {
-                            self.error(
-                                Diagnostic::error(
-                                    format!("`{name}` needs a numeric argument, found a `symbol`"),
-                                    *s,
-                                )
-                                .with_help("parse symbols with `to_number(...)` first"),
-                            );
-                            return None;
+                        let at = match bi {
+                            Builtin::Fixed(from, _) => *from,
+                            Builtin::ToNumber => args
+                                .first()
+                                .and_then(|a| self.infer(a))
+                                .unwrap_or(ColType::Symbol),
+                            _ => args
+                                .first()
+                                .and_then(|a| self.infer(a))
+                                .unwrap_or(ColType::Number),
+                        };
+                        match conversion(at, target) {
+                            Ok(f) => (f, vec![at]),
+                            Err(()) => {
+                                self.error(
+                                    Diagnostic::error(
+                                        format!(
+                                            "`{name}` cannot convert a `{}` to a `{}`",
+                                            type_name(at),
+                                            type_name(target)
+                                        ),
+                                        *s,
+                                    )
+                                    .with_help(
+                                        "supported conversions: symbol<->number (`to_number`, `to_string`), number<->float (`to_float`, `to_number`), number<->unsigned (`to_unsigned`, `to_number`)",
+                                    ),
+                                );
+                                return None;
+                            }
                         }
-                        let f = (at != target).then_some(if target == ColType::Float {
-                            ir::Functor::ToFloat
-                        } else {
-                            ir::Functor::ToUnsigned
-                        });
-                        (f, vec![at])
                     }
                 };
                 let result = bi.result();
@@ -1877,9 +1859,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     })
                     .collect();
                 if let Some(cs) = consts {
-                    if let Some(v) =
-                        fold::functor(func, &arg_tys, &cs, &self.ck.symbols, self.fact_mode)
-                    {
+                    if let Some(v) = value::eval_functor(func, &cs, &self.ck.symbols) {
                         return Some((ir::Expr::Const(v), result));
                     }
                 }
@@ -2040,6 +2020,23 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 span: *span,
             }),
         }
+    }
+}
+
+/// How a conversion `from -> to` is written with the IR's functors, whose evaluation
+/// ([`crate::value::eval_functor`]) reads the argument of `ToFloat` and `ToString` as a
+/// `number` and that of `ToInteger` as a `float`. `Ok(None)`: the bits stay as they are.
+/// `Err`: not expressible (unsigned<->float).
+fn conversion(from: ColType, to: ColType) -> Result<Option<ir::Functor>, ()> {
+    use ColType::*;
+    match (from, to) {
+        (a, b) if a == b => Ok(None),
+        (Symbol, Number) => Ok(Some(ir::Functor::ToNumber)),
+        (Number, Symbol) => Ok(Some(ir::Functor::ToString)),
+        (Number, Unsigned) | (Unsigned, Number) => Ok(None),
+        (Number, Float) => Ok(Some(ir::Functor::ToFloat)),
+        (Float, Number) => Ok(Some(ir::Functor::ToInteger)),
+        _ => Err(()),
     }
 }
 

@@ -9,7 +9,6 @@
 //! against the [`SourceMap`] they fill.
 
 pub mod check;
-mod fold;
 pub mod ir;
 pub mod stratify;
 pub mod symbols;

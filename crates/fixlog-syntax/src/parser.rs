@@ -37,6 +37,7 @@ pub fn parse_text(file: FileId, text: &str) -> (Program, Vec<Diagnostic>) {
         toks: &tokens,
         pos: 0,
         file,
+        depth: 0,
     };
     let (items, parse_errors) = p.program();
     errors.extend(parse_errors);
@@ -146,7 +147,13 @@ struct Parser<'t> {
     toks: &'t [Token],
     pos: usize,
     file: FileId,
+    /// Current nesting of expressions and bodies, bounded so that hostile input cannot
+    /// overflow the stack (of the parser or of the later passes, which recurse too).
+    depth: usize,
 }
+
+/// Deepest nesting of parentheses, braces and operators accepted.
+const MAX_DEPTH: usize = 256;
 
 /// `.decl` qualifiers that are recognised (and, except `eqrel`, ignored by the checker).
 const QUALIFIERS: &[&str] = &[
@@ -249,6 +256,7 @@ impl<'t> Parser<'t> {
         let mut errors = Vec::new();
         while !self.at(&TokenKind::Eof) {
             let start = self.pos;
+            self.depth = 0;
             match self.item() {
                 Ok(Some(item)) => items.push(item),
                 Ok(None) => {}
@@ -596,7 +604,25 @@ impl<'t> Parser<'t> {
         }
     }
 
+    fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Diagnostic::error(
+                format!("nesting is too deep (more than {MAX_DEPTH} levels)"),
+                self.tok().span,
+            ));
+        }
+        Ok(())
+    }
+
     fn disjunction(&mut self) -> PResult<Body> {
+        self.enter()?;
+        let r = self.disjunction_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn disjunction_inner(&mut self) -> PResult<Body> {
         let start = self.tok().span;
         let mut parts = vec![self.conjunction()?];
         while self.eat(&TokenKind::Semi).is_some() {
@@ -740,11 +766,22 @@ impl<'t> Parser<'t> {
     }
 
     fn binary(&mut self, min_prec: u8) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.binary_inner(min_prec);
+        self.depth -= 1;
+        r
+    }
+
+    fn binary_inner(&mut self, min_prec: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
+        // Each operator of a chain deepens the tree by one level: count it too.
+        let mut levels = 0;
         while let Some((op, prec, right)) = self.binop_info() {
             if prec < min_prec {
                 break;
             }
+            self.enter()?;
+            levels += 1;
             self.bump();
             let rhs = self.binary(if right { prec } else { prec + 1 })?;
             let span = lhs.span().join(rhs.span());
@@ -755,6 +792,7 @@ impl<'t> Parser<'t> {
                 span,
             };
         }
+        self.depth -= levels;
         Ok(lhs)
     }
 

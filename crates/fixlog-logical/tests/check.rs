@@ -1,0 +1,940 @@
+//! Checker and stratifier tests: every error kind with its message and location, type
+//! inference, desugaring and stratification, plus robustness on random programs.
+
+use fixlog_logical::*;
+use fixlog_syntax::{Diagnostics, SourceMap};
+use proptest::prelude::*;
+
+fn compile(text: &str) -> Program {
+    let mut sm = SourceMap::new();
+    match compile_str("t.dl", text, &mut sm) {
+        Ok(p) => p,
+        Err(e) => panic!("unexpected errors:\n{}", e.render(&sm)),
+    }
+}
+
+/// (message, "line:col") of every error.
+fn errs(text: &str) -> Vec<(String, String)> {
+    let mut sm = SourceMap::new();
+    match compile_str("t.dl", text, &mut sm) {
+        Ok(_) => panic!("expected an error"),
+        Err(Diagnostics(ds)) => ds
+            .iter()
+            .map(|d| {
+                let loc = d
+                    .span
+                    .map(|s| sm.location(s).trim_start_matches("t.dl:").to_string())
+                    .unwrap_or_default();
+                (d.message.clone(), loc)
+            })
+            .collect(),
+    }
+}
+
+fn err1(text: &str) -> (String, String) {
+    let e = errs(text);
+    assert_eq!(e.len(), 1, "expected exactly one error, got {e:?}");
+    e.into_iter().next().unwrap()
+}
+
+fn e(msg: &str, loc: &str) -> (String, String) {
+    (msg.to_string(), loc.to_string())
+}
+
+const EDGE: &str = ".decl edge(x: number, y: number)\n";
+
+// ---- relations, directives, facts --------------------------------------------------------
+
+#[test]
+fn relations_directives_and_facts() {
+    let p = compile(
+        ".type Id <: number\n.type Name = symbol\n.type U = Id | Other\n.type Other <: Id\n\
+         .decl edge(x: Id, y: U) btree\n.decl name(n: Name, f: float, u: unsigned)\n\
+         .input edge(IO=file, filename=\"e.tsv\", delimiter=\",\")\n.output name, edge\n.printsize name\n\
+         edge(1, -2). edge(1 + 2 * 3, -2147483648).\n\
+         name(\"alice\", 1.5, 7). name(\"bob\", 2, 4000000000).\n",
+    );
+    assert_eq!(p.relations.len(), 2);
+    let edge = &p.relations[0];
+    assert_eq!(edge.types(), vec![ColType::Number, ColType::Number]);
+    assert_eq!(edge.columns[0].type_name, "Id");
+    assert_eq!(edge.inputs.len(), 1);
+    assert_eq!(edge.inputs[0].params["IO"], "file");
+    assert_eq!(edge.inputs[0].params["filename"], "e.tsv");
+    assert_eq!(edge.inputs[0].params["delimiter"], ",");
+    assert_eq!(edge.outputs.len(), 1);
+    let name = &p.relations[1];
+    assert_eq!(
+        name.types(),
+        vec![ColType::Symbol, ColType::Float, ColType::Unsigned]
+    );
+    assert!(name.printsize);
+    assert_eq!(p.facts.len(), 4);
+    assert_eq!(p.facts[0].values, vec![1, (-2i32) as u32]);
+    assert_eq!(p.facts[1].values, vec![7, i32::MIN as u32]);
+    let alice = p.symbols.lookup("alice").unwrap();
+    assert_eq!(p.facts[2].values, vec![alice, 1.5f32.to_bits(), 7]);
+    assert_eq!(p.facts[3].values[1], 2.0f32.to_bits());
+    assert_eq!(p.facts[3].values[2], 4_000_000_000);
+    // Every relation is in exactly one stratum.
+    assert_eq!(p.strata.len(), 2);
+}
+
+#[test]
+fn fact_functors_are_folded() {
+    let p = compile(
+        ".decl s(x: symbol, n: number)\n\
+         s(cat(\"a\", \"b\", to_string(12)), strlen(\"héllo\")).\n\
+         s(substr(\"hello\", 1, 3), to_number(\"42\") + max(1, 5, 3)).\n",
+    );
+    let v = &p.facts[0].values;
+    assert_eq!(&*p.symbols.resolve(v[0]), "ab12");
+    assert_eq!(v[1], 6);
+    let v = &p.facts[1].values;
+    assert_eq!(&*p.symbols.resolve(v[0]), "ell");
+    assert_eq!(v[1], 47);
+}
+
+#[test]
+fn unknown_relation_with_suggestion() {
+    let text = format!("{EDGE}.decl path(x: number, y: number)\npath(x, y) :- edg(x, y).\n");
+    let mut sm = SourceMap::new();
+    let err = compile_str("t.dl", &text, &mut sm).unwrap_err();
+    assert_eq!(
+        err.render(&sm),
+        "error: unknown relation `edg`\n --> t.dl:3:15\n  |\n3 | path(x, y) :- edg(x, y).\n  |               ^^^\n  = help: did you mean `edge`?\n"
+    );
+    let (_, _) = err1(&format!("{EDGE}zzz(1).\n"));
+    let mut sm = SourceMap::new();
+    let err = compile_str("t.dl", &format!("{EDGE}zzz(1).\n"), &mut sm).unwrap_err();
+    assert_eq!(
+        err.0[0].notes,
+        vec!["help: declare it with `.decl zzz(...)`".to_string()]
+    );
+}
+
+#[test]
+fn duplicate_decl() {
+    let text = format!("{EDGE}.decl edge(a: symbol)\n");
+    let mut sm = SourceMap::new();
+    let err = compile_str("t.dl", &text, &mut sm).unwrap_err();
+    assert_eq!(err.0.len(), 1);
+    assert_eq!(
+        err.0[0].message,
+        "relation `edge` is declared more than once"
+    );
+    assert_eq!(sm.location(err.0[0].span.unwrap()), "t.dl:2:7");
+    assert_eq!(
+        err.0[0].notes,
+        vec!["note: first declared at t.dl:1:1".to_string()]
+    );
+}
+
+#[test]
+fn unknown_type_and_bad_type_declarations() {
+    assert_eq!(
+        errs(".decl r(x: numbr)\n.type T <: Nope\n"),
+        vec![
+            e("unknown type `numbr`", "1:12"),
+            e("unknown type `Nope`", "2:12")
+        ]
+    );
+    assert_eq!(
+        err1(".type A <: number\n.type B <: symbol\n.type U = A | B\n"),
+        e(
+            "union type `U` mixes incompatible types: `A` is a `number` but `B` is a `symbol`",
+            "3:7"
+        )
+    );
+    assert_eq!(
+        err1(".type A = B\n.type B = A\n"),
+        e("type `A` is defined in terms of itself", "2:11")
+    );
+    assert_eq!(
+        err1(".type P = [a: number]\n"),
+        e("record types are not supported (type `P`)", "1:11")
+    );
+    assert_eq!(
+        err1(".type E = A {} | B {x: number}\n"),
+        e("algebraic data types are not supported (type `E`)", "1:11")
+    );
+    assert_eq!(
+        err1(".decl r(x: number) eqrel\n"),
+        e("`eqrel` relations are not supported", "1:20")
+    );
+    assert_eq!(
+        err1(".functor f(x: number): number\n"),
+        e(
+            "user-defined functors (`.functor`) are not supported",
+            "1:1"
+        )
+    );
+}
+
+#[test]
+fn pragma_is_ignored() {
+    let p = compile(".pragma \"legacy\"\n.pragma \"magic-transform\" \"*\"\n.decl r(x: number)\n");
+    assert_eq!(p.relations.len(), 1);
+}
+
+#[test]
+fn arity_mismatch() {
+    assert_eq!(
+        err1(&format!("{EDGE}edge(1, 2, 3).\n")),
+        e("`edge` has 2 attributes but 3 arguments were given", "2:1")
+    );
+    assert_eq!(
+        err1(&format!("{EDGE}.decl r(x: number)\nr(x) :- edge(x).\n")),
+        e("`edge` has 2 attributes but 1 argument was given", "3:9")
+    );
+}
+
+#[test]
+fn directive_on_undeclared_relation() {
+    assert_eq!(
+        err1(&format!("{EDGE}.input edge\n.output pth\n")),
+        e("unknown relation `pth` in `.output`", "3:9")
+    );
+}
+
+#[test]
+fn facts_must_be_constants() {
+    assert_eq!(
+        errs(&format!("{EDGE}edge(x, 1).\nedge(_, 1).\n")),
+        vec![
+            e(
+                "variable `x` in a fact: facts may only contain constants",
+                "2:6"
+            ),
+            e("`_` in a fact: facts may only contain constants", "3:6"),
+        ]
+    );
+}
+
+// ---- types ----------------------------------------------------------------------------------
+
+#[test]
+fn constants_out_of_range_and_of_the_wrong_type() {
+    assert_eq!(
+        errs(&format!(
+            "{EDGE}.decl s(x: symbol, u: unsigned, f: float)\nedge(2147483648, 1).\nedge(\"a\", 1).\ns(1, 1, 1).\ns(\"a\", -1, 1).\ns(\"a\", 1, x) :- edge(x, _).\nedge(1.5, 1).\n"
+        )),
+        vec![
+            e("number `2147483648` is out of range: a `number` is a 32-bit signed integer (-2147483648 to 2147483647)", "3:6"),
+            e("type mismatch: a string constant is used where a `number` is expected", "4:6"),
+            e("type mismatch: the number `1` is used where a `symbol` is expected", "5:3"),
+            e("number `-1` is out of range: an `unsigned` is a 32-bit unsigned integer (0 to 4294967295)", "6:8"),
+            e("type mismatch: variable `x` is a `number` but a `float` is expected here", "7:11"),
+            e("type mismatch: this constant is a `float` but a `number` is expected here", "8:6"),
+        ]
+    );
+}
+
+#[test]
+fn variable_used_with_two_types() {
+    let text =
+        format!("{EDGE}.decl name(n: symbol)\n.decl r(x: number)\nr(x) :- edge(x, _), name(x).\n");
+    assert_eq!(
+        err1(&text),
+        e("type mismatch: variable `x` is used as a `symbol` here (attribute `n` of `name`) but as a `number` at t.dl:4:14 (attribute `x` of `edge`)", "4:26")
+    );
+}
+
+#[test]
+fn arithmetic_on_symbols_and_mixed_comparisons() {
+    let text = ".decl name(n: symbol)\n.decl r(n: symbol)\n.decl f(x: float)\n\
+                r(n) :- name(m), n = m + \"x\".\n\
+                r(n) :- name(n), f(x), n < x.\n\
+                r(n) :- name(n), f(x), x band 1.0 = x.\n";
+    assert_eq!(
+        errs(text),
+        vec![
+            e("arithmetic on symbols: `+` needs numeric operands", "4:22"),
+            e("cannot compare a `symbol` with a `float`", "5:24"),
+            e("`band` is not defined on `float` values", "6:24"),
+        ]
+    );
+}
+
+#[test]
+fn type_inference() {
+    let p = compile(
+        ".decl f(x: float)\n.decl u(x: unsigned)\n.decl s(x: symbol)\n.decl n(x: number)\n\
+         f(y) :- f(x), y = x * 2 + 0.5.\n\
+         u(y) :- u(x), y = x + 1.\n\
+         s(t) :- s(a), t = cat(a, \"!\"), strlen(t) < 10.\n\
+         n(z) :- n(x), z = w * 2, w = x + 1.\n\
+         n(l) :- s(a), l = strlen(a).\n\
+         f(m) :- m = mean x : n(x).\n",
+    );
+    // f(y) :- f(x), y = x * 2 + 0.5: everything is float, the literal 2 becomes 2.0.
+    let r = &p.rules[0];
+    assert_eq!(
+        r.vars.iter().map(|v| v.ty).collect::<Vec<_>>(),
+        vec![ColType::Float, ColType::Float]
+    );
+    match &r.body[1] {
+        Literal::Compare { ty, rhs, .. } => {
+            assert_eq!(*ty, ColType::Float);
+            match rhs {
+                Expr::Binary {
+                    op: BinOp::Add,
+                    ty,
+                    lhs,
+                    rhs,
+                } => {
+                    assert_eq!(*ty, ColType::Float);
+                    assert_eq!(**rhs, Expr::Const(0.5f32.to_bits()));
+                    assert!(
+                        matches!(&**lhs, Expr::Binary { op: BinOp::Mul, ty: ColType::Float, rhs, .. } if **rhs == Expr::Const(2.0f32.to_bits()))
+                    );
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+    // unsigned
+    assert!(p.rules[1].vars.iter().all(|v| v.ty == ColType::Unsigned));
+    assert!(matches!(
+        &p.rules[1].body[1],
+        Literal::Compare {
+            ty: ColType::Unsigned,
+            ..
+        }
+    ));
+    // symbols through cat
+    assert!(p.rules[2].vars.iter().all(|v| v.ty == ColType::Symbol));
+    assert!(matches!(
+        &p.rules[2].body[2],
+        Literal::Compare {
+            ty: ColType::Number,
+            op: CmpOp::Lt,
+            ..
+        }
+    ));
+    // w only occurs in arithmetic: number.
+    let w = p.rules[3].vars.iter().find(|v| v.name == "w").unwrap();
+    assert_eq!(w.ty, ColType::Number);
+    // mean gives a float.
+    let r = &p.rules[5];
+    match &r.body[0] {
+        Literal::Aggregate {
+            func: AggFunc::Mean,
+            out,
+            ..
+        } => assert_eq!(r.vars[*out].ty, ColType::Float),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn float_literal_only_fits_float() {
+    assert_eq!(
+        err1(".decl n(x: number)\nn(x) :- n(y), x = y + 1.5.\n"),
+        e(
+            "type mismatch: this constant is a `float` but a `number` is expected here",
+            "2:23"
+        )
+    );
+}
+
+#[test]
+fn conversions() {
+    let p = compile(
+        ".decl n(x: number)\n.decl f(x: float)\n.decl u(x: unsigned)\n.decl s(x: symbol)\n\
+         f(y) :- n(x), y = to_float(x).\n\
+         n(y) :- f(x), y = to_number(x).\n\
+         n(y) :- s(x), y = to_number(x).\n\
+         s(y) :- n(x), y = to_string(x).\n\
+         u(y) :- n(x), y = itou(x).\n\
+         s(y) :- s(y), to_string(3) = y.\n",
+    );
+    let rhs = |i: usize| match &p.rules[i].body[1] {
+        Literal::Compare { rhs, lhs, .. } => (lhs.clone(), rhs.clone()),
+        other => panic!("{other:?}"),
+    };
+    assert!(matches!(
+        rhs(0).1,
+        Expr::Functor {
+            func: Functor::ToFloat,
+            ..
+        }
+    ));
+    assert!(matches!(
+        rhs(1).1,
+        Expr::Functor {
+            func: Functor::ToInteger,
+            ..
+        }
+    ));
+    assert!(matches!(
+        rhs(2).1,
+        Expr::Functor {
+            func: Functor::ToNumber,
+            ..
+        }
+    ));
+    assert!(matches!(
+        rhs(3).1,
+        Expr::Functor {
+            func: Functor::ToString,
+            ..
+        }
+    ));
+    // number -> unsigned keeps the bits: no functor.
+    assert_eq!(rhs(4).1, Expr::Var(1));
+    // Constant conversions are folded.
+    assert_eq!(rhs(5).0, Expr::Const(p.symbols.lookup("3").unwrap()));
+    assert_eq!(
+        err1(".decl f(x: float)\n.decl u(x: unsigned)\nf(y) :- u(x), y = to_float(x).\n"),
+        e(
+            "`to_float` cannot convert a `unsigned` to a `float`",
+            "3:19"
+        )
+    );
+}
+
+#[test]
+fn functor_and_predicate_errors() {
+    let text = ".decl s(x: symbol)\n\
+                s(y) :- s(x), y = foo(x).\n\
+                s(y) :- s(x), y = substr(x, 1).\n\
+                s(y) :- s(y), contains(y).\n\
+                s(y) :- s(y), 1 = @f(y).\n\
+                s(y) :- s(y), y = s(y).\n";
+    assert_eq!(
+        errs(text),
+        vec![
+            e("unknown functor `foo`", "2:19"),
+            e("`substr` takes 3 arguments but 2 were given", "3:19"),
+            e("`contains` takes 2 arguments but 1 were given", "4:15"),
+            e("user-defined functors (`@f`) are not supported", "5:19"),
+            e(
+                "`s` is a relation, not a functor: atoms cannot be nested inside expressions",
+                "6:19"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn predicates() {
+    let p = compile(".decl s(x: symbol)\ns(x) :- s(x), contains(\"a\", x), !match(\"a.*\", x).\n");
+    let r = &p.rules[0];
+    assert!(
+        matches!(&r.body[1], Literal::Predicate { pred: Predicate::Contains, negated: false, args, .. } if args[1] == Expr::Var(0))
+    );
+    assert!(matches!(
+        &r.body[2],
+        Literal::Predicate {
+            pred: Predicate::Match,
+            negated: true,
+            ..
+        }
+    ));
+}
+
+// ---- range restriction ------------------------------------------------------------------------
+
+#[test]
+fn ungrounded_head_variable() {
+    let text = format!("{EDGE}.decl path(x: number, y: number)\npath(x, z) :- edge(x, y).\n");
+    let mut sm = SourceMap::new();
+    let err = compile_str("t.dl", &text, &mut sm).unwrap_err();
+    assert_eq!(
+        err.render(&sm),
+        "error: variable `z` in the head is not bound in the body\n --> t.dl:3:9\n  |\n3 | path(x, z) :- edge(x, y).\n  |         ^\n  = help: bind it with a positive atom, or with an equality `z = ...` over bound variables\n"
+    );
+}
+
+#[test]
+fn range_restriction_errors() {
+    let text = format!(
+        "{EDGE}.decl r(x: number)\n\
+         r(x) :- edge(x, _), !edge(x, y).\n\
+         r(x) :- edge(x, _), y < x.\n\
+         r(x) :- edge(x, _), y = z.\n\
+         r(x) :- edge(x, _), !edge(y, x), y > 1.\n\
+         r(x) :- r(x), c = count : {{ edge(x, w) }}, w > c.\n\
+         r(s) :- r(x), s = sum z : {{ edge(x, _) }}.\n\
+         r(_) :- r(1).\n"
+    );
+    assert_eq!(
+        errs(&text),
+        vec![
+            e("variable `y` only occurs in a negated atom", "3:30"),
+            e("variable `y` is not bound", "4:21"),
+            e("variable `y` is not bound", "5:21"),
+            e("variable `z` is not bound", "5:25"),
+            e("variable `y` is not bound", "6:27"),
+            e(
+                "variable `w` is used inside an aggregate but is not bound outside it",
+                "7:37"
+            ),
+            e(
+                "variable `z` in the aggregated expression is not bound in the aggregate's body",
+                "8:23"
+            ),
+            e("`_` cannot be used in the head of a rule", "9:3"),
+        ]
+    );
+}
+
+#[test]
+fn equalities_bind_in_either_direction_to_a_fixpoint() {
+    let p = compile(&format!(
+        "{EDGE}.decl r(a: number, b: number, c: number)\n\
+         r(a, b, c) :- edge(a, _), c = b + 1, a * 2 = b.\n\
+         r(a, b, c) :- edge(a, _), b + 0 = c, c = 5, a = b.\n"
+    ));
+    assert_eq!(p.rules.len(), 2);
+}
+
+// ---- desugaring --------------------------------------------------------------------------------
+
+#[test]
+fn multi_head_and_disjunction_expand_into_rules_sharing_the_clause_span() {
+    let text = format!(
+        "{EDGE}.decl a(x: number)\n.decl b(x: number)\n\
+         a(x), b(x) :- edge(x, y), (y = 1 ; y = 2 ; edge(y, 3), (x = 4 ; x = 5)).\n"
+    );
+    let p = compile(&text);
+    assert_eq!(p.rules.len(), 8);
+    assert!(p.rules.iter().all(|r| r.span == p.rules[0].span));
+    assert_eq!(p.rules.iter().filter(|r| r.head.rel == 1).count(), 4);
+    let bodies: Vec<usize> = p.rules[..4].iter().map(|r| r.body.len()).collect();
+    assert_eq!(bodies, vec![2, 2, 3, 3]);
+}
+
+#[test]
+fn expression_arguments_of_atoms_become_fresh_variables() {
+    let p = compile(&format!(
+        "{EDGE}.decl s(x: symbol)\n.decl r(x: number)\n\
+         r(x) :- edge(x, x + 1), !edge(x * 2, -1), s(\"a\"), edge(x, x).\n"
+    ));
+    let r = &p.rules[0];
+    let names: Vec<&str> = r.vars.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, vec!["x", "$1", "$2"]);
+    assert!(r.vars.iter().all(|v| v.ty == ColType::Number));
+    let a = p.symbols.lookup("a").unwrap();
+    assert_eq!(
+        r.body,
+        vec![
+            Literal::Compare {
+                op: CmpOp::Eq,
+                lhs: Expr::Var(1),
+                rhs: Expr::Binary {
+                    op: BinOp::Add,
+                    ty: ColType::Number,
+                    lhs: Box::new(Expr::Var(0)),
+                    rhs: Box::new(Expr::Const(1))
+                },
+                ty: ColType::Number,
+                span: match &r.body[0] {
+                    Literal::Compare { span, .. } => *span,
+                    _ => unreachable!(),
+                },
+            },
+            Literal::Atom(Atom {
+                rel: 0,
+                args: vec![Term::Var(0), Term::Var(1)],
+                span: atom_span(&r.body[1])
+            }),
+            Literal::Compare {
+                op: CmpOp::Eq,
+                lhs: Expr::Var(2),
+                rhs: Expr::Binary {
+                    op: BinOp::Mul,
+                    ty: ColType::Number,
+                    lhs: Box::new(Expr::Var(0)),
+                    rhs: Box::new(Expr::Const(2))
+                },
+                ty: ColType::Number,
+                span: match &r.body[2] {
+                    Literal::Compare { span, .. } => *span,
+                    _ => unreachable!(),
+                },
+            },
+            Literal::Negation(Atom {
+                rel: 0,
+                args: vec![Term::Var(2), Term::Const((-1i32) as u32)],
+                span: atom_span(&r.body[3])
+            }),
+            Literal::Atom(Atom {
+                rel: 1,
+                args: vec![Term::Const(a)],
+                span: atom_span(&r.body[4])
+            }),
+            Literal::Atom(Atom {
+                rel: 0,
+                args: vec![Term::Var(0), Term::Var(0)],
+                span: atom_span(&r.body[5])
+            }),
+        ]
+    );
+}
+
+fn atom_span(l: &Literal) -> fixlog_syntax::Span {
+    match l {
+        Literal::Atom(a) | Literal::Negation(a) => a.span,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn aggregates_desugar_to_fresh_variables() {
+    let p = compile(&format!(
+        "{EDGE}.decl r(x: number, c: number)\n\
+         r(x, c) :- edge(x, _), c = count : {{ edge(x, y), y > 1 }} + 1.\n\
+         r(x, m) :- edge(x, _), m = min y : edge(x, y).\n\
+         r(s, s) :- s = sum y : {{ edge(_, y) }}.\n\
+         r(x, count : edge(x, _)) :- edge(x, _).\n"
+    ));
+    // r(x, c) :- edge(x, _), c = count : {...} + 1
+    let r = &p.rules[0];
+    let names: Vec<&str> = r.vars.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, vec!["x", "c", "y", "$count1"]);
+    match &r.body[..] {
+        [Literal::Atom(_), Literal::Aggregate {
+            out: 3,
+            func: AggFunc::Count,
+            arg: None,
+            body,
+            ..
+        }, Literal::Compare {
+            op: CmpOp::Eq,
+            lhs: Expr::Var(1),
+            rhs:
+                Expr::Binary {
+                    op: BinOp::Add,
+                    lhs,
+                    ..
+                },
+            ..
+        }] => {
+            assert_eq!(**lhs, Expr::Var(3));
+            // x is correlated (same VarId as outside), y is local.
+            assert!(
+                matches!(&body[0], Literal::Atom(a) if a.args == vec![Term::Var(0), Term::Var(2)])
+            );
+            assert!(matches!(&body[1], Literal::Compare { op: CmpOp::Gt, .. }));
+        }
+        other => panic!("{other:?}"),
+    }
+    // min with the brace-less form.
+    assert!(matches!(
+        &p.rules[1].body[1],
+        Literal::Aggregate {
+            func: AggFunc::Min,
+            arg: Some(Expr::Var(_)),
+            ..
+        }
+    ));
+    // Aggregate without any outer atom.
+    assert!(matches!(
+        &p.rules[2].body[0],
+        Literal::Aggregate {
+            func: AggFunc::Sum,
+            ..
+        }
+    ));
+    // Aggregate in the head.
+    let r = &p.rules[3];
+    assert!(matches!(&r.head.args[1], Expr::Var(v) if r.vars[*v].name.starts_with("$count")));
+}
+
+#[test]
+fn sibling_aggregates_have_separate_local_variables() {
+    let p = compile(&format!(
+        "{EDGE}.decl r(a: number, b: number)\n\
+         r(a, b) :- a = count : edge(y, _), b = sum y : edge(_, y).\n"
+    ));
+    let r = &p.rules[0];
+    let ys: Vec<usize> = r
+        .vars
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.name == "y")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(ys.len(), 2);
+}
+
+#[test]
+fn disjunction_in_aggregate_is_unsupported() {
+    assert_eq!(
+        err1(&format!(
+            "{EDGE}.decl r(c: number)\nr(c) :- c = count : {{ edge(x, _) ; edge(_, x) }}.\n"
+        )),
+        e(
+            "disjunction (`;`) inside an aggregate body is not supported",
+            "3:23"
+        )
+    );
+}
+
+#[test]
+fn aggregate_type_errors() {
+    assert_eq!(
+        err1(".decl s(x: symbol)\n.decl r(x: number)\nr(c) :- c = sum x : s(x).\n"),
+        e("`sum` needs a numeric expression, found a `symbol`", "3:17")
+    );
+}
+
+// ---- stratification --------------------------------------------------------------------------
+
+#[test]
+fn strata_are_topologically_ordered_with_recursive_flags() {
+    let p = compile(
+        ".decl c(x: number)\n.decl b(x: number)\n.decl a(x: number)\n.decl e(x: number, y: number)\n\
+         .decl tc(x: number, y: number)\n.decl odd(x: number)\n.decl even(x: number)\n.decl unused(x: number)\n\
+         tc(x, y) :- e(x, y).\n\
+         tc(x, z) :- tc(x, y), e(y, z).\n\
+         a(x) :- b(x), !c(x).\n\
+         b(x) :- tc(x, _).\n\
+         c(x) :- e(x, x).\n\
+         even(0) :- true.\n\
+         odd(y) :- even(x), y = x + 1, y < 10.\n\
+         even(y) :- odd(x), y = x + 1, y < 10.\n",
+    );
+    let rel = |n: &str| p.relation_id(n).unwrap();
+    let pos = |n: &str| {
+        p.strata
+            .iter()
+            .position(|s| s.relations.contains(&rel(n)))
+            .unwrap()
+    };
+    // Every relation in exactly one stratum.
+    let mut all: Vec<RelId> = p.strata.iter().flat_map(|s| s.relations.clone()).collect();
+    all.sort();
+    assert_eq!(all, (0..p.relations.len()).collect::<Vec<_>>());
+    assert!(pos("e") < pos("tc"));
+    assert!(pos("tc") < pos("b"));
+    assert!(pos("b") < pos("a"));
+    assert!(pos("c") < pos("a"));
+    assert_eq!(pos("odd"), pos("even"));
+    let tc = &p.strata[pos("tc")];
+    assert!(tc.recursive);
+    assert_eq!(tc.rules, vec![0, 1]);
+    assert!(p.strata[pos("odd")].recursive);
+    assert!(!p.strata[pos("a")].recursive);
+    assert!(!p.strata[pos("e")].recursive);
+    assert!(p.strata[pos("e")].rules.is_empty());
+    // Deterministic order among independent strata: declaration order.
+    let order: Vec<&str> = p
+        .strata
+        .iter()
+        .map(|s| p.relations[s.relations[0]].name.as_str())
+        .collect();
+    assert_eq!(order, vec!["e", "c", "tc", "b", "a", "odd", "unused"]);
+}
+
+#[test]
+fn unstratifiable_negation_names_the_cycle() {
+    let text = ".decl a(x: number)\n.decl b(x: number)\n.decl base(x: number)\n\
+                a(x) :- base(x), !b(x).\n\
+                b(x) :- a(x).\n";
+    let mut sm = SourceMap::new();
+    let err = compile_str("t.dl", text, &mut sm).unwrap_err();
+    assert_eq!(err.0.len(), 1);
+    let d = &err.0[0];
+    assert_eq!(
+        d.message,
+        "cannot stratify: `a` depends on the negation of `b`, and `b` depends on `a`"
+    );
+    assert_eq!(sm.location(d.span.unwrap()), "t.dl:4:18");
+    assert_eq!(sm.snippet(d.span.unwrap()), "!b(x)");
+    assert_eq!(d.notes[0], "note: cycle: a -> b -> a");
+}
+
+#[test]
+fn unstratifiable_longer_cycle_and_self_negation_and_aggregate() {
+    let text =
+        ".decl a(x: number)\n.decl b(x: number)\n.decl c(x: number)\n.decl base(x: number)\n\
+                a(x) :- base(x), !c(x).\n\
+                b(x) :- a(x).\n\
+                c(x) :- b(x).\n\
+                base(x) :- base(x), !base(x).\n\
+                a(n) :- base(n), n = count : b(_).\n";
+    let mut sm = SourceMap::new();
+    let err = compile_str("t.dl", text, &mut sm).unwrap_err();
+    let got: Vec<(String, String, String)> = err
+        .0
+        .iter()
+        .map(|d| {
+            (
+                d.message.clone(),
+                sm.location(d.span.unwrap()),
+                d.notes[0].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "cannot stratify: `a` depends on the negation of `c`, and `c` depends on `a`"
+                    .to_string(),
+                "t.dl:5:18".to_string(),
+                "note: cycle: a -> c -> b -> a".to_string()
+            ),
+            (
+                "cannot stratify: `base` depends on the negation of itself".to_string(),
+                "t.dl:8:21".to_string(),
+                "note: cycle: base -> base".to_string()
+            ),
+            (
+                "cannot stratify: `a` depends on an aggregate over `b`, and `b` depends on `a`"
+                    .to_string(),
+                "t.dl:9:22".to_string(),
+                "note: cycle: a -> b -> a".to_string()
+            ),
+        ]
+    );
+}
+
+// ---- files ---------------------------------------------------------------------------------------
+
+#[test]
+fn compile_file_with_include_and_missing_file() {
+    let dir = std::env::temp_dir().join(format!("fixlog-logical-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("decls.dl"), ".decl edge(x: number, y: number)\n").unwrap();
+    std::fs::write(
+        dir.join("main.dl"),
+        ".include \"decls.dl\"\nedge(1, 2).\nedge(x, y) :- edg(x, y).\n",
+    )
+    .unwrap();
+    let mut sm = SourceMap::new();
+    let err = compile_file(&dir.join("main.dl"), &mut sm).unwrap_err();
+    assert_eq!(err.0[0].message, "unknown relation `edg`");
+    assert!(sm
+        .location(err.0[0].span.unwrap())
+        .ends_with("main.dl:3:15"));
+    std::fs::write(dir.join("main.dl"), ".include \"decls.dl\"\nedge(1, 2).\n").unwrap();
+    let mut sm = SourceMap::new();
+    let p = compile_file(&dir.join("main.dl"), &mut sm).unwrap();
+    assert_eq!(p.facts.len(), 1);
+    let mut sm = SourceMap::new();
+    let err = compile_file(&dir.join("absent.dl"), &mut sm).unwrap_err();
+    assert!(err.0[0].span.is_none());
+    assert!(err.0[0].message.contains("absent.dl"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---- robustness ------------------------------------------------------------------------------
+
+const FRAGMENTS: &[&str] = &[
+    ".decl a(x: number)",
+    ".decl b(x: symbol, y: number)",
+    ".decl c(x: float)",
+    ".type T <: number",
+    ".input a",
+    ".output b",
+    "a(",
+    "b(",
+    "c(",
+    "!",
+    "x",
+    "y",
+    "z",
+    "_",
+    "1",
+    "-1",
+    "\"s\"",
+    "1.5",
+    ",",
+    ";",
+    "(",
+    ")",
+    ":-",
+    ".",
+    "=",
+    "<",
+    "!=",
+    "+",
+    "*",
+    "^",
+    "band",
+    "count : {",
+    "sum x : {",
+    "min y : b(_, y)",
+    "}",
+    "cat(",
+    "to_number(",
+    "contains(",
+    "strlen(",
+    "2147483648",
+    "T",
+    "a(x)",
+    "b(y, x)",
+    "x = y",
+    "true",
+    "false",
+    "\n",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn random_programs_never_panic(idx in proptest::collection::vec(0..FRAGMENTS.len(), 0..50)) {
+        let text: String = idx.iter().map(|&i| FRAGMENTS[i]).collect::<Vec<_>>().join(" ");
+        let mut sm = SourceMap::new();
+        if let Err(e) = compile_str("r.dl", &text, &mut sm) {
+            let _ = e.render(&sm);
+        }
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let mut sm = SourceMap::new();
+        if let Err(e) = compile_str("r.dl", &text, &mut sm) {
+            let _ = e.render(&sm);
+        }
+    }
+
+    /// Structured random rules over declared relations: well-formed enough to reach the
+    /// checker's later passes (typing, range restriction, stratification).
+    #[test]
+    fn random_rules_never_panic(
+        rules in proptest::collection::vec(
+            (0..3usize, proptest::collection::vec((0..3usize, any::<bool>(), 0..4usize, 0..4usize), 0..4), 0..6usize),
+            0..6,
+        )
+    ) {
+        let rels = ["p", "q", "r"];
+        let vars = ["x", "y", "z", "_"];
+        let mut text = String::from(".decl p(a: number, b: number)\n.decl q(a: number, b: number)\n.decl r(a: number, b: number)\n");
+        for (head, body, extra) in &rules {
+            let mut lits = Vec::new();
+            for (rel, neg, v1, v2) in body {
+                lits.push(format!("{}{}({}, {})", if *neg { "!" } else { "" }, rels[*rel], vars[*v1], vars[*v2]));
+            }
+            match extra {
+                0 => lits.push("x < y".into()),
+                1 => lits.push("z = x + 1".into()),
+                2 => lits.push("y = count : { q(x, _) }".into()),
+                3 => lits.push("(p(x, y) ; q(y, x))".into()),
+                _ => {}
+            }
+            if lits.is_empty() {
+                text.push_str(&format!("{}(1, 2).\n", rels[*head]));
+            } else {
+                text.push_str(&format!("{}(x, y) :- {}.\n", rels[*head], lits.join(", ")));
+            }
+        }
+        let mut sm = SourceMap::new();
+        match compile_str("r.dl", &text, &mut sm) {
+            Ok(p) => {
+                let mut all: Vec<RelId> = p.strata.iter().flat_map(|s| s.relations.clone()).collect();
+                all.sort();
+                prop_assert_eq!(all, vec![0, 1, 2]);
+            }
+            Err(e) => { let _ = e.render(&sm); }
+        }
+    }
+}

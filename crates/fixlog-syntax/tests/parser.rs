@@ -1,0 +1,821 @@
+//! Parser tests: every construct of the supported Soufflé subset, syntax errors with
+//! their exact locations, `.include` resolution, and robustness on random input.
+
+use fixlog_syntax::ast::*;
+use fixlog_syntax::{parse_file, parse_str, Diagnostics, SourceMap};
+use proptest::prelude::*;
+use std::path::PathBuf;
+
+fn parse_ok(text: &str) -> Program {
+    let mut sm = SourceMap::new();
+    match parse_str("t.dl", text, &mut sm) {
+        Ok(p) => p,
+        Err(e) => panic!("unexpected errors:\n{}", e.render(&sm)),
+    }
+}
+
+/// (message, "file:line:col") of every error.
+fn parse_errs(text: &str) -> Vec<(String, String)> {
+    let mut sm = SourceMap::new();
+    match parse_str("t.dl", text, &mut sm) {
+        Ok(_) => panic!("expected a syntax error"),
+        Err(Diagnostics(ds)) => ds
+            .iter()
+            .map(|d| {
+                (
+                    d.message.clone(),
+                    d.span.map(|s| sm.location(s)).unwrap_or_default(),
+                )
+            })
+            .collect(),
+    }
+}
+
+fn clauses(p: &Program) -> Vec<&Clause> {
+    p.items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Clause(c) => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn body_lits(b: &Body) -> Vec<&Literal> {
+    match b {
+        Body::Literal(l) => vec![l],
+        Body::And(v, _) => v.iter().flat_map(body_lits).collect(),
+        Body::Or(v, _) => v.iter().flat_map(body_lits).collect(),
+    }
+}
+
+#[test]
+fn declarations_and_types() {
+    let p = parse_ok(
+        ".type Id <: number\n.type Name = symbol\n.type U = Id | Other\n\
+         .decl edge(x: number, y: Id) btree\n.decl empty()\n.decl r(a: float, b: unsigned) brie inline\n",
+    );
+    assert_eq!(p.items.len(), 6);
+    match &p.items[0] {
+        Item::Type(t) => {
+            assert_eq!(t.name.name, "Id");
+            assert!(matches!(&t.def, TypeDef::Subtype(b) if b.name == "number"));
+        }
+        other => panic!("{other:?}"),
+    }
+    match &p.items[1] {
+        Item::Type(t) => assert!(matches!(&t.def, TypeDef::Union(m) if m.len() == 1)),
+        other => panic!("{other:?}"),
+    }
+    match &p.items[2] {
+        Item::Type(t) => match &t.def {
+            TypeDef::Union(m) => {
+                assert_eq!(
+                    m.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(),
+                    ["Id", "Other"]
+                )
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    match &p.items[3] {
+        Item::Decl(d) => {
+            assert_eq!(d.name.name, "edge");
+            assert_eq!(d.attrs.len(), 2);
+            assert_eq!(d.attrs[1].name.name, "y");
+            assert_eq!(d.attrs[1].ty.name, "Id");
+            assert_eq!(d.qualifiers[0].name, "btree");
+        }
+        other => panic!("{other:?}"),
+    }
+    match &p.items[4] {
+        Item::Decl(d) => assert!(d.attrs.is_empty()),
+        other => panic!("{other:?}"),
+    }
+    match &p.items[5] {
+        Item::Decl(d) => assert_eq!(d.qualifiers.len(), 2),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn record_and_adt_types_parse_as_unsupported_forms() {
+    let p = parse_ok(
+        ".type P = [a: number, b: symbol]\n.type E = A {x: number} | B {}\n.decl r(x: number)\n",
+    );
+    assert!(matches!(
+        &p.items[0],
+        Item::Type(TypeDecl {
+            def: TypeDef::Record(_),
+            ..
+        })
+    ));
+    assert!(matches!(
+        &p.items[1],
+        Item::Type(TypeDecl {
+            def: TypeDef::Adt(_),
+            ..
+        })
+    ));
+    assert!(matches!(&p.items[2], Item::Decl(_)));
+}
+
+#[test]
+fn io_directives() {
+    let p = parse_ok(
+        ".input edge\n.input a, b\n.input r(IO=file, filename=\"x.tsv\", delimiter=\",\")\n\
+         .output r(IO=stdout)\n.printsize r\n.pragma \"legacy\"\n.pragma \"a\" \"b\"\n",
+    );
+    let dirs: Vec<&Directive> = p
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Directive(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(dirs.len(), 5);
+    assert_eq!(dirs[0].kind, DirectiveKind::Input);
+    assert_eq!(dirs[1].relations.len(), 2);
+    assert_eq!(dirs[2].params.len(), 3);
+    assert_eq!(dirs[2].params[0].0.name, "IO");
+    assert_eq!(dirs[2].params[0].1, "file");
+    assert_eq!(dirs[2].params[1].1, "x.tsv");
+    assert_eq!(dirs[2].params[2].1, ",");
+    assert_eq!(dirs[3].kind, DirectiveKind::Output);
+    assert_eq!(dirs[3].params[0].1, "stdout");
+    assert_eq!(dirs[4].kind, DirectiveKind::PrintSize);
+    assert_eq!(
+        p.items
+            .iter()
+            .filter(|i| matches!(i, Item::Pragma { .. }))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn facts_and_literals() {
+    let p = parse_ok("edge(1, 0x1F). e(0b101, 7u, 1.5, -3, \"a\\\"b\\n\"). e(2e3, 1+2).");
+    let cs = clauses(&p);
+    assert_eq!(cs.len(), 3);
+    assert!(cs[0].body.is_none());
+    assert!(matches!(cs[0].heads[0].args[1], Expr::Int(31, _)));
+    let a = &cs[1].heads[0].args;
+    assert!(matches!(a[0], Expr::Int(5, _)));
+    assert!(matches!(a[1], Expr::Unsigned(7, _)));
+    assert!(matches!(a[2], Expr::Float(f, _) if f == 1.5));
+    assert!(
+        matches!(&a[3], Expr::Unary { op: UnaryOp::Neg, arg, .. } if matches!(**arg, Expr::Int(3, _)))
+    );
+    assert!(matches!(&a[4], Expr::Str(s, _) if s == "a\"b\n"));
+    let a = &cs[2].heads[0].args;
+    assert!(matches!(a[0], Expr::Float(f, _) if f == 2000.0));
+    assert!(matches!(&a[1], Expr::Binary { op: BinOp::Add, .. }));
+}
+
+#[test]
+fn comments_are_skipped() {
+    let p =
+        parse_ok("// line comment\n/* block\n comment */ edge(1, /* inline */ 2). // trailing\n");
+    assert_eq!(clauses(&p).len(), 1);
+}
+
+#[test]
+fn rules_with_multiple_heads_negation_and_wildcards() {
+    let p = parse_ok("a(x), b(x, y) :- c(x, y), !d(y, _), x != y.");
+    let c = clauses(&p)[0];
+    assert_eq!(c.heads.len(), 2);
+    assert_eq!(c.heads[1].name.name, "b");
+    let lits = body_lits(c.body.as_ref().unwrap());
+    assert_eq!(lits.len(), 3);
+    assert!(matches!(lits[0], Literal::Atom(a) if a.name.name == "c"));
+    match lits[1] {
+        Literal::Negation { atom, .. } => {
+            assert_eq!(atom.name.name, "d");
+            assert!(matches!(atom.args[1], Expr::Wildcard(_)));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(lits[2], Literal::Compare { op: CmpOp::Ne, .. }));
+}
+
+#[test]
+fn nested_disjunctions() {
+    let p = parse_ok("a(x) :- b(x), (c(x) ; d(x), (e(x) ; f(x))) ; g(x).");
+    let c = clauses(&p)[0];
+    match c.body.as_ref().unwrap() {
+        Body::Or(alts, _) => {
+            assert_eq!(alts.len(), 2);
+            match &alts[0] {
+                Body::And(parts, _) => {
+                    assert_eq!(parts.len(), 2);
+                    match &parts[1] {
+                        Body::Or(inner, _) => {
+                            assert_eq!(inner.len(), 2);
+                            assert!(
+                                matches!(&inner[1], Body::And(v, _) if v.len() == 2 && matches!(&v[1], Body::Or(..)))
+                            );
+                        }
+                        other => panic!("{other:?}"),
+                    }
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(matches!(&alts[1], Body::Literal(Literal::Atom(a)) if a.name.name == "g"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn parenthesised_expression_is_a_constraint_not_a_group() {
+    let p = parse_ok("a(y) :- b(x), (x + 1) * 2 = y.");
+    let lits = body_lits(clauses(&p)[0].body.as_ref().unwrap());
+    assert!(matches!(
+        lits[1],
+        Literal::Compare {
+            op: CmpOp::Eq,
+            lhs: Expr::Binary { op: BinOp::Mul, .. },
+            ..
+        }
+    ));
+}
+
+#[test]
+fn operator_precedence() {
+    let p = parse_ok("a(x) :- x = 1 + 2 * 3 ^ 2 ^ 1 band 7 bor 8 bxor 1 bshl 2, x = -2 ^ 2, x = bnot 1 land lnot 0 lor 1.");
+    let lits = body_lits(clauses(&p)[0].body.as_ref().unwrap());
+    // 1 + 2*3^(2^1)  band 7 -> ((1 + (2 * (3 ^ (2 ^ 1)))) band 7) ... lowest: bor
+    match lits[0] {
+        Literal::Compare {
+            rhs:
+                Expr::Binary {
+                    op: BinOp::BOr,
+                    lhs,
+                    rhs,
+                    ..
+                },
+            ..
+        } => {
+            assert!(matches!(
+                &**lhs,
+                Expr::Binary {
+                    op: BinOp::BAnd,
+                    ..
+                }
+            ));
+            // `bxor` binds tighter than `bor`, `bshl` tighter than `bxor`.
+            match &**rhs {
+                Expr::Binary {
+                    op: BinOp::BXor,
+                    rhs,
+                    ..
+                } => {
+                    assert!(matches!(
+                        &**rhs,
+                        Expr::Binary {
+                            op: BinOp::BShl,
+                            ..
+                        }
+                    ))
+                }
+                other => panic!("{other:?}"),
+            }
+            match &**lhs {
+                Expr::Binary { lhs, .. } => match &**lhs {
+                    Expr::Binary {
+                        op: BinOp::Add,
+                        rhs,
+                        ..
+                    } => match &**rhs {
+                        Expr::Binary {
+                            op: BinOp::Mul,
+                            rhs,
+                            ..
+                        } => match &**rhs {
+                            Expr::Binary {
+                                op: BinOp::Pow,
+                                rhs,
+                                ..
+                            } => {
+                                assert!(matches!(&**rhs, Expr::Binary { op: BinOp::Pow, .. }))
+                            }
+                            other => panic!("{other:?}"),
+                        },
+                        other => panic!("{other:?}"),
+                    },
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+    // -2^2 is -(2^2)
+    assert!(
+        matches!(lits[1], Literal::Compare { rhs: Expr::Unary { op: UnaryOp::Neg, arg, .. }, .. } if matches!(&**arg, Expr::Binary { op: BinOp::Pow, .. }))
+    );
+    // lor is loosest, then land
+    match lits[2] {
+        Literal::Compare {
+            rhs:
+                Expr::Binary {
+                    op: BinOp::LOr,
+                    lhs,
+                    ..
+                },
+            ..
+        } => match &**lhs {
+            Expr::Binary {
+                op: BinOp::LAnd,
+                lhs,
+                rhs,
+                ..
+            } => {
+                assert!(matches!(
+                    &**lhs,
+                    Expr::Unary {
+                        op: UnaryOp::BNot,
+                        ..
+                    }
+                ));
+                assert!(matches!(
+                    &**rhs,
+                    Expr::Unary {
+                        op: UnaryOp::LNot,
+                        ..
+                    }
+                ));
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn functors_and_predicates() {
+    let p = parse_ok(
+        "a(s) :- b(x, t), s = cat(t, \"-\", to_string(x)), strlen(s) > 2, contains(\"a\", s), \
+         !match(\"a.*\", s), substr(s, 0, 1) = t, min(x, 3) = max(1, x), @my(x) = 1.",
+    );
+    let lits = body_lits(clauses(&p)[0].body.as_ref().unwrap());
+    assert!(
+        matches!(lits[1], Literal::Compare { rhs: Expr::Call { name, args, user: false, .. }, .. } if name.name == "cat" && args.len() == 3)
+    );
+    assert!(matches!(lits[3], Literal::Atom(a) if a.name.name == "contains"));
+    assert!(matches!(lits[4], Literal::Negation { atom, .. } if atom.name.name == "match"));
+    assert!(
+        matches!(lits[6], Literal::Compare { lhs: Expr::Call { name, .. }, .. } if name.name == "min")
+    );
+    assert!(matches!(
+        lits[7],
+        Literal::Compare {
+            lhs: Expr::Call { user: true, .. },
+            ..
+        }
+    ));
+}
+
+#[test]
+fn aggregates() {
+    let p = parse_ok(
+        "a(c) :- c = count : { b(x), x > 1 }.\n\
+         a(s) :- s = sum y : { b(y) }.\n\
+         a(m) :- m = min y : b(y).\n\
+         a(m) :- m = max (y + 1) : { b(y) ; c(y) }.\n\
+         a(m) :- m = mean y : b(y).\n\
+         a(c) :- c = count : b(_) + 1.\n\
+         a(c) :- b(x), c = count : { d(x, y), z = sum w : { e(y, w) } }.\n",
+    );
+    let cs = clauses(&p);
+    let agg = |i: usize| -> (AggKind, bool) {
+        match body_lits(cs[i].body.as_ref().unwrap())
+            .into_iter()
+            .find_map(|l| match l {
+                Literal::Compare { rhs, .. } => Some(rhs),
+                _ => None,
+            }) {
+            Some(Expr::Aggregate { kind, arg, .. }) => (*kind, arg.is_some()),
+            Some(Expr::Binary { lhs, .. }) => match &**lhs {
+                Expr::Aggregate { kind, arg, .. } => (*kind, arg.is_some()),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(agg(0), (AggKind::Count, false));
+    assert_eq!(agg(1), (AggKind::Sum, true));
+    assert_eq!(agg(2), (AggKind::Min, true));
+    assert_eq!(agg(3), (AggKind::Max, true));
+    assert_eq!(agg(4), (AggKind::Mean, true));
+    assert_eq!(agg(5), (AggKind::Count, false));
+    assert_eq!(agg(6), (AggKind::Count, false));
+    // The single-atom form.
+    match body_lits(cs[2].body.as_ref().unwrap())[0] {
+        Literal::Compare {
+            rhs: Expr::Aggregate { body, .. },
+            ..
+        } => {
+            assert!(matches!(&**body, Body::Literal(Literal::Atom(a)) if a.name.name == "b"))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn bool_literals_and_plan_and_functor_decl() {
+    let p = parse_ok(
+        ".functor f(x: number): number\n\
+         a(x) :- b(x), true.\n.plan 0: (1, 2), 1: (2, 1)\n\
+         a(x) :- b(x), false.\n",
+    );
+    assert!(matches!(&p.items[0], Item::Functor { name, .. } if name.name == "f"));
+    let cs = clauses(&p);
+    assert_eq!(cs.len(), 2);
+    assert!(matches!(
+        body_lits(cs[0].body.as_ref().unwrap())[1],
+        Literal::Bool(true, _)
+    ));
+    assert!(matches!(
+        body_lits(cs[1].body.as_ref().unwrap())[1],
+        Literal::Bool(false, _)
+    ));
+}
+
+#[test]
+fn spans_point_at_the_text() {
+    let text = "path(x, y) :- edge(x, y).";
+    let mut sm = SourceMap::new();
+    let p = parse_str("t.dl", text, &mut sm).unwrap();
+    let c = clauses(&p)[0];
+    assert_eq!(sm.snippet(c.span), text);
+    assert_eq!(sm.snippet(c.heads[0].span), "path(x, y)");
+    let lits = body_lits(c.body.as_ref().unwrap());
+    assert_eq!(sm.snippet(lits[0].span()), "edge(x, y)");
+    assert_eq!(sm.location(lits[0].span()), "t.dl:1:15");
+}
+
+// ---- syntax errors ----------------------------------------------------------------------
+
+#[test]
+fn error_expected_paren_found_if() {
+    let e = parse_errs(".decl a(x: number)\na(x :- b(x).");
+    assert_eq!(
+        e,
+        vec![(
+            "expected `,` or `)`, found `:-`".to_string(),
+            "t.dl:2:5".to_string()
+        )]
+    );
+}
+
+#[test]
+fn error_missing_dot() {
+    let e = parse_errs("a(x) :- b(x)\nc(1).");
+    assert_eq!(e[0].0, "expected `,`, `;` or `.`, found identifier `c`");
+    assert_eq!(e[0].1, "t.dl:2:1");
+}
+
+#[test]
+fn error_at_end_of_file() {
+    let e = parse_errs("a(x) :- b(x), ");
+    assert_eq!(
+        e,
+        vec![(
+            "expected an expression, found end of file".to_string(),
+            "t.dl:1:15".to_string()
+        )]
+    );
+}
+
+#[test]
+fn error_recovery_reports_every_bad_clause() {
+    let e = parse_errs("a(x) :- b(x) c(x).\nd(1).\ne(1 2).\n.decl f(x number)\n");
+    let msgs: Vec<&str> = e.iter().map(|x| x.0.as_str()).collect();
+    assert_eq!(
+        msgs,
+        [
+            "expected `,`, `;` or `.`, found identifier `c`",
+            "expected `,` or `)`, found number `2`",
+            "expected `:`, found identifier `number`",
+        ]
+    );
+    assert_eq!(e[1].1, "t.dl:3:5");
+    assert_eq!(e[2].1, "t.dl:4:11");
+}
+
+#[test]
+fn error_unterminated_string_and_comment() {
+    let e = parse_errs("a(\"abc).\n");
+    assert_eq!(
+        e[0].0,
+        "unterminated string: missing closing `\"` before the end of the line"
+    );
+    assert_eq!(e[0].1, "t.dl:1:3");
+    let e = parse_errs("a(1). /* never closed\n b(2).");
+    assert_eq!(
+        e,
+        vec![(
+            "unterminated comment: `/*` has no matching `*/`".to_string(),
+            "t.dl:1:7".to_string()
+        )]
+    );
+}
+
+#[test]
+fn error_unexpected_character_and_unknown_directive() {
+    let e = parse_errs("a(1) & b(2).");
+    assert_eq!(
+        e[0],
+        (
+            "unexpected character `&`".to_string(),
+            "t.dl:1:6".to_string()
+        )
+    );
+    let e = parse_errs(".dcl a(x: number)");
+    assert_eq!(
+        e[0],
+        (
+            "unknown directive `.dcl`".to_string(),
+            "t.dl:1:1".to_string()
+        )
+    );
+}
+
+#[test]
+fn error_negation_needs_atom() {
+    let e = parse_errs("a(x) :- b(x), !x = 1.");
+    assert_eq!(
+        e[0],
+        (
+            "expected an atom after `!`, found identifier `x`".to_string(),
+            "t.dl:1:16".to_string()
+        )
+    );
+}
+
+#[test]
+fn error_number_too_large_for_lexer() {
+    let e = parse_errs("a(99999999999999999999999).");
+    assert_eq!(
+        e[0],
+        (
+            "number literal is too large".to_string(),
+            "t.dl:1:3".to_string()
+        )
+    );
+}
+
+#[test]
+fn error_unsupported_syntax() {
+    let e = parse_errs("a(x) :- b(x), x = $.");
+    assert_eq!(e[0].0, "`$` (auto-increment counter) is not supported");
+    let e = parse_errs(".comp C { }");
+    assert_eq!(
+        e[0].0,
+        "`.comp` (components and related directives) is not supported"
+    );
+    let e = parse_errs("#define X 1\n");
+    assert_eq!(
+        e[0].0,
+        "C preprocessor directives are not supported (only `#include \"file\"` is)"
+    );
+}
+
+#[test]
+fn render_shows_the_caret_under_the_token() {
+    let mut sm = SourceMap::new();
+    let e = parse_str("t.dl", "a(x :- b(x).", &mut sm).unwrap_err();
+    assert_eq!(
+        e.render(&sm),
+        "error: expected `,` or `)`, found `:-`\n --> t.dl:1:5\n  |\n1 | a(x :- b(x).\n  |     ^^\n"
+    );
+}
+
+// ---- includes -------------------------------------------------------------------------
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "fixlog-syntax-test-{tag}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn include_is_spliced_relative_to_the_including_file() {
+    let dir = temp_dir("inc");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(
+        dir.join("main.dl"),
+        ".include \"sub/decls.dl\"\nedge(1, 2).\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("sub/decls.dl"),
+        ".decl edge(x: number, y: number)\n#include \"more.dl\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("sub/more.dl"), ".output edge\n").unwrap();
+    let mut sm = SourceMap::new();
+    let p = parse_file(&dir.join("main.dl"), &mut sm).unwrap();
+    assert_eq!(p.items.len(), 3);
+    assert!(matches!(&p.items[0], Item::Decl(_)));
+    assert!(matches!(&p.items[1], Item::Directive(_)));
+    assert!(matches!(&p.items[2], Item::Clause(_)));
+    assert_eq!(sm.files().len(), 3);
+    // Spans of included items point into the included file.
+    if let Item::Decl(d) = &p.items[0] {
+        assert!(
+            sm.location(d.span).ends_with("decls.dl:1:1"),
+            "{}",
+            sm.location(d.span)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn missing_include_points_at_the_directive() {
+    let dir = temp_dir("missing");
+    std::fs::write(dir.join("main.dl"), "a(1).\n.include \"nope.dl\"\n").unwrap();
+    let mut sm = SourceMap::new();
+    let e = parse_file(&dir.join("main.dl"), &mut sm).unwrap_err();
+    assert_eq!(e.0.len(), 1);
+    assert!(
+        e.0[0].message.starts_with("cannot read included file `"),
+        "{}",
+        e.0[0].message
+    );
+    assert!(e.0[0].message.contains("nope.dl"));
+    let loc = sm.location(e.0[0].span.unwrap());
+    assert!(loc.ends_with("main.dl:2:1"), "{loc}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn missing_main_file_has_no_span() {
+    let mut sm = SourceMap::new();
+    let path = std::env::temp_dir().join("fixlog-definitely-missing-file.dl");
+    let e = parse_file(&path, &mut sm).unwrap_err();
+    assert_eq!(e.0.len(), 1);
+    assert!(e.0[0].span.is_none());
+    assert!(e.0[0].message.contains("fixlog-definitely-missing-file.dl"));
+    assert!(
+        e.0[0].message.contains("No such file"),
+        "{}",
+        e.0[0].message
+    );
+}
+
+#[test]
+fn include_cycle_is_an_error() {
+    let dir = temp_dir("cycle");
+    std::fs::write(dir.join("a.dl"), ".decl a(x: number)\n.include \"b.dl\"\n").unwrap();
+    std::fs::write(dir.join("b.dl"), ".include \"a.dl\"\n").unwrap();
+    let mut sm = SourceMap::new();
+    let e = parse_file(&dir.join("a.dl"), &mut sm).unwrap_err();
+    assert_eq!(e.0.len(), 1);
+    assert!(
+        e.0[0].message.starts_with("include cycle:"),
+        "{}",
+        e.0[0].message
+    );
+    let loc = sm.location(e.0[0].span.unwrap());
+    assert!(loc.ends_with("b.dl:1:1"), "{loc}");
+    assert!(e.0[0].notes[0].contains("a.dl -> "), "{:?}", e.0[0].notes);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---- robustness -------------------------------------------------------------------------
+
+const FRAGMENTS: &[&str] = &[
+    ".decl",
+    ".type",
+    ".input",
+    ".output",
+    ".include",
+    ".printsize",
+    ".pragma",
+    ".functor",
+    ".plan",
+    "a",
+    "b",
+    "x",
+    "y",
+    "_",
+    "count",
+    "sum",
+    "min",
+    "max",
+    "mean",
+    "cat",
+    "band",
+    "bnot",
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ";",
+    ":",
+    ":-",
+    ".",
+    "=",
+    "!=",
+    "<",
+    "<=",
+    "!",
+    "+",
+    "-",
+    "*",
+    "^",
+    "|",
+    "<:",
+    "\"s\"",
+    "\"",
+    "1",
+    "0x",
+    "0b2",
+    "1.5",
+    "7u",
+    "99999999999",
+    "/*",
+    "*/",
+    "//",
+    "\n",
+    " ",
+    "number",
+    "symbol",
+    "@",
+    "$",
+    "#",
+    "é",
+    "true",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let mut sm = SourceMap::new();
+        if let Err(e) = parse_str("r.dl", &text, &mut sm) {
+            let _ = e.render(&sm);
+        }
+    }
+
+    #[test]
+    fn random_token_soup_never_panics(idx in proptest::collection::vec(0..FRAGMENTS.len(), 0..60)) {
+        let text: String = idx.iter().map(|&i| FRAGMENTS[i]).collect::<Vec<_>>().join(" ");
+        let mut sm = SourceMap::new();
+        if let Err(e) = parse_str("r.dl", &text, &mut sm) {
+            let _ = e.render(&sm);
+        }
+        // Also without separating spaces.
+        let glued: String = idx.iter().map(|&i| FRAGMENTS[i]).collect();
+        let mut sm = SourceMap::new();
+        if let Err(e) = parse_str("r.dl", &glued, &mut sm) {
+            let _ = e.render(&sm);
+        }
+    }
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    for text in [
+        format!("a(x) :- x = {}1{}.", "(".repeat(20000), ")".repeat(20000)),
+        format!("a(x) :- x = {}1.", "-".repeat(20000)),
+        format!("a(x) :- x = 1{}.", " + 1".repeat(20000)),
+        format!("a(x) :- x = 1{}.", " ^ 1".repeat(20000)),
+        format!("a(x) :- {}b(x){}.", "(".repeat(20000), ")".repeat(20000)),
+        format!(
+            "a(x) :- x = {}1{}.",
+            "count : { b(".repeat(5000),
+            ") }".repeat(5000)
+        ),
+    ] {
+        let e = parse_errs(&text);
+        assert!(
+            e.iter()
+                .any(|(m, _)| m == "nesting is too deep (more than 256 levels)"),
+            "{e:?}"
+        );
+    }
+    // Reasonable nesting is fine.
+    parse_ok(&format!(
+        "a(x) :- x = {}1{}.",
+        "(".repeat(100),
+        ")".repeat(100)
+    ));
+    parse_ok(&format!("a(x) :- x = 1{}.", " + 1".repeat(100)));
+}
