@@ -1390,7 +1390,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                                     self.unbound(*v, *s)
                                 } else {
                                     Diagnostic::error(
-                                        format!("variable `{name}` only occurs in a negated atom"),
+                                        format!("variable `{name}` only occurs in a negated atom, so it is never bound"),
                                         *s,
                                     )
                                     .with_help(format!(

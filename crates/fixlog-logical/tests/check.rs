@@ -463,7 +463,10 @@ fn range_restriction_errors() {
     assert_eq!(
         errs(&text),
         vec![
-            e("variable `y` only occurs in a negated atom", "3:30"),
+            e(
+                "variable `y` only occurs in a negated atom, so it is never bound",
+                "3:30"
+            ),
             e("variable `y` is not bound", "4:21"),
             e("variable `y` is not bound", "5:21"),
             e("variable `z` is not bound", "5:25"),
