@@ -1,1 +1,248 @@
-fn main() {}
+//! GPU self-test: every primitive against the CPU reference, on random inputs
+//! and edge cases (empty, all-equal, largest values, sizes that are not
+//! multiples of the block size, inputs spanning many blocks / scan levels).
+//! Prints PASS/FAIL lines and `N passed, N failed`; exit code 1 on failure.
+
+use fixlog_cuda::cpu::{self, CmpOp, Col, JoinSpec, Operand, Rng};
+use fixlog_cuda::{CudaError, Gpu};
+
+struct T {
+    pass: usize,
+    fail: usize,
+}
+impl T {
+    fn check(&mut self, name: &str, ok: bool) {
+        if ok {
+            self.pass += 1;
+        } else {
+            self.fail += 1;
+            println!("FAIL {name}");
+        }
+    }
+    fn group(&self, name: &str, before: (usize, usize)) {
+        let (p, f) = (self.pass - before.0, self.fail - before.1);
+        println!("{} {name}: {p} passed, {f} failed", if f == 0 { "PASS" } else { "FAIL" });
+    }
+}
+
+/// Input rows of a given kind: 0 random full range, 1 small range, 2 all equal, 3 largest values.
+fn rows(r: &mut Rng, n: usize, a: usize, kind: u32) -> Vec<u32> {
+    match kind {
+        0 => r.rows(n, a, u32::MAX),
+        1 => r.rows(n, a, 3),
+        2 => vec![7; n * a],
+        _ => r.rows(n, a, 1).into_iter().map(|x| u32::MAX - x).collect(),
+    }
+}
+
+fn main() -> Result<(), CudaError> {
+    let p = fixlog_cuda::probe();
+    println!("probe: available={} {}", p.available, p.reason);
+    let gpu = Gpu::new(0, None)?;
+    let mut t = T { pass: 0, fail: 0 };
+    let mut r = Rng::new(42);
+    let t0 = std::time::Instant::now();
+    gpu.warm_up(&[1, 2, 3, 4, 8])?;
+    let cs = gpu.compile_stats();
+    println!(
+        "kernels: {} compiled ({:.0} ms), {} from disk cache, warm-up {:.2}s",
+        cs.compiled,
+        cs.compile_ms,
+        cs.disk_hits,
+        t0.elapsed().as_secs_f64()
+    );
+
+    // ---- scan ----
+    let b = (t.pass, t.fail);
+    for &n in &[0usize, 1, 255, 256, 4095, 4096, 4097, 100_003, 4096 * 4096 + 5, 40_000_001] {
+        for kind in 0..3 {
+            let v: Vec<u32> = match kind {
+                0 => (0..n).map(|_| r.below(1000)).collect(),
+                1 => vec![1; n],
+                _ => (0..n).map(|_| u32::MAX - r.below(2)).collect(),
+            };
+            let (want, wt) = cpu::exclusive_scan(&v);
+            let buf = gpu.upload(&v, 1)?;
+            let out = gpu.alloc_u32(n)?;
+            let tot = gpu.exclusive_scan(buf.buf.ptr(), n, out.ptr())?;
+            let got = gpu.dtoh::<u32>(out.ptr(), n)?;
+            t.check(&format!("scan n={n} kind={kind}"), tot == wt && got == want);
+        }
+    }
+    t.group("exclusive scan", b);
+
+    // ---- compaction ----
+    let b = (t.pass, t.fail);
+    for &n in &[0usize, 1, 1000, 4097, 1_000_003] {
+        for a in [1usize, 2, 3, 8] {
+            for fk in 0..3 {
+                let v = r.rows(n, a, u32::MAX);
+                let flags: Vec<u32> = (0..n).map(|_| match fk { 0 => r.below(2), 1 => 0, _ => 5 }).collect();
+                let rel = gpu.upload(&v, a)?;
+                let fb = gpu.upload(&flags, 1)?;
+                let c = gpu.compact(rel.view(), fb.buf.ptr())?;
+                t.check(&format!("compact n={n} a={a} flags={fk}"), gpu.download(c.view())? == cpu::compact(&v, a, &flags));
+            }
+        }
+    }
+    t.group("stream compaction", b);
+
+    // ---- sort + unique ----
+    let b = (t.pass, t.fail);
+    for a in 1..=8usize {
+        for &n in &[0usize, 1, 2, 1000, 2049, 100_003, 2_000_001] {
+            for kind in 0..4 {
+                if n > 100_003 && a > 4 && kind > 0 {
+                    continue;
+                }
+                let v = rows(&mut r, n, a, kind);
+                let mut rel = gpu.upload(&v, a)?;
+                gpu.sort(&mut rel)?;
+                let want = cpu::sort(&v, a);
+                let got = gpu.download(rel.view())?;
+                t.check(&format!("sort a={a} n={n} kind={kind}"), got == want);
+                let u = gpu.unique(rel.view())?;
+                t.check(&format!("unique a={a} n={n} kind={kind}"), gpu.download(u.view())? == cpu::unique(&want, a));
+            }
+        }
+    }
+    t.group("radix sort + unique", b);
+
+    // ---- merge + difference ----
+    let b = (t.pass, t.fail);
+    for a in [1usize, 2, 3, 4, 5, 8] {
+        for &(na, nb) in &[(0usize, 0usize), (0, 100), (100, 0), (1, 1), (2047, 2049), (100_000, 3), (5, 300_000), (1_000_003, 999_999)] {
+            for kind in 0..3 {
+                let sa = cpu::unique(&cpu::sort(&rows(&mut r, na, a, kind), a), a);
+                let sb = cpu::unique(&cpu::sort(&rows(&mut r, nb, a, kind), a), a);
+                let (ga, gb) = (gpu.upload(&sa, a)?, gpu.upload(&sb, a)?);
+                let m = gpu.merge(ga.view(), gb.view())?;
+                t.check(&format!("merge a={a} {na}+{nb} kind={kind}"), gpu.download(m.view())? == cpu::merge(&sa, &sb, a));
+                let want = cpu::difference(&sa, &sb, a);
+                for method in [false, true] {
+                    let d = gpu.difference_with(ga.view(), gb.view(), Some(method))?;
+                    t.check(
+                        &format!("difference(search={method}) a={a} {na}-{nb} kind={kind}"),
+                        gpu.download(d.view())? == want,
+                    );
+                }
+                // fused unique(a ∪ b) − a − b₁ (b₁ = first half of b): one compaction
+                let b1 = gb.view().slice(0, gb.n / 2);
+                let um = gpu.unique_minus(m.view(), &[ga.view(), b1])?;
+                let w = cpu::difference(&cpu::difference(&cpu::unique(&cpu::merge(&sa, &sb, a), a), &sa, a), &sb[..sb.len() / a / 2 * a], a);
+                t.check(&format!("unique_minus a={a} {na}+{nb} kind={kind}"), gpu.download(um.view())? == w);
+                // a − (a ∪ b) = ∅
+                let d = gpu.difference(ga.view(), m.view())?;
+                t.check(&format!("difference a-(a+b) a={a} {na}"), d.n == 0);
+            }
+        }
+    }
+    t.group("merge + set difference", b);
+
+    // ---- HISA ----
+    let b = (t.pass, t.fail);
+    for a in [1usize, 2, 3, 4, 8] {
+        for kc in 1..=a.min(3) {
+            for &n in &[0usize, 1, 1000, 300_001] {
+                for kind in 0..3 {
+                    let v = cpu::sort(&rows(&mut r, n, a, kind), a);
+                    let rel = gpu.upload(&v, a)?;
+                    let h = gpu.build_hisa(rel, kc)?;
+                    let mut keys = vec![];
+                    for q in 0..2000usize {
+                        if n > 0 && q % 2 == 0 {
+                            let i = r.below(n as u32) as usize;
+                            keys.extend_from_slice(&v[i * a..i * a + kc]);
+                        } else {
+                            keys.extend((0..kc).map(|_| r.below(5)));
+                        }
+                    }
+                    let got = gpu.hisa_lookup(&h, &keys)?;
+                    let ok = keys.chunks(kc).zip(&got).all(|(k, &(gb, ge))| {
+                        let (wb, we) = cpu::key_range(&v, a, k);
+                        (wb as u32, we as u32) == (gb, ge)
+                    });
+                    t.check(&format!("hisa a={a} kc={kc} n={n} kind={kind} keys={}", h.nkeys), ok);
+                }
+            }
+        }
+    }
+    t.group("HISA build + range lookup", b);
+
+    // ---- join ----
+    let b = (t.pass, t.fail);
+    let specs: Vec<(usize, usize, JoinSpec)> = vec![
+        // path(x,z) :- delta(x,y), edge(y,z)
+        (2, 2, JoinSpec::new(&[1], &[Col::Outer(0), Col::Inner(1)], &[])),
+        // r(x,y,w) :- o(x,y,z), i(z,w), x != w, w < 1000
+        (
+            3,
+            2,
+            JoinSpec::new(
+                &[2],
+                &[Col::Outer(0), Col::Outer(1), Col::Inner(1)],
+                &[(Col::Outer(0), CmpOp::Ne, Operand::Col(Col::Inner(1))), (Col::Inner(1), CmpOp::Lt, Operand::Const(1000))],
+            ),
+        ),
+        // r(a) :- o(a), i(a,b,c), c >= b
+        (1, 3, JoinSpec::new(&[0], &[Col::Inner(2), Col::Outer(0)], &[(Col::Inner(2), CmpOp::Ge, Operand::Col(Col::Inner(1)))])),
+        // two-column key
+        (4, 3, JoinSpec::new(&[3, 1], &[Col::Inner(2), Col::Outer(0), Col::Outer(2), Col::Inner(0)], &[])),
+    ];
+    for (ao, ai, spec) in &specs {
+        for &(no, ni, range) in &[(0usize, 100usize, 50u32), (100, 0, 50), (1, 1, 1), (10_000, 5000, 2000), (1_000_003, 300_000, 200_000), (2000, 2000, 3)] {
+            let ov = r.rows(no, *ao, range);
+            let iv = cpu::sort(&r.rows(ni, *ai, range), *ai);
+            let want = cpu::join(&ov, *ao, &iv, *ai, spec);
+            let outer = gpu.upload(&ov, *ao)?;
+            let h = gpu.build_hisa(gpu.upload(&iv, *ai)?, spec.kc as usize)?;
+            let got = gpu.join(outer.view(), &h, spec)?;
+            t.check(
+                &format!("join {ao}x{ai} kc={} filters={} {no}x{ni} -> {}", spec.kc, spec.nfilt, want.len() / spec.nout as usize),
+                gpu.download(got.view())? == want,
+            );
+        }
+    }
+    t.group("two-pass join", b);
+
+    // ---- pool ----
+    let b = (t.pass, t.fail);
+    let s0 = gpu.pool_stats();
+    gpu.set_pool_limit(s0.in_use + (64 << 20));
+    let big = gpu.alloc(1 << 30);
+    t.check("pool: allocation beyond limit is an OutOfMemory error", matches!(big, Err(CudaError::OutOfMemory { .. })));
+    let v = r.rows(1 << 22, 2, u32::MAX);
+    let rel = gpu.upload(&v, 2)?;
+    let res = gpu.sort_unique(rel);
+    t.check("pool: sort beyond limit is an error, not a crash", matches!(res, Err(CudaError::OutOfMemory { .. })));
+    gpu.set_pool_limit(s0.limit);
+    gpu.sync()?;
+    // steady state: repeated identical work allocates nothing new
+    let v = r.rows(1 << 20, 2, 1 << 16);
+    for i in 0..4 {
+        let before = gpu.pool_stats().raw_allocs;
+        let mut rel = gpu.upload(&v, 2)?;
+        gpu.sort(&mut rel)?;
+        let u = gpu.unique(rel.view())?;
+        let m = gpu.merge(u.view(), rel.view())?;
+        let d = gpu.difference(m.view(), u.view())?;
+        drop((u, m, d));
+        if i > 0 {
+            t.check(&format!("pool: no allocation in steady-state round {i}"), gpu.pool_stats().raw_allocs == before);
+        }
+    }
+    t.group("memory pool", b);
+
+    let s = gpu.pool_stats();
+    println!(
+        "pool: high-water {:.1} MiB, {} device allocations, {} reuses",
+        s.high_water as f64 / 1048576.0,
+        s.raw_allocs,
+        s.reuses
+    );
+    println!("{} passed, {} failed ({:.1}s)", t.pass, t.fail, t0.elapsed().as_secs_f64());
+    if t.fail > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}

@@ -2,6 +2,8 @@
 // by flags + offsets, merge of two sorted relations (merge path, one tile per
 // block staged in shared memory), and set difference a - b as keep-flags over
 // a (merge-path tiles for balanced sizes, binary search when |a| << |b|).
+// The difference kernels only CLEAR flags of tuples found in b, so several
+// differences (and unique's flags) compose before one compaction.
 #define MERGE_THREADS 256
 #if ARITY == 1
 #define MERGE_ITEMS 16
@@ -25,10 +27,14 @@ extern "C" __global__ void compact_rows(const u32* __restrict__ rows, u64 n, con
   if (i < n && flags[i]) store_row(out, offsets[i], load_row(rows, i));
 }
 
+// Shared-memory word index with one padding word per 32: threads that merge
+// rows ITEMS apart would otherwise hit the same few banks.
+#define PAD(w) ((w) + ((w) >> 5))
+
 __device__ __forceinline__ Row srow(const u32* s, int i) {
   Row r;
 #pragma unroll
-  for (int k = 0; k < ARITY; k++) r.w[k] = s[i * ARITY + k];
+  for (int k = 0; k < ARITY; k++) r.w[k] = s[PAD(i * ARITY + k)];
   return r;
 }
 
@@ -45,7 +51,7 @@ __device__ u64 merge_path_g(const u32* a, u64 na, const u32* b, u64 nb, u64 diag
 template <bool DIFF>
 __device__ void merge_tile(const u32* __restrict__ a, u64 na, const u32* __restrict__ b, u64 nb,
                            u32* __restrict__ out, u32* __restrict__ flags) {
-  __shared__ u32 sm[(MERGE_TILE + 1) * ARITY];
+  __shared__ u32 sm[PAD((MERGE_TILE + 1) * ARITY) + 1];
   __shared__ u64 bounds[2];
   const int tid = threadIdx.x;
   u64 total = na + nb;
@@ -57,34 +63,33 @@ __device__ void merge_tile(const u32* __restrict__ a, u64 na, const u32* __restr
   u64 b0 = k0 - a0, b1 = k1 - a1;
   int la = (int)(a1 - a0), lb = (int)(b1 - b0);
   int lbh = (DIFF && b1 < nb) ? lb + 1 : lb;
-  for (int w = tid; w < la * ARITY; w += MERGE_THREADS) sm[w] = a[a0 * ARITY + w];
-  for (int w = tid; w < lbh * ARITY; w += MERGE_THREADS) sm[la * ARITY + w] = b[b0 * ARITY + w];
+  for (int w = tid; w < la * ARITY; w += MERGE_THREADS) sm[PAD(w)] = a[a0 * ARITY + w];
+  for (int w = tid; w < lbh * ARITY; w += MERGE_THREADS) sm[PAD(la * ARITY + w)] = b[b0 * ARITY + w];
   __syncthreads();
-  const u32* sa = sm;
-  const u32* sb = sm + la * ARITY;
+  // rows of a are at 0.., rows of b at la.. (srow pads the combined index)
+  const int boff = la;
   int cnt = la + lb;
   int d = min(tid * MERGE_ITEMS, cnt);
   int lo = max(0, d - lb), hi = min(d, la);
   while (lo < hi) {
     int mid = (lo + hi) >> 1;
-    if (row_le(srow(sa, mid), srow(sb, d - 1 - mid))) lo = mid + 1; else hi = mid;
+    if (row_le(srow(sm, mid), srow(sm, boff + d - 1 - mid))) lo = mid + 1; else hi = mid;
   }
   int ia = lo, ib = d - lo;
   Row res[MERGE_ITEMS];
 #pragma unroll
   for (int k = 0; k < MERGE_ITEMS; k++) {
     if (d + k < cnt) {
-      bool take_a = ib >= lb || (ia < la && row_le(srow(sa, ia), srow(sb, ib)));
+      bool take_a = ib >= lb || (ia < la && row_le(srow(sm, ia), srow(sm, boff + ib)));
       if (take_a) {
-        Row x = srow(sa, ia);
+        Row x = srow(sm, ia);
         if (DIFF) {
-          bool found = ib < lbh && row_eq(x, srow(sb, ib));
-          flags[a0 + ia] = found ? 0u : 1u;
+          if (ib < lbh && row_eq(x, srow(sm, boff + ib))) flags[a0 + ia] = 0u;
         }
         res[k] = x;
         ia++;
       } else {
-        res[k] = srow(sb, ib);
+        res[k] = srow(sm, boff + ib);
         ib++;
       }
     }
@@ -95,10 +100,10 @@ __device__ void merge_tile(const u32* __restrict__ a, u64 na, const u32* __restr
     for (int k = 0; k < MERGE_ITEMS; k++)
       if (d + k < cnt)
 #pragma unroll
-        for (int c = 0; c < ARITY; c++) sm[(d + k) * ARITY + c] = res[k].w[c];
+        for (int c = 0; c < ARITY; c++) sm[PAD((d + k) * ARITY + c)] = res[k].w[c];
     __syncthreads();
     u32* dst = out + k0 * ARITY;
-    for (int w = tid; w < cnt * ARITY; w += MERGE_THREADS) dst[w] = sm[w];
+    for (int w = tid; w < cnt * ARITY; w += MERGE_THREADS) dst[w] = sm[PAD(w)];
   }
 }
 
@@ -120,5 +125,5 @@ extern "C" __global__ void diff_flags_search(const u32* __restrict__ a, u64 na, 
     u64 mid = (lo + hi) >> 1;
     if (row_cmp(load_row(b, mid), x) < 0) lo = mid + 1; else hi = mid;
   }
-  flags[i] = (lo < nb && row_eq(load_row(b, lo), x)) ? 0u : 1u;
+  if (lo < nb && row_eq(load_row(b, lo), x)) flags[i] = 0u;
 }

@@ -10,7 +10,8 @@
 #define SCAN_ITEMS 16
 #define SCAN_TILE (SCAN_THREADS * SCAN_ITEMS)
 
-template <typename T>
+// FLAG: count non-zero inputs (stream compaction) instead of summing values.
+template <typename T, bool FLAG>
 __device__ void scan_reduce_impl(const T* __restrict__ in, u64 n, u64* __restrict__ partials) {
   typedef cub::BlockReduce<u64, SCAN_THREADS> BR;
   __shared__ typename BR::TempStorage tmp;
@@ -19,7 +20,7 @@ __device__ void scan_reduce_impl(const T* __restrict__ in, u64 n, u64* __restric
 #pragma unroll
   for (int k = 0; k < SCAN_ITEMS; k++) {
     u64 i = base + (u64)k * SCAN_THREADS + threadIdx.x;
-    if (i < n) s += (u64)in[i];
+    if (i < n) s += FLAG ? (u64)(in[i] != 0) : (u64)in[i];
   }
   s = BR(tmp).Sum(s);
   if (threadIdx.x == 0) partials[blockIdx.x] = s;
@@ -27,7 +28,7 @@ __device__ void scan_reduce_impl(const T* __restrict__ in, u64 n, u64* __restric
 
 // Exclusive scan of one tile per block; `offsets` (may be null) holds the
 // exclusive prefix of the tile sums. The last block writes the grand total.
-template <typename TI, typename TO>
+template <typename TI, typename TO, bool FLAG>
 __device__ void scan_down_impl(const TI* in, u64 n, const u64* offsets, TO* out, u64* total) {
   typedef cub::BlockLoad<TI, SCAN_THREADS, SCAN_ITEMS, cub::BLOCK_LOAD_TRANSPOSE> BL;
   typedef cub::BlockStore<TO, SCAN_THREADS, SCAN_ITEMS, cub::BLOCK_STORE_TRANSPOSE> BS;
@@ -44,7 +45,7 @@ __device__ void scan_down_impl(const TI* in, u64 n, const u64* offsets, TO* out,
   __syncthreads();
   u64 v[SCAN_ITEMS];
 #pragma unroll
-  for (int k = 0; k < SCAN_ITEMS; k++) v[k] = (u64)items[k];
+  for (int k = 0; k < SCAN_ITEMS; k++) v[k] = FLAG ? (u64)(items[k] != 0) : (u64)items[k];
   u64 agg;
   BSc(tmp.scan).ExclusiveSum(v, v, agg);
   u64 off = offsets ? offsets[blockIdx.x] : 0;
@@ -57,16 +58,27 @@ __device__ void scan_down_impl(const TI* in, u64 n, const u64* offsets, TO* out,
 }
 
 extern "C" __global__ void scan_reduce_u32(const u32* in, u64 n, u64* partials) {
-  scan_reduce_impl<u32>(in, n, partials);
+  scan_reduce_impl<u32, false>(in, n, partials);
+}
+extern "C" __global__ void scan_reduce_flag(const u32* in, u64 n, u64* partials) {
+  scan_reduce_impl<u32, true>(in, n, partials);
 }
 extern "C" __global__ void scan_reduce_u64(const u64* in, u64 n, u64* partials) {
-  scan_reduce_impl<u64>(in, n, partials);
+  scan_reduce_impl<u64, false>(in, n, partials);
 }
 extern "C" __global__ void scan_down_u32(const u32* in, u64 n, const u64* offsets, u32* out, u64* total) {
-  scan_down_impl<u32, u32>(in, n, offsets, out, total);
+  scan_down_impl<u32, u32, false>(in, n, offsets, out, total);
+}
+extern "C" __global__ void scan_down_flag(const u32* in, u64 n, const u64* offsets, u32* out, u64* total) {
+  scan_down_impl<u32, u32, true>(in, n, offsets, out, total);
 }
 extern "C" __global__ void scan_down_u64(const u64* in, u64 n, const u64* offsets, u64* out, u64* total) {
-  scan_down_impl<u64, u64>(in, n, offsets, out, total);
+  scan_down_impl<u64, u64, false>(in, n, offsets, out, total);
+}
+
+extern "C" __global__ void fill_u32(u32* out, u64 n, u32 v) {
+  u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = v;
 }
 
 // out[offsets[i]] = i for flagged i; out[total] = n is written by the host.

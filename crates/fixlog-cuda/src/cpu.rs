@@ -159,10 +159,23 @@ pub fn difference(a: &[u32], b: &[u32], arity: usize) -> Vec<u32> {
 
 /// Range of rows whose first `key.len()` columns equal `key` in a sorted relation.
 pub fn key_range(sorted: &[u32], arity: usize, key: &[u32]) -> (usize, usize) {
-    let rows: Vec<&[u32]> = sorted.chunks(arity).collect();
     let kc = key.len();
-    let b = rows.partition_point(|r| &r[..kc] < key);
-    let e = rows.partition_point(|r| &r[..kc] <= key);
+    let n = sorted.len() / arity;
+    let row = |i: usize| &sorted[i * arity..i * arity + kc];
+    let part = |pred: &dyn Fn(&[u32]) -> bool| {
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if pred(row(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    let b = part(&|r| r < key);
+    let e = part(&|r| r <= key);
     if b == e {
         (0, 0)
     } else {

@@ -34,9 +34,12 @@ pub const KERNELS: &[KernelModule] = &[
         source: include_str!("../kernels/scan.cu"),
         functions: &[
             "scan_reduce_u32",
+            "scan_reduce_flag",
             "scan_reduce_u64",
             "scan_down_u32",
+            "scan_down_flag",
             "scan_down_u64",
+            "fill_u32",
             "compact_index",
             "fill_random",
             "fill_flags",

@@ -31,6 +31,13 @@ fn merge_tile(arity: usize) -> usize {
         _ => 2,
     }
 }
+#[derive(Clone, Copy)]
+enum ScanMode {
+    U32,
+    U64,
+    Flag,
+}
+
 fn blocks(n: usize, per: usize) -> usize {
     n.div_ceil(per)
 }
@@ -150,11 +157,11 @@ impl Gpu {
 
     // ---------- scan ----------
 
-    fn scan_into(&self, inp: u64, n: usize, out: u64, total: u64, wide: bool) -> Result<()> {
-        let (red, down) = if wide {
-            ("scan_reduce_u64", "scan_down_u64")
-        } else {
-            ("scan_reduce_u32", "scan_down_u32")
+    fn scan_into(&self, inp: u64, n: usize, out: u64, total: u64, mode: ScanMode) -> Result<()> {
+        let (red, down) = match mode {
+            ScanMode::U64 => ("scan_reduce_u64", "scan_down_u64"),
+            ScanMode::U32 => ("scan_reduce_u32", "scan_down_u32"),
+            ScanMode::Flag => ("scan_reduce_flag", "scan_down_flag"),
         };
         let nb = blocks(n, SCAN_TILE);
         let fdown = self.function(SCAN, "", down)?;
@@ -165,7 +172,7 @@ impl Gpu {
         let parts = self.alloc((nb + 1) * 8)?;
         let fred = self.function(SCAN, "", red)?;
         launch!(self, fred, nb, BLOCK, inp, n as u64, parts.ptr());
-        self.scan_into(parts.ptr(), nb, parts.ptr(), parts.ptr() + nb as u64 * 8, true)?;
+        self.scan_into(parts.ptr(), nb, parts.ptr(), parts.ptr() + nb as u64 * 8, ScanMode::U64)?;
         launch!(self, fdown, nb, BLOCK, inp, n as u64, parts.ptr(), out, total);
         Ok(())
     }
@@ -173,12 +180,28 @@ impl Gpu {
     /// Exclusive scan of `n` u32 at `inp` into `out` (may equal `inp`);
     /// returns the total (as u64: outputs wrap if it exceeds u32).
     pub fn exclusive_scan(&self, inp: u64, n: usize, out: u64) -> Result<u64> {
+        self.scan_total(inp, n, out, ScanMode::U32)
+    }
+
+    /// Exclusive scan of `flags != 0` (positions for stream compaction); returns the count.
+    pub fn flag_scan(&self, flags: u64, n: usize, out: u64) -> Result<u64> {
+        self.scan_total(flags, n, out, ScanMode::Flag)
+    }
+
+    fn scan_total(&self, inp: u64, n: usize, out: u64, mode: ScanMode) -> Result<u64> {
         if n == 0 {
             return Ok(0);
         }
         let total = self.alloc(8)?;
-        self.scan_into(inp, n, out, total.ptr(), false)?;
+        self.scan_into(inp, n, out, total.ptr(), mode)?;
         Ok(self.dtoh::<u64>(total.ptr(), 1)?[0])
+    }
+
+    /// Set `n` u32 at `ptr` to `v`.
+    pub fn fill_u32(&self, ptr: u64, n: usize, v: u32) -> Result<()> {
+        let f = self.function(SCAN, "", "fill_u32")?;
+        launch!(self, f, blocks(n, 256), BLOCK, ptr, n as u64, v);
+        Ok(())
     }
 
     // ---------- compaction ----------
@@ -190,7 +213,7 @@ impl Gpu {
             return self.empty(v.arity);
         }
         let offs = self.alloc_u32(v.n)?;
-        let total = self.exclusive_scan(flags, v.n, offs.ptr())? as usize;
+        let total = self.flag_scan(flags, v.n, offs.ptr())? as usize;
         let out = self.alloc(total * v.arity * 4)?;
         let f = self.function(REL, &arity_defines(v.arity), "compact_rows")?;
         launch!(self, f, blocks(v.n, 256), BLOCK, v.ptr, v.n as u64, flags, offs.ptr(), out.ptr());
@@ -220,12 +243,21 @@ impl Gpu {
     /// Sort a relation lexicographically in place (LSD radix, 8-bit digits;
     /// digits that never vary are skipped). Returns the number of passes.
     pub fn sort(&self, rel: &mut Rel) -> Result<usize> {
+        self.sort_bits(rel, None)
+    }
+
+    /// Sort with the per-word mask of bits that may vary known in advance
+    /// (e.g. node ids below 2^k), which saves a reduction and a host sync.
+    pub fn sort_bits(&self, rel: &mut Rel, vary: Option<&[u32]>) -> Result<usize> {
         check_arity(rel.arity)?;
         let (n, a) = (rel.n, rel.arity);
         if n <= 1 {
             return Ok(0);
         }
-        let vary = self.varying_bits(rel.view())?;
+        let vary = match vary {
+            Some(v) if v.len() == a => v.to_vec(),
+            _ => self.varying_bits(rel.view())?,
+        };
         let mut digits = vec![];
         for w in (0..a).rev() {
             for shift in [0u32, 8, 16, 24] {
@@ -247,7 +279,7 @@ impl Gpu {
         for &(w, shift) in &digits {
             let (src, dst) = (rel.buf.ptr(), other.ptr());
             launch!(self, fh.clone(), nb, 256, src, n as u64, w, shift, hist.ptr());
-            self.scan_into(hist.ptr(), 256 * nb, hist.ptr(), total.ptr(), false)?;
+            self.scan_into(hist.ptr(), 256 * nb, hist.ptr(), total.ptr(), ScanMode::U32)?;
             launch!(self, fs.clone(), nb, 256, src, dst, n as u64, w, shift, hist.ptr());
             std::mem::swap(&mut rel.buf, &mut other);
         }
@@ -294,7 +326,8 @@ impl Gpu {
         })
     }
 
-    /// Keep-flags of `a − b` (b sorted; a sorted for the merge method).
+    /// Clear the flags of tuples of `a` found in `b` (b sorted; a sorted for
+    /// the merge method). Flags of other tuples are left as they are.
     pub fn difference_flags(&self, a: View, b: View, flags: u64, by_search: bool) -> Result<()> {
         let defs = arity_defines(a.arity);
         if by_search {
@@ -320,7 +353,29 @@ impl Gpu {
         }
         let search = by_search.unwrap_or(a.n * 16 < b.n);
         let flags = self.alloc_u32(a.n)?;
+        self.fill_u32(flags.ptr(), a.n, 1)?;
         self.difference_flags(a, b, flags.ptr(), search)?;
+        self.compact(a, flags.ptr())
+    }
+
+    /// `unique(a) − b₁ − b₂ − …` for sorted `a` and sorted `bs`, with one
+    /// compaction: unique's keep-flags are cleared by each difference.
+    pub fn unique_minus(&self, a: View, bs: &[View]) -> Result<Rel> {
+        check_arity(a.arity)?;
+        if a.n == 0 {
+            return self.empty(a.arity);
+        }
+        let flags = self.alloc_u32(a.n)?;
+        let f = self.function(REL, &arity_defines(a.arity), "unique_flags")?;
+        launch!(self, f, blocks(a.n, 256), BLOCK, a.ptr, a.n as u64, flags.ptr());
+        for b in bs {
+            if b.arity != a.arity {
+                return Err(CudaError::Invalid("difference: arity mismatch".into()));
+            }
+            if b.n > 0 {
+                self.difference_flags(a, *b, flags.ptr(), a.n * 16 < b.n)?;
+            }
+        }
         self.compact(a, flags.ptr())
     }
 
@@ -347,7 +402,7 @@ impl Gpu {
         } else {
             let f = self.function(HISA, &defs, "hisa_key_flags")?;
             launch!(self, f, blocks(n, 256), BLOCK, rel.buf.ptr(), n as u64, kc as u32, flags.ptr());
-            self.exclusive_scan(flags.ptr(), n, offs.ptr())? as usize
+            self.flag_scan(flags.ptr(), n, offs.ptr())? as usize
         };
         let starts = self.alloc_u32(nkeys + 1)?;
         if nkeys > 0 {
