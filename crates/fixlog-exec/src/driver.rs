@@ -93,6 +93,8 @@ pub struct RunStats {
     /// (relation, size) in declaration order.
     pub relation_sizes: Vec<(String, usize)>,
     pub phases: PhaseTimes,
+    /// Tuples produced by rules before deduplication (how much work the joins did).
+    pub derived: usize,
     pub total: Duration,
 }
 
@@ -439,6 +441,7 @@ impl<B: Backend> Driver<'_, B> {
 
     /// `sort_unique(batch) − full[rel]`.
     fn dedup_new(&mut self, rel: RelId, batch: B::Batch) -> ExecResult<B::Relation> {
+        self.stats.derived += self.backend.batch_len(&batch);
         let t = Instant::now();
         let candidates = self.backend.sort_unique(batch)?;
         self.stats.phases.dedup += t.elapsed();

@@ -121,6 +121,7 @@ fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
             st.relations.join(", ")
         ));
     }
+    s.push_str(&format!("tuples derived before deduplication: {}\n", stats.derived));
     s.push_str("relation sizes:\n");
     for (name, size) in &stats.relation_sizes {
         s.push_str(&format!("  {name}\t{size}\n"));
@@ -146,6 +147,7 @@ fn stats_json(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
         "threads": stats.threads,
         "seconds": start.elapsed().as_secs_f64(),
         "eval_seconds": stats.total.as_secs_f64(),
+        "derived": stats.derived,
         "strata": stats.strata.iter().map(|st| serde_json::json!({
             "relations": st.relations,
             "recursive": st.recursive,
