@@ -19,7 +19,12 @@ struct B<'g> {
 
 impl B<'_> {
     /// Time `f` `reps` times (setup excluded), return median ms.
-    fn time(&self, reps: usize, mut setup: impl FnMut() -> Result<(), CudaError>, mut f: impl FnMut() -> Result<(), CudaError>) -> Result<f64, CudaError> {
+    fn time(
+        &self,
+        reps: usize,
+        mut setup: impl FnMut() -> Result<(), CudaError>,
+        mut f: impl FnMut() -> Result<(), CudaError>,
+    ) -> Result<f64, CudaError> {
         let mut v = vec![];
         for _ in 0..reps {
             setup()?;
@@ -27,8 +32,12 @@ impl B<'_> {
             let a = self.gpu.event()?;
             f()?;
             let b = self.gpu.event()?;
-            b.synchronize().map_err(|e| CudaError::Invalid(format!("{e:?}")))?;
-            v.push(a.elapsed_ms(&b).map_err(|e| CudaError::Invalid(format!("{e:?}")))? as f64);
+            b.synchronize()
+                .map_err(|e| CudaError::Invalid(format!("{e:?}")))?;
+            v.push(
+                a.elapsed_ms(&b)
+                    .map_err(|e| CudaError::Invalid(format!("{e:?}")))? as f64,
+            );
         }
         Ok(median(v))
     }
@@ -51,11 +60,23 @@ fn random_rel(gpu: &Gpu, n: usize, a: usize, seed: u32, mask: u32) -> Result<Rel
 }
 
 fn main() -> Result<(), CudaError> {
-    let max_log: u32 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(9);
+    let max_log: u32 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(9);
     let gpu = Gpu::new(0, None)?;
     gpu.warm_up(&[1, 2])?;
-    println!("device: {} ({} SMs, {:.1} GiB)", gpu.name(), gpu.sm_count(), gpu.total_mem() as f64 / (1u64 << 30) as f64);
-    let mut b = B { gpu: &gpu, rows: vec![], copy_gbs: 1.0 };
+    println!(
+        "device: {} ({} SMs, {:.1} GiB)",
+        gpu.name(),
+        gpu.sm_count(),
+        gpu.total_mem() as f64 / (1u64 << 30) as f64
+    );
+    let mut b = B {
+        gpu: &gpu,
+        rows: vec![],
+        copy_gbs: 1.0,
+    };
 
     // copy bandwidth: 2 GiB device-to-device, bytes read + written
     {
@@ -65,9 +86,12 @@ fn main() -> Result<(), CudaError> {
         gpu.fill_random(src.ptr(), n / 4, 1, u32::MAX)?;
         let ms = b.time(7, || Ok(()), || gpu.dtod(dst.ptr(), src.ptr(), n))?;
         b.copy_gbs = 2.0 * n as f64 / ms / 1e6;
-        println!("copy bandwidth: {:.0} GB/s (read+write, 2 GiB cuMemcpyDtoD, {ms:.3} ms)", b.copy_gbs);
+        println!(
+            "copy bandwidth: {:.0} GB/s (read+write, 2 GiB cuMemcpyDtoD, {ms:.3} ms)",
+            b.copy_gbs
+        );
     }
-    println!("| primitive | arity | n | ms | Melem/s | GB/s | % of copy | note |");
+    println!("| primitive | arity | n | ms | Gelem/s | GB/s | % of copy | note |");
     println!("|---|---|---|---|---|---|---|---|");
     for lg in 6..=max_log {
         let n = 10usize.pow(lg);
@@ -76,7 +100,11 @@ fn main() -> Result<(), CudaError> {
         {
             let inp = random_rel(&gpu, n, 1, 3, 15)?;
             let out = gpu.alloc_u32(n)?;
-            let ms = b.time(reps, || Ok(()), || gpu.exclusive_scan(inp.buf.ptr(), n, out.ptr()).map(|_| ()))?;
+            let ms = b.time(
+                reps,
+                || Ok(()),
+                || gpu.exclusive_scan(inp.buf.ptr(), n, out.ptr()).map(|_| ()),
+            )?;
             b.row("exclusive scan u32", 1, n, ms, 8.0 * n as f64, "");
         }
         // compaction, arity 2, half kept
@@ -84,11 +112,26 @@ fn main() -> Result<(), CudaError> {
             let rel = random_rel(&gpu, n, 2, 4, u32::MAX)?;
             let flags = gpu.alloc_u32(n)?;
             gpu.fill_flags(flags.ptr(), n, 9)?;
-            let ms = b.time(reps, || Ok(()), || gpu.compact(rel.view(), flags.ptr()).map(|_| ()))?;
-            b.row("compaction (50%)", 2, n, ms, (4 + 8 + 4) as f64 * n as f64, "flags+rows in, half out");
+            let ms = b.time(
+                reps,
+                || Ok(()),
+                || gpu.compact(rel.view(), flags.ptr()).map(|_| ()),
+            )?;
+            b.row(
+                "compaction (50%)",
+                2,
+                n,
+                ms,
+                (4 + 8 + 4) as f64 * n as f64,
+                "flags+rows in, half out",
+            );
         }
         // sort: arity 1 (32-bit keys) and 2 (64-bit keys), full random bits; and TC-like ids < 2^20
-        for &(a, mask, note) in &[(1usize, u32::MAX, "32-bit keys"), (2, u32::MAX, "64-bit keys"), (2, (1 << 20) - 1, "2x20-bit ids")] {
+        for &(a, mask, note) in &[
+            (1usize, u32::MAX, "32-bit keys"),
+            (2, u32::MAX, "64-bit keys"),
+            (2, (1 << 20) - 1, "2x20-bit ids"),
+        ] {
             if lg >= 9 && a == 2 && mask != u32::MAX {
                 continue;
             }
@@ -104,7 +147,14 @@ fn main() -> Result<(), CudaError> {
                 },
             )?;
             // bytes: per pass read rows twice (histogram reads the key word), write once
-            b.row("radix sort", a, n, ms, (passes * (2 * 4 * a + 4 * a)) as f64 * n as f64, &format!("{note}, {passes} passes"));
+            b.row(
+                "radix sort",
+                a,
+                n,
+                ms,
+                (passes * (2 * 4 * a + 4 * a)) as f64 * n as f64,
+                &format!("{note}, {passes} passes"),
+            );
         }
         // unique + merge + difference on sorted, unique random data (arity 2)
         {
@@ -114,11 +164,22 @@ fn main() -> Result<(), CudaError> {
             gpu.sort(&mut x)?;
             gpu.sort(&mut y)?;
             let ms = b.time(reps, || Ok(()), || gpu.unique(x.view()).map(|_| ()))?;
-            b.row("unique", 2, half, ms, 8.0 * 2.0 * half as f64, "sorted input, ~all distinct");
+            b.row(
+                "unique",
+                2,
+                half,
+                ms,
+                8.0 * 2.0 * half as f64,
+                "sorted input, ~all distinct",
+            );
             let x = gpu.unique(x.view())?;
             let y = gpu.unique(y.view())?;
             let tot = x.n + y.n;
-            let ms = b.time(reps, || Ok(()), || gpu.merge(x.view(), y.view()).map(|_| ()))?;
+            let ms = b.time(
+                reps,
+                || Ok(()),
+                || gpu.merge(x.view(), y.view()).map(|_| ()),
+            )?;
             b.row("merge", 2, tot, ms, 16.0 * tot as f64, "two sorted halves");
             let mut dn = 0;
             let ms = b.time(
@@ -129,12 +190,30 @@ fn main() -> Result<(), CudaError> {
                     Ok(())
                 },
             )?;
-            b.row("set difference (merge path)", 2, tot, ms, (8 * tot + 8 * dn + 12 * x.n) as f64, "a-b, |a|=|b|; + flags/compaction");
+            b.row(
+                "set difference (merge path)",
+                2,
+                tot,
+                ms,
+                (8 * tot + 8 * dn + 12 * x.n) as f64,
+                "a-b, |a|=|b|; + flags/compaction",
+            );
             let m = gpu.merge(x.view(), y.view())?;
             let q = x.view().slice(0, x.n / 64);
             for (method, name) in [(false, "merge path"), (true, "binary search")] {
-                let ms = b.time(reps, || Ok(()), || gpu.difference_with(q, m.view(), Some(method)).map(|_| ()))?;
-                b.row(&format!("set difference ({name}) |a|=|b|/128"), 2, q.n + m.n, ms, 8.0 * (q.n + m.n) as f64, "small a, large b");
+                let ms = b.time(
+                    reps,
+                    || Ok(()),
+                    || gpu.difference_with(q, m.view(), Some(method)).map(|_| ()),
+                )?;
+                b.row(
+                    &format!("set difference ({name}) |a|=|b|/128"),
+                    2,
+                    q.n + m.n,
+                    ms,
+                    8.0 * (q.n + m.n) as f64,
+                    "small a, large b",
+                );
             }
         }
         // HISA build + join: edges with ~1 out-edge per node on average
@@ -144,8 +223,19 @@ fn main() -> Result<(), CudaError> {
             gpu.sort(&mut e)?;
             let e = gpu.unique(e.view())?;
             let en = e.n;
-            let ms = b.time(reps, || Ok(()), || gpu.build_hisa(gpu.copy(e.view())?, 1).map(|_| ()))?;
-            b.row("HISA build (kc=1)", 2, en, ms, 8.0 * en as f64 * 3.0, "incl. copy of the relation");
+            let ms = b.time(
+                reps,
+                || Ok(()),
+                || gpu.build_hisa(gpu.copy(e.view())?, 1).map(|_| ()),
+            )?;
+            b.row(
+                "HISA build (kc=1)",
+                2,
+                en,
+                ms,
+                8.0 * en as f64 * 3.0,
+                "incl. copy of the relation",
+            );
             let h = gpu.build_hisa(gpu.copy(e.view())?, 1)?;
             let spec = JoinSpec::new(&[1], &[Col::Outer(0), Col::Inner(1)], &[]);
             let mut out = 0;
@@ -157,12 +247,23 @@ fn main() -> Result<(), CudaError> {
                     Ok(())
                 },
             )?;
-            b.row("join (count+scan+write)", 2, en, ms, (16 * en + 8 * out) as f64, &format!("{out} outputs"));
+            b.row(
+                "join (count+scan+write)",
+                2,
+                en,
+                ms,
+                (16 * en + 8 * out) as f64,
+                &format!("{out} outputs"),
+            );
         }
         gpu.trim_pool();
     }
-    println!("\n## primitives ({}; copy bandwidth {:.0} GB/s)", gpu.name(), b.copy_gbs);
-    println!("| primitive | arity | n | ms | Melem/s | GB/s | % of copy | note |");
+    println!(
+        "\n## primitives ({}; copy bandwidth {:.0} GB/s)",
+        gpu.name(),
+        b.copy_gbs
+    );
+    println!("| primitive | arity | n | ms | Gelem/s | GB/s | % of copy | note |");
     println!("|---|---|---|---|---|---|---|---|");
     for r in &b.rows {
         println!("{r}");

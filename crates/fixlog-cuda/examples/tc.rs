@@ -68,7 +68,11 @@ fn tc(gpu: &Gpu, edges: &[u32], factor: usize, profile: bool) -> Result<Stats, C
     };
     // node ids are below 2^bits: only those bits are sorted on
     let max = edges.iter().copied().max().unwrap_or(0);
-    let m = if max == 0 { 0 } else { u32::MAX >> max.leading_zeros() };
+    let m = if max == 0 {
+        0
+    } else {
+        u32::MAX >> max.leading_zeros()
+    };
     let vary = [m, m];
     let edge = gpu.upload(edges, 2)?;
     let index = gpu.build_hisa(gpu.copy(edge.view())?, 1)?;
@@ -140,7 +144,12 @@ fn main() -> Result<(), CudaError> {
     };
     let gpu = Gpu::new(0, None)?;
     gpu.warm_up(&[1, 2])?;
-    println!("device: {} ({} SMs, {:.1} GiB); run factor {factor}", gpu.name(), gpu.sm_count(), gpu.total_mem() as f64 / (1u64 << 30) as f64);
+    println!(
+        "device: {} ({} SMs, {:.1} GiB); run factor {factor}",
+        gpu.name(),
+        gpu.sm_count(),
+        gpu.total_mem() as f64 / (1u64 << 30) as f64
+    );
     let mut rows = vec![];
     for g in &graphs {
         let edges = match load_edges(&format!("{data}/graphs/{g}.tsv.gz")) {
@@ -185,7 +194,11 @@ fn main() -> Result<(), CudaError> {
             }
             Err(e) => {
                 println!("{g}: error: {e}");
-                format!("| {g} | {} | error | {} | - | - | - | - | {e} |", edges.len() / 2, want.map_or("?".into(), |w| w.to_string()))
+                format!(
+                    "| {g} | {} | error | {} | - | - | - | - | {e} |",
+                    edges.len() / 2,
+                    want.map_or("?".into(), |w| w.to_string())
+                )
             }
         };
         rows.push(line);

@@ -42,5 +42,5 @@ try:
             del x; torch.cuda.empty_cache()
 except Exception as ex:
     print("torch:", ex)
-print("\n## CUB radix sort (same GPU)\n| sort | dtype | n | ms | Mkeys/s |\n|---|---|---|---|---|")
+print("\n## CUB radix sort (same GPU)\n| sort | dtype | n | ms | Gkeys/s |\n|---|---|---|---|---|")
 print("\n".join(rows))

@@ -52,7 +52,9 @@ impl JoinSpec {
     /// (the inner relation's first `okey.len()` columns); `proj` lists the
     /// output columns; `filters` are conjunctive comparisons.
     pub fn new(okey: &[usize], proj: &[Col], filters: &[(Col, CmpOp, Operand)]) -> Self {
-        assert!((1..=8).contains(&okey.len()) && (1..=8).contains(&proj.len()) && filters.len() <= 4);
+        assert!(
+            (1..=8).contains(&okey.len()) && (1..=8).contains(&proj.len()) && filters.len() <= 4
+        );
         let mut s = JoinSpec {
             kc: okey.len() as u32,
             nout: proj.len() as u32,
@@ -135,7 +137,8 @@ pub fn unique(sorted: &[u32], arity: usize) -> Vec<u32> {
 pub fn merge(a: &[u32], b: &[u32], arity: usize) -> Vec<u32> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
-    let (ra, rb): (Vec<&[u32]>, Vec<&[u32]>) = (a.chunks(arity).collect(), b.chunks(arity).collect());
+    let (ra, rb): (Vec<&[u32]>, Vec<&[u32]>) =
+        (a.chunks(arity).collect(), b.chunks(arity).collect());
     while i < ra.len() || j < rb.len() {
         if j >= rb.len() || (i < ra.len() && ra[i] <= rb[j]) {
             out.extend_from_slice(ra[i]);
@@ -184,7 +187,13 @@ pub fn key_range(sorted: &[u32], arity: usize, key: &[u32]) -> (usize, usize) {
 }
 
 /// Join in GPU output order: outer tuples in order, each inner range in order.
-pub fn join(outer: &[u32], ao: usize, inner_sorted: &[u32], ai: usize, spec: &JoinSpec) -> Vec<u32> {
+pub fn join(
+    outer: &[u32],
+    ao: usize,
+    inner_sorted: &[u32],
+    ai: usize,
+    spec: &JoinSpec,
+) -> Vec<u32> {
     let mut out = vec![];
     let kc = spec.kc as usize;
     for o in outer.chunks(ao) {
@@ -242,11 +251,17 @@ impl Rng {
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
     pub fn below(&mut self, n: u32) -> u32 {
-        ((self.next_u64() >> 32) * n as u64 >> 32) as u32
+        (((self.next_u64() >> 32) * n as u64) >> 32) as u32
     }
     pub fn rows(&mut self, n: usize, arity: usize, max: u32) -> Vec<u32> {
         (0..n * arity)
-            .map(|_| if max == u32::MAX { (self.next_u64() >> 32) as u32 } else { self.below(max + 1) })
+            .map(|_| {
+                if max == u32::MAX {
+                    (self.next_u64() >> 32) as u32
+                } else {
+                    self.below(max + 1)
+                }
+            })
             .collect()
     }
 }

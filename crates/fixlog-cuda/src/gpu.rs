@@ -148,7 +148,9 @@ impl Gpu {
         let stream = ctx.default_stream();
         let name = ctx.name()?;
         let cc = ctx.compute_capability()?;
-        let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let sm_count = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+            as u32;
         let total_mem = ctx.total_mem()?;
         let (free, _) = ctx.mem_get_info()?;
         let limit = byte_limit.unwrap_or(free / 10 * 9);
@@ -162,7 +164,10 @@ impl Gpu {
                 }
             }
         }
-        let pool = Rc::new(RefCell::new(PoolCore::new(DriverAlloc { ctx: ctx.clone() }, limit)));
+        let pool = Rc::new(RefCell::new(PoolCore::new(
+            DriverAlloc { ctx: ctx.clone() },
+            limit,
+        )));
         Ok(Gpu {
             ctx,
             stream,
@@ -224,12 +229,14 @@ impl Gpu {
         if src.is_empty() {
             return Ok(());
         }
-        unsafe { result::memcpy_htod_sync(dst, src) }.map_err(|e| CudaError::driver("cuMemcpyHtoD", e))
+        unsafe { result::memcpy_htod_sync(dst, src) }
+            .map_err(|e| CudaError::driver("cuMemcpyHtoD", e))
     }
     pub fn dtoh<T: Copy + Default>(&self, src: u64, n: usize) -> Result<Vec<T>> {
         let mut v = vec![T::default(); n];
         if n > 0 {
-            unsafe { result::memcpy_dtoh_sync(&mut v, src) }.map_err(|e| CudaError::driver("cuMemcpyDtoH", e))?;
+            unsafe { result::memcpy_dtoh_sync(&mut v, src) }
+                .map_err(|e| CudaError::driver("cuMemcpyDtoH", e))?;
         }
         Ok(v)
     }
@@ -249,7 +256,9 @@ impl Gpu {
     }
     /// Wait for all queued work; surfaces asynchronous kernel errors.
     pub fn sync(&self) -> Result<()> {
-        self.stream.synchronize().map_err(|e| CudaError::driver("stream synchronize", e))
+        self.stream
+            .synchronize()
+            .map_err(|e| CudaError::driver("stream synchronize", e))
     }
 
     /// Timing event (recorded on the default stream).
@@ -258,7 +267,8 @@ impl Gpu {
             .ctx
             .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
             .map_err(|e| CudaError::driver("cuEventCreate", e))?;
-        ev.record(&self.stream).map_err(|e| CudaError::driver("cuEventRecord", e))?;
+        ev.record(&self.stream)
+            .map_err(|e| CudaError::driver("cuEventRecord", e))?;
         Ok(ev)
     }
 
@@ -291,13 +301,16 @@ impl Gpu {
             name: Some(format!("{}.cu", m.name)),
             ..Default::default()
         };
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(&src, opts).map_err(|e| CudaError::Compile {
-            module: format!("{} {}", m.name, defines),
-            log: match &e {
-                cudarc::nvrtc::CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
-                other => format!("{other:?}"),
-            },
-        })?;
+        let ptx =
+            cudarc::nvrtc::compile_ptx_with_opts(&src, opts).map_err(|e| CudaError::Compile {
+                module: format!("{} {}", m.name, defines),
+                log: match &e {
+                    cudarc::nvrtc::CompileError::CompileError { log, .. } => {
+                        log.to_string_lossy().into_owned()
+                    }
+                    other => format!("{other:?}"),
+                },
+            })?;
         {
             let mut s = self.compile_stats.borrow_mut();
             s.compiled += 1;
@@ -338,10 +351,9 @@ impl Gpu {
             Some(cm) => cm,
             None => {
                 let ptx = self.compile(m, defines)?;
-                let cm = self
-                    .ctx
-                    .load_module(ptx)
-                    .map_err(|e| CudaError::driver(&format!("cuModuleLoadData({module} {defines})"), e))?;
+                let cm = self.ctx.load_module(ptx).map_err(|e| {
+                    CudaError::driver(&format!("cuModuleLoadData({module} {defines})"), e)
+                })?;
                 self.modules.borrow_mut().insert(mkey, cm.clone());
                 cm
             }

@@ -106,8 +106,10 @@ impl Gpu {
 
     pub fn upload(&self, rows: &[u32], arity: usize) -> Result<Rel> {
         check_arity(arity)?;
-        if rows.len() % arity != 0 {
-            return Err(CudaError::Invalid("row data not a multiple of arity".into()));
+        if rows.len() / arity * arity != rows.len() {
+            return Err(CudaError::Invalid(
+                "row data not a multiple of arity".into(),
+            ));
         }
         let buf = self.alloc(rows.len() * 4)?;
         self.htod(buf.ptr(), rows)?;
@@ -172,8 +174,24 @@ impl Gpu {
         let parts = self.alloc((nb + 1) * 8)?;
         let fred = self.function(SCAN, "", red)?;
         launch!(self, fred, nb, BLOCK, inp, n as u64, parts.ptr());
-        self.scan_into(parts.ptr(), nb, parts.ptr(), parts.ptr() + nb as u64 * 8, ScanMode::U64)?;
-        launch!(self, fdown, nb, BLOCK, inp, n as u64, parts.ptr(), out, total);
+        self.scan_into(
+            parts.ptr(),
+            nb,
+            parts.ptr(),
+            parts.ptr() + nb as u64 * 8,
+            ScanMode::U64,
+        )?;
+        launch!(
+            self,
+            fdown,
+            nb,
+            BLOCK,
+            inp,
+            n as u64,
+            parts.ptr(),
+            out,
+            total
+        );
         Ok(())
     }
 
@@ -216,7 +234,17 @@ impl Gpu {
         let total = self.flag_scan(flags, v.n, offs.ptr())? as usize;
         let out = self.alloc(total * v.arity * 4)?;
         let f = self.function(REL, &arity_defines(v.arity), "compact_rows")?;
-        launch!(self, f, blocks(v.n, 256), BLOCK, v.ptr, v.n as u64, flags, offs.ptr(), out.ptr());
+        launch!(
+            self,
+            f,
+            blocks(v.n, 256),
+            BLOCK,
+            v.ptr,
+            v.n as u64,
+            flags,
+            offs.ptr(),
+            out.ptr()
+        );
         Ok(Rel {
             buf: out,
             n: total,
@@ -278,9 +306,30 @@ impl Gpu {
         let mut other = self.alloc(n * a * 4)?;
         for &(w, shift) in &digits {
             let (src, dst) = (rel.buf.ptr(), other.ptr());
-            launch!(self, fh.clone(), nb, 256, src, n as u64, w, shift, hist.ptr());
+            launch!(
+                self,
+                fh.clone(),
+                nb,
+                256,
+                src,
+                n as u64,
+                w,
+                shift,
+                hist.ptr()
+            );
             self.scan_into(hist.ptr(), 256 * nb, hist.ptr(), total.ptr(), ScanMode::U32)?;
-            launch!(self, fs.clone(), nb, 256, src, dst, n as u64, w, shift, hist.ptr());
+            launch!(
+                self,
+                fs.clone(),
+                nb,
+                256,
+                src,
+                dst,
+                n as u64,
+                w,
+                shift,
+                hist.ptr()
+            );
             std::mem::swap(&mut rel.buf, &mut other);
         }
         Ok(digits.len())
@@ -293,7 +342,15 @@ impl Gpu {
         }
         let flags = self.alloc_u32(v.n)?;
         let f = self.function(REL, &arity_defines(v.arity), "unique_flags")?;
-        launch!(self, f, blocks(v.n, 256), BLOCK, v.ptr, v.n as u64, flags.ptr());
+        launch!(
+            self,
+            f,
+            blocks(v.n, 256),
+            BLOCK,
+            v.ptr,
+            v.n as u64,
+            flags.ptr()
+        );
         self.compact(v, flags.ptr())
     }
 
@@ -317,7 +374,17 @@ impl Gpu {
             self.dtod(out.ptr(), s.ptr, s.n * s.arity * 4)?;
         } else {
             let f = self.function(REL, &arity_defines(a.arity), "merge_rows")?;
-            launch!(self, f, blocks(n, merge_tile(a.arity)), 256, a.ptr, a.n as u64, b.ptr, b.n as u64, out.ptr());
+            launch!(
+                self,
+                f,
+                blocks(n, merge_tile(a.arity)),
+                256,
+                a.ptr,
+                a.n as u64,
+                b.ptr,
+                b.n as u64,
+                out.ptr()
+            );
         }
         Ok(Rel {
             buf: out,
@@ -332,7 +399,17 @@ impl Gpu {
         let defs = arity_defines(a.arity);
         if by_search {
             let f = self.function(REL, &defs, "diff_flags_search")?;
-            launch!(self, f, blocks(a.n, 256), BLOCK, a.ptr, a.n as u64, b.ptr, b.n as u64, flags);
+            launch!(
+                self,
+                f,
+                blocks(a.n, 256),
+                BLOCK,
+                a.ptr,
+                a.n as u64,
+                b.ptr,
+                b.n as u64,
+                flags
+            );
         } else {
             let f = self.function(REL, &defs, "diff_flags_merge")?;
             let grid = blocks(a.n + b.n, merge_tile(a.arity));
@@ -367,7 +444,15 @@ impl Gpu {
         }
         let flags = self.alloc_u32(a.n)?;
         let f = self.function(REL, &arity_defines(a.arity), "unique_flags")?;
-        launch!(self, f, blocks(a.n, 256), BLOCK, a.ptr, a.n as u64, flags.ptr());
+        launch!(
+            self,
+            f,
+            blocks(a.n, 256),
+            BLOCK,
+            a.ptr,
+            a.n as u64,
+            flags.ptr()
+        );
         for b in bs {
             if b.arity != a.arity {
                 return Err(CudaError::Invalid("difference: arity mismatch".into()));
@@ -388,10 +473,15 @@ impl Gpu {
     /// Build a HISA over a sorted relation, keyed by its first `kc` columns.
     pub fn build_hisa(&self, rel: Rel, kc: usize) -> Result<Hisa> {
         if kc == 0 || kc > rel.arity {
-            return Err(CudaError::Invalid(format!("key width {kc} for arity {}", rel.arity)));
+            return Err(CudaError::Invalid(format!(
+                "key width {kc} for arity {}",
+                rel.arity
+            )));
         }
         if rel.n >= u32::MAX as usize {
-            return Err(CudaError::Invalid("HISA relation too large for u32 offsets".into()));
+            return Err(CudaError::Invalid(
+                "HISA relation too large for u32 offsets".into(),
+            ));
         }
         let n = rel.n;
         let defs = arity_defines(rel.arity);
@@ -401,13 +491,31 @@ impl Gpu {
             0
         } else {
             let f = self.function(HISA, &defs, "hisa_key_flags")?;
-            launch!(self, f, blocks(n, 256), BLOCK, rel.buf.ptr(), n as u64, kc as u32, flags.ptr());
+            launch!(
+                self,
+                f,
+                blocks(n, 256),
+                BLOCK,
+                rel.buf.ptr(),
+                n as u64,
+                kc as u32,
+                flags.ptr()
+            );
             self.flag_scan(flags.ptr(), n, offs.ptr())? as usize
         };
         let starts = self.alloc_u32(nkeys + 1)?;
         if nkeys > 0 {
             let f = self.function(SCAN, "", "compact_index")?;
-            launch!(self, f, blocks(n, 256), BLOCK, flags.ptr(), offs.ptr(), n as u64, starts.ptr());
+            launch!(
+                self,
+                f,
+                blocks(n, 256),
+                BLOCK,
+                flags.ptr(),
+                offs.ptr(),
+                n as u64,
+                starts.ptr()
+            );
         }
         self.htod(starts.ptr() + nkeys as u64 * 4, &[n as u32])?;
         let size = (2 * nkeys).next_power_of_two().max(2);
@@ -415,7 +523,18 @@ impl Gpu {
         self.memset8(table.ptr(), 0xff, size * 4)?;
         if nkeys > 0 {
             let f = self.function(HISA, &defs, "hisa_insert")?;
-            launch!(self, f, blocks(nkeys, 256), BLOCK, rel.buf.ptr(), starts.ptr(), nkeys as u32, kc as u32, table.ptr(), (size - 1) as u32);
+            launch!(
+                self,
+                f,
+                blocks(nkeys, 256),
+                BLOCK,
+                rel.buf.ptr(),
+                starts.ptr(),
+                nkeys as u32,
+                kc as u32,
+                table.ptr(),
+                (size - 1) as u32
+            );
         }
         Ok(Hisa {
             rel,
@@ -438,7 +557,21 @@ impl Gpu {
         let bb = self.alloc_u32(nq)?;
         let eb = self.alloc_u32(nq)?;
         let f = self.function(HISA, &arity_defines(h.rel.arity), "hisa_lookup")?;
-        launch!(self, f, blocks(nq, 256), BLOCK, h.rel.buf.ptr(), h.starts.ptr(), h.table.ptr(), h.mask, h.kc as u32, kb.ptr(), nq as u64, bb.ptr(), eb.ptr());
+        launch!(
+            self,
+            f,
+            blocks(nq, 256),
+            BLOCK,
+            h.rel.buf.ptr(),
+            h.starts.ptr(),
+            h.table.ptr(),
+            h.mask,
+            h.kc as u32,
+            kb.ptr(),
+            nq as u64,
+            bb.ptr(),
+            eb.ptr()
+        );
         let b = self.dtoh::<u32>(bb.ptr(), nq)?;
         let e = self.dtoh::<u32>(eb.ptr(), nq)?;
         Ok(b.into_iter().zip(e).collect())
@@ -461,7 +594,9 @@ impl Gpu {
         if ok {
             Ok(())
         } else {
-            Err(CudaError::Invalid(format!("join spec does not fit arities {ao}/{ai}: {s:?}")))
+            Err(CudaError::Invalid(format!(
+                "join spec does not fit arities {ao}/{ai}: {s:?}"
+            )))
         }
     }
 
@@ -480,11 +615,26 @@ impl Gpu {
         let fc = self.function(JOIN, &defs, "join_count")?;
         let grid = blocks(outer.n, 256);
         let (ip, sp, tp) = (inner.rel.buf.ptr(), inner.starts.ptr(), inner.table.ptr());
-        launch!(self, fc, grid, BLOCK, outer.ptr, outer.n as u64, ip, sp, tp, inner.mask, *spec, counts.ptr());
+        launch!(
+            self,
+            fc,
+            grid,
+            BLOCK,
+            outer.ptr,
+            outer.n as u64,
+            ip,
+            sp,
+            tp,
+            inner.mask,
+            *spec,
+            counts.ptr()
+        );
         let total = self.exclusive_scan(counts.ptr(), outer.n, counts.ptr())?;
         if total > u32::MAX as u64 {
             if outer.n == 1 {
-                return Err(CudaError::Invalid("one outer tuple joins with over 2^32 tuples".into()));
+                return Err(CudaError::Invalid(
+                    "one outer tuple joins with over 2^32 tuples".into(),
+                ));
             }
             drop(counts);
             let mid = outer.n / 2;
@@ -503,7 +653,21 @@ impl Gpu {
         let out = self.alloc(total * nout * 4)?;
         if total > 0 {
             let fw = self.function(JOIN, &defs, "join_write")?;
-            launch!(self, fw, grid, BLOCK, outer.ptr, outer.n as u64, ip, sp, tp, inner.mask, *spec, counts.ptr(), out.ptr());
+            launch!(
+                self,
+                fw,
+                grid,
+                BLOCK,
+                outer.ptr,
+                outer.n as u64,
+                ip,
+                sp,
+                tp,
+                inner.mask,
+                *spec,
+                counts.ptr(),
+                out.ptr()
+            );
         }
         Ok(Rel {
             buf: out,

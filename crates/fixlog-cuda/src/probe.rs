@@ -51,7 +51,12 @@ pub fn probe() -> Probe {
         let mem = ctx.total_mem().map_err(|e| format!("{e:?}"))?;
         Ok(Probe {
             available: true,
-            reason: format!("{name}, sm_{}{}, {:.1} GiB", cc.0, cc.1, mem as f64 / (1u64 << 30) as f64),
+            reason: format!(
+                "{name}, sm_{}{}, {:.1} GiB",
+                cc.0,
+                cc.1,
+                mem as f64 / (1u64 << 30) as f64
+            ),
             device_count: count as usize,
             device_name: Some(name),
             compute_capability: Some(cc),
