@@ -245,7 +245,10 @@ impl RulePlanner<'_> {
                 let arity = schema.len();
                 let mut sub_schema = schema.clone();
                 sub_schema.push(ROW_VAR);
-                let sub_keep: HashSet<VarId> = [ROW_VAR].into_iter().collect();
+                let mut sub_keep: HashSet<VarId> = [ROW_VAR].into_iter().collect();
+                if let Some(a) = arg {
+                    sub_keep.extend(expr_vars(a));
+                }
                 let sub_ops = self.plan_body(sub, None, Some(sub_schema), &sub_keep, &|env| {
                     let mut out = vec![env[&ROW_VAR].clone()];
                     if let Some(a) = arg {
@@ -257,7 +260,18 @@ impl RulePlanner<'_> {
                     env: env_in,
                     filters: Vec::new(),
                 };
-                op.env.insert(*out, PExpr::Col(arity));
+                match op.env.get(out) {
+                    // `x = agg` with `x` bound already: a comparison.
+                    Some(bound) => op.filters.push(Cond::Compare {
+                        op: logical::CmpOp::Eq,
+                        ty: ColType::Unsigned,
+                        lhs: bound.clone(),
+                        rhs: PExpr::Col(arity),
+                    }),
+                    None => {
+                        op.env.insert(*out, PExpr::Col(arity));
+                    }
+                }
                 absorb(&mut op, body, &mut remaining);
                 let (project, new_schema) = project_live(&op.env, body, &remaining, keep);
                 ops.push(Op::Aggregate {
