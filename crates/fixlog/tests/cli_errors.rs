@@ -48,8 +48,16 @@ fn run_program(files: &[(&str, &str)]) -> Outcome {
 
 fn assert_failed(o: &Outcome) {
     assert_eq!(o.code, Some(1), "exit code; stderr:\n{}", o.stderr);
-    assert!(o.stdout.is_empty(), "stdout not empty on error:\n{}", o.stdout);
-    assert!(o.outputs.is_empty(), "files written despite the error: {:?}", o.outputs);
+    assert!(
+        o.stdout.is_empty(),
+        "stdout not empty on error:\n{}",
+        o.stdout
+    );
+    assert!(
+        o.outputs.is_empty(),
+        "files written despite the error: {:?}",
+        o.outputs
+    );
     assert!(!o.stderr.trim().is_empty(), "no message on stderr");
     assert!(
         !o.stderr.contains("panicked"),
@@ -90,7 +98,10 @@ fn assert_points_at(o: &Outcome, file: &str, source: &str, line: usize, needles:
     let lines: Vec<&str> = o.stderr.lines().collect();
     let Some((at, col)) = lines.iter().enumerate().find_map(|(i, l)| {
         cols.iter()
-            .find(|c| l.trim_start().starts_with(&format!("--> {file}:{line}:{c}")))
+            .find(|c| {
+                l.trim_start()
+                    .starts_with(&format!("--> {file}:{line}:{c}"))
+            })
             .map(|c| (i, *c))
     }) else {
         panic!(
@@ -112,7 +123,10 @@ fn assert_points_at(o: &Outcome, file: &str, source: &str, line: usize, needles:
     let (_, caret) = caret_line
         .split_once(" | ")
         .unwrap_or_else(|| panic!("caret line {caret_line:?} has no ` | `"));
-    let lead = caret.chars().take_while(|c| *c == ' ' || *c == '\t').count();
+    let lead = caret
+        .chars()
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .count();
     assert!(
         caret[lead..].starts_with('^'),
         "caret line {caret_line:?} has no caret"
@@ -145,7 +159,13 @@ fn unknown_relation() {
     let o = run_program(&[("prog.dl", prog)]);
     assert_failed(&o);
     assert_points_at(&o, "prog.dl", prog, 3, &["edg("]);
-    assert_mentions(&o, &[&["`edg`", "'edg'", "\"edg\""], &["unknown", "undeclared", "not declared"]]);
+    assert_mentions(
+        &o,
+        &[
+            &["`edg`", "'edg'", "\"edg\""],
+            &["unknown", "undeclared", "not declared"],
+        ],
+    );
 }
 
 #[test]
@@ -200,7 +220,10 @@ fn unbound_head_variable() {
     let o = run_program(&[("prog.dl", prog)]);
     assert_failed(&o);
     assert_points_at(&o, "prog.dl", prog, 3, &["z)"]);
-    assert_mentions(&o, &[&["`z`", "'z'", "variable z"], &["bound", "ground", "range"]]);
+    assert_mentions(
+        &o,
+        &[&["`z`", "'z'", "variable z"], &["bound", "ground", "range"]],
+    );
 }
 
 #[test]
@@ -209,7 +232,13 @@ fn ungrounded_negation() {
     let o = run_program(&[("prog.dl", prog)]);
     assert_failed(&o);
     assert_points_at(&o, "prog.dl", prog, 4, &["y)"]);
-    assert_mentions(&o, &[&["`y`", "'y'", "variable y"], &["bound", "ground", "range"]]);
+    assert_mentions(
+        &o,
+        &[
+            &["`y`", "'y'", "variable y"],
+            &["bound", "ground", "range", "negated"],
+        ],
+    );
 }
 
 #[test]
@@ -218,7 +247,10 @@ fn ungrounded_comparison() {
     let o = run_program(&[("prog.dl", prog)]);
     assert_failed(&o);
     assert_points_at(&o, "prog.dl", prog, 3, &["y >"]);
-    assert_mentions(&o, &[&["`y`", "'y'", "variable y"], &["bound", "ground", "range"]]);
+    assert_mentions(
+        &o,
+        &[&["`y`", "'y'", "variable y"], &["bound", "ground", "range"]],
+    );
 }
 
 #[test]
@@ -226,10 +258,21 @@ fn unstratifiable_negation() {
     let prog = ".decl base(x: number)\n.decl p(x: number)\n.decl q(x: number)\np(x) :- base(x), !q(x).\nq(x) :- base(x), !p(x).\n";
     let o = run_program(&[("prog.dl", prog)]);
     assert_failed(&o);
-    let line = if o.stderr.contains("prog.dl:4:") { 4 } else { 5 };
-    let needles: &[&str] = if line == 4 { &["!q", "q(x)."] } else { &["!p", "p(x)."] };
+    let line = if o.stderr.contains("prog.dl:4:") {
+        4
+    } else {
+        5
+    };
+    let needles: &[&str] = if line == 4 {
+        &["!q", "q(x)."]
+    } else {
+        &["!p", "p(x)."]
+    };
     assert_points_at(&o, "prog.dl", prog, line, needles);
-    assert_mentions(&o, &[&["`p`", "'p'", " p "], &["`q`", "'q'", " q "], &["negat"]]);
+    assert_mentions(
+        &o,
+        &[&["`p`", "'p'", " p "], &["`q`", "'q'", " q "], &["negat"]],
+    );
 }
 
 #[test]
@@ -241,11 +284,15 @@ fn unstratifiable_aggregate() {
     assert_mentions(&o, &[&["`c`", "'c'", " c "], &["aggregat"]]);
 }
 
-const SIMPLE: &str = ".decl e(x: number, y: number)\n.input e\n.decl r(x: number)\n.output r\nr(x) :- e(x, _).\n";
+const SIMPLE: &str =
+    ".decl e(x: number, y: number)\n.input e\n.decl r(x: number)\n.output r\nr(x) :- e(x, _).\n";
 
 #[test]
 fn missing_input_file() {
-    let o = run(&[("prog.dl", SIMPLE), ("facts/other.facts", "")], &["run", "prog.dl", "-F", "facts", "-D", "out"]);
+    let o = run(
+        &[("prog.dl", SIMPLE), ("facts/other.facts", "")],
+        &["run", "prog.dl", "-F", "facts", "-D", "out"],
+    );
     assert_failed(&o);
     assert_mentions(&o, &[&["facts/e.facts"]]);
 }
@@ -259,7 +306,10 @@ fn fact_line_with_too_few_columns() {
 
 #[test]
 fn fact_line_with_too_many_columns() {
-    let o = run_program(&[("prog.dl", SIMPLE), ("facts/e.facts", "1\t2\n3\t4\n\n5\t6\t7\n")]);
+    let o = run_program(&[
+        ("prog.dl", SIMPLE),
+        ("facts/e.facts", "1\t2\n3\t4\n\n5\t6\t7\n"),
+    ]);
     assert_failed(&o);
     assert_mentions(&o, &[&["facts/e.facts:4"], &["column"]]);
 }

@@ -3,7 +3,7 @@
 //!
 //! Failures are shrunk and persisted in `differential.proptest-regressions` next to
 //! this file; persisted cases run first on the next run. `FIXLOG_DIFF_CASES` sets the
-//! number of random cases (default 200).
+//! number of random cases (default 3000).
 
 mod support;
 
@@ -11,8 +11,8 @@ use fixlog::{Datum, Fixlog, RunOptions};
 use fixlog_logical::{ColType, SymbolTable, Value};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
+use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use support::gen::{generate, Generated};
 use support::reference;
 
@@ -43,15 +43,46 @@ fn key_of_value(v: Value, ty: ColType, symbols: &SymbolTable) -> Key {
     }
 }
 
-static NONEMPTY: AtomicUsize = AtomicUsize::new(0);
-static RECURSIVE_NONEMPTY: AtomicUsize = AtomicUsize::new(0);
-static CASES: AtomicUsize = AtomicUsize::new(0);
-static FEATURES: [AtomicUsize; 7] = [const { AtomicUsize::new(0) }; 7];
+/// What the passing cases of one run covered (to catch a vacuous pass).
+#[derive(Default)]
+struct Tally {
+    cases: usize,
+    /// Some IDB relation was non-empty.
+    nonempty: usize,
+    /// Some relation of a recursive stratum was non-empty.
+    recursive: usize,
+    /// Per feature of [`FEATURES`], the programs that used it.
+    features: [usize; 7],
+}
 
-fn check(generated: &Generated) -> Result<(), TestCaseError> {
+const FEATURES: [&str; 7] = ["rec", "neg", "agg", "arith", "disj", "multi-head", "sym"];
+
+/// Runs `check_inner`, turning a panic (in the engine or the reference) into a failure
+/// that shows the program.
+fn check(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), TestCaseError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check_inner(generated, tally)
+    })) {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Err(TestCaseError::fail(format!(
+                "panic: {message}\n--- program ---\n{}",
+                generated.text
+            )))
+        }
+    }
+}
+
+fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), TestCaseError> {
     let text = &generated.text;
-    let mut fixlog = Fixlog::from_source("random.dl", text)
-        .map_err(|e| TestCaseError::fail(format!("program rejected:\n{e}\n--- program ---\n{text}")))?;
+    let mut fixlog = Fixlog::from_source("random.dl", text).map_err(|e| {
+        TestCaseError::fail(format!("program rejected:\n{e}\n--- program ---\n{text}"))
+    })?;
     for (rel, rows) in &generated.inserts {
         fixlog
             .insert(rel, rows.clone())
@@ -130,15 +161,12 @@ fn check(generated: &Generated) -> Result<(), TestCaseError> {
             recursive_idb |= in_recursive_stratum && !want.is_empty();
         }
     }
-    CASES.fetch_add(1, Ordering::Relaxed);
-    if any_idb {
-        NONEMPTY.fetch_add(1, Ordering::Relaxed);
-    }
-    if recursive_idb {
-        RECURSIVE_NONEMPTY.fetch_add(1, Ordering::Relaxed);
-    }
+    let mut t = tally.borrow_mut();
+    t.cases += 1;
+    t.nonempty += usize::from(any_idb);
+    t.recursive += usize::from(recursive_idb);
     let f = &generated.features;
-    for (i, on) in [
+    let used = [
         f.recursion,
         f.negation,
         f.aggregate,
@@ -146,23 +174,19 @@ fn check(generated: &Generated) -> Result<(), TestCaseError> {
         f.disjunction,
         f.multi_head,
         f.symbols,
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        if on {
-            FEATURES[i].fetch_add(1, Ordering::Relaxed);
-        }
+    ];
+    for (count, on) in t.features.iter_mut().zip(used) {
+        *count += usize::from(on);
     }
     Ok(())
 }
 
-#[test]
-fn random_programs_match_reference() {
+/// Runs the differential test on `FIXLOG_DIFF_CASES` (default 3000) random programs.
+fn differential() {
     let cases: u32 = std::env::var("FIXLOG_DIFF_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(200);
+        .unwrap_or(3000);
     let config = Config {
         cases,
         source_file: Some(file!()),
@@ -174,35 +198,41 @@ fn random_programs_match_reference() {
     };
     let mut runner = TestRunner::new(config);
     let strategy = proptest::collection::vec(any::<u32>(), 0..300).prop_map(generate);
-    if let Err(e) = runner.run(&strategy, |g| check(&g)) {
+    let tally = RefCell::new(Tally::default());
+    if let Err(e) = runner.run(&strategy, |g| check(&g, &tally)) {
         panic!("{e}");
     }
 
     // The random programs must exercise the engine, not pass vacuously.
-    let total = CASES.load(Ordering::Relaxed);
-    let nonempty = NONEMPTY.load(Ordering::Relaxed);
-    let recursive = RECURSIVE_NONEMPTY.load(Ordering::Relaxed);
-    let features: Vec<usize> = FEATURES.iter().map(|f| f.load(Ordering::Relaxed)).collect();
+    let t = tally.into_inner();
     eprintln!(
-        "{total} cases; {nonempty} with a non-empty IDB relation, {recursive} with a non-empty \
-         recursive relation; features [rec, neg, agg, arith, disj, multi-head, sym]: {features:?}"
+        "{} cases; {} with a non-empty IDB relation, {} with a non-empty recursive \
+         relation; features {FEATURES:?}: {:?}",
+        t.cases, t.nonempty, t.recursive, t.features
     );
-    assert!(total >= cases as usize, "only {total} cases ran");
+    assert!(t.cases >= cases as usize, "only {} cases ran", t.cases);
     assert!(
-        nonempty * 2 >= total,
-        "only {nonempty} of {total} random programs derived anything"
+        t.nonempty * 2 >= t.cases,
+        "only {} of {} random programs derived anything",
+        t.nonempty,
+        t.cases
     );
     assert!(
-        recursive * 5 >= total,
-        "only {recursive} of {total} random programs had a non-empty recursive relation"
+        t.recursive * 5 >= t.cases,
+        "only {} of {} random programs had a non-empty recursive relation",
+        t.recursive,
+        t.cases
     );
-    for (name, n) in ["rec", "neg", "agg", "arith", "disj", "multi-head", "sym"]
-        .iter()
-        .zip(&features)
-    {
+    for (name, n) in FEATURES.iter().zip(t.features) {
         assert!(
-            *n * 20 >= total,
-            "feature {name} appeared in only {n} of {total} programs"
+            n * 20 >= t.cases,
+            "feature {name} appeared in only {n} of {} programs",
+            t.cases
         );
     }
+}
+
+#[test]
+fn random_programs_match_reference() {
+    differential();
 }

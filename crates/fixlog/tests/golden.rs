@@ -171,5 +171,8 @@ fn explain_prints_a_plan() {
         .unwrap();
     assert!(output.status.success(), "{}", show(&output.stderr));
     let text = show(&output.stdout);
-    assert!(text.contains("path"), "explain output does not name `path`:\n{text}");
+    assert!(
+        text.contains("path"),
+        "explain output does not name `path`:\n{text}"
+    );
 }

@@ -51,8 +51,12 @@ fn ground_truth(dataset: &str, query: &str) -> (usize, usize) {
             .position(|h| *h == name)
             .unwrap_or_else(|| panic!("no column {name} in {}", path.display()))
     };
-    let (c_dataset, c_query, c_value, c_iters) =
-        (col("dataset"), col("query"), col("value"), col("iterations"));
+    let (c_dataset, c_query, c_value, c_iters) = (
+        col("dataset"),
+        col("query"),
+        col("value"),
+        col("iterations"),
+    );
     for line in lines {
         let f: Vec<&str> = line.split('\t').collect();
         if f[c_dataset] == dataset && f[c_query] == query {
@@ -78,7 +82,8 @@ fn check(query: &str, graph: &str) {
         _ => unreachable!(),
     };
     let text = template.replace("GRAPH", file.to_str().unwrap());
-    let program = Fixlog::from_source(&format!("{query}.dl"), &text).unwrap_or_else(|e| panic!("{e}"));
+    let program =
+        Fixlog::from_source(&format!("{query}.dl"), &text).unwrap_or_else(|e| panic!("{e}"));
     let db = program
         .run(&RunOptions {
             jobs: Some(2),

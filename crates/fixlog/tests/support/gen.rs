@@ -77,13 +77,24 @@ pub struct Features {
     pub symbols: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Generated {
     pub text: String,
     pub relations: Vec<Rel>,
     /// Facts to add through `Fixlog::insert` instead of the program text.
     pub inserts: Vec<(String, Vec<Vec<Datum>>)>,
     pub features: Features,
+}
+
+/// Prints the program as text (proptest shows the minimal failing input this way).
+impl std::fmt::Debug for Generated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "\n--- program ---\n{}--- inserted ---", self.text)?;
+        for (rel, rows) in &self.inserts {
+            writeln!(f, "{rel}: {rows:?}")?;
+        }
+        Ok(())
+    }
 }
 
 pub fn generate(choices: Vec<u32>) -> Generated {
@@ -197,7 +208,7 @@ impl Gen {
                     self.fact(&rel.name, &row);
                 }
             }
-            if layer_rels.len() == 2 && self.c.chance(20) {
+            if layer_rels.len() == 2 && self.c.chance(50) {
                 self.features.multi_head = true;
                 let allow_rec = self.c.chance(50);
                 self.rule(&layer_rels, layer, allow_rec);
@@ -234,11 +245,7 @@ impl Gen {
             .collect();
         self.text
             .push_str(&format!(".decl {name}({})\n", cols.join(", ")));
-        let rel = Rel {
-            name,
-            types,
-            layer,
-        };
+        let rel = Rel { name, types, layer };
         self.rels.push(rel.clone());
         rel
     }
@@ -250,7 +257,7 @@ impl Gen {
     fn random_val(&mut self, ty: Ty) -> Val {
         match ty {
             Ty::Num => Val::Num(self.c.below(DOMAIN) as i32),
-            Ty::Sym => Val::Sym(*self.c.pick(&SYMS)),
+            Ty::Sym => Val::Sym(SYMS[self.c.below(SYMS.len())]),
         }
     }
 
@@ -270,7 +277,7 @@ impl Gen {
         let disjunction = heads.len() == 1 && self.c.chance(10);
         let (mut conj, mut recursive) = self.conjunction(&mut vars, layer, allow_rec);
         let mut body = conj.join(", ");
-        let mut head_pool = vec![vars.all_bound(Ty::Num), vars.all_bound(Ty::Sym)];
+        let mut head_pool = [vars.all_bound(Ty::Num), vars.all_bound(Ty::Sym)];
         if disjunction {
             self.features.disjunction = true;
             let first = std::mem::take(&mut vars.atom_bound);
@@ -335,8 +342,18 @@ impl Gen {
     ) -> (Vec<String>, bool) {
         let mut lits = Vec::new();
         let mut recursive = false;
-        let lower: Vec<Rel> = self.rels.iter().filter(|r| r.layer < layer).cloned().collect();
-        let same: Vec<Rel> = self.rels.iter().filter(|r| r.layer == layer).cloned().collect();
+        let lower: Vec<Rel> = self
+            .rels
+            .iter()
+            .filter(|r| r.layer < layer)
+            .cloned()
+            .collect();
+        let same: Vec<Rel> = self
+            .rels
+            .iter()
+            .filter(|r| r.layer == layer)
+            .cloned()
+            .collect();
         let n_atoms = 1 + self.c.below(3);
         for _ in 0..n_atoms {
             let rel = if allow_rec && self.c.chance(50) {
@@ -416,7 +433,7 @@ impl Gen {
         if self.c.chance(20) {
             self.features.aggregate = true;
             let rel = self.c.pick(&lower).clone();
-            lits.push(self.aggregate(vars, &rel));
+            lits.push(self.aggregate(vars, &rel, &lower));
         }
         if self.c.chance(15) {
             lits.push(self.comparison(vars));
@@ -453,7 +470,8 @@ impl Gen {
         format!("{x} {op} {y}")
     }
 
-    fn aggregate(&mut self, vars: &mut RuleVars, rel: &Rel) -> String {
+    /// `n = f x : { rel(..) [, other(..)] [, filter] }` over relations of lower layers.
+    fn aggregate(&mut self, vars: &mut RuleVars, rel: &Rel, lower: &[Rel]) -> String {
         let mut args = Vec::new();
         let mut locals: Vec<String> = Vec::new();
         for &ty in &rel.types {
@@ -474,6 +492,32 @@ impl Gen {
             args.push(arg);
         }
         let mut body = format!("{}({})", rel.name, args.join(", "));
+        if self.c.chance(25) {
+            // A second atom: a join (on local or correlated variables) or a negation.
+            let other = self.c.pick(lower).clone();
+            let negated = self.c.chance(30);
+            let mut args = Vec::new();
+            for &ty in &other.types {
+                let mut pool = vars.atom_vars(ty);
+                if ty == Ty::Num {
+                    pool.extend(locals.iter().cloned());
+                }
+                let arg = if !pool.is_empty() && self.c.chance(70) {
+                    self.c.pick(&pool).clone()
+                } else if negated || self.c.chance(50) {
+                    "_".to_string()
+                } else {
+                    let v = vars.fresh(if ty == Ty::Num { "a" } else { "t" });
+                    if ty == Ty::Num {
+                        locals.push(v.clone());
+                    }
+                    v
+                };
+                args.push(arg);
+            }
+            let bang = if negated { "!" } else { "" };
+            body = format!("{body}, {bang}{}({})", other.name, args.join(", "));
+        }
         if !locals.is_empty() && self.c.chance(20) {
             body = format!("{body}, {} < {}", locals[0], self.c.below(DOMAIN));
         }

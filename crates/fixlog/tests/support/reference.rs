@@ -120,7 +120,9 @@ fn solve(ctx: &Ctx, lits: &[&Literal], env: Env, emit: &mut dyn FnMut(&Env)) {
                 solve(ctx, &rest, env, emit);
             }
         }
-        Literal::Compare { op, lhs, rhs, ty, .. } => {
+        Literal::Compare {
+            op, lhs, rhs, ty, ..
+        } => {
             if let Some((v, e)) = binding(*op, lhs, rhs, &env) {
                 if let Some(x) = eval_expr(e, &env, ctx.symbols) {
                     let mut env2 = env;
@@ -143,8 +145,10 @@ fn solve(ctx: &Ctx, lits: &[&Literal], env: Env, emit: &mut dyn FnMut(&Env)) {
             negated,
             ..
         } => {
-            let args: Option<Vec<Value>> =
-                args.iter().map(|e| eval_expr(e, &env, ctx.symbols)).collect();
+            let args: Option<Vec<Value>> = args
+                .iter()
+                .map(|e| eval_expr(e, &env, ctx.symbols))
+                .collect();
             if let Some(args) = args {
                 if value::eval_predicate(*pred, &args, ctx.symbols) != *negated {
                     solve(ctx, &rest, env, emit);
@@ -174,14 +178,20 @@ fn solve(ctx: &Ctx, lits: &[&Literal], env: Env, emit: &mut dyn FnMut(&Env)) {
                 AggFunc::Sum => Some(group.iter().fold(0, |acc, &x| {
                     value::eval_binary(BinOp::Add, ty, acc, x).expect("sum overflowed")
                 })),
-                AggFunc::Min => group
-                    .iter()
-                    .copied()
-                    .reduce(|a, b| if value::compare_with_symbols(CmpOp::Lt, ty, b, a, ctx.symbols) { b } else { a }),
-                AggFunc::Max => group
-                    .iter()
-                    .copied()
-                    .reduce(|a, b| if value::compare_with_symbols(CmpOp::Gt, ty, b, a, ctx.symbols) { b } else { a }),
+                AggFunc::Min => group.iter().copied().reduce(|a, b| {
+                    if value::compare_with_symbols(CmpOp::Lt, ty, b, a, ctx.symbols) {
+                        b
+                    } else {
+                        a
+                    }
+                }),
+                AggFunc::Max => group.iter().copied().reduce(|a, b| {
+                    if value::compare_with_symbols(CmpOp::Gt, ty, b, a, ctx.symbols) {
+                        b
+                    } else {
+                        a
+                    }
+                }),
                 AggFunc::Mean => {
                     let arg_ty = expr_type(arg.as_ref().unwrap(), ctx.rule);
                     let total: f64 = group.iter().map(|&x| as_f64(x, arg_ty)).sum();
@@ -276,9 +286,7 @@ fn eval_expr(e: &Expr, env: &Env, symbols: &SymbolTable) -> Option<Value> {
     match e {
         Expr::Var(v) => Some(env[*v].expect("reference: unbound variable in expression")),
         Expr::Const(c) => Some(*c),
-        Expr::Unary { op, ty, arg } => {
-            value::eval_unary(*op, *ty, eval_expr(arg, env, symbols)?)
-        }
+        Expr::Unary { op, ty, arg } => value::eval_unary(*op, *ty, eval_expr(arg, env, symbols)?),
         Expr::Binary { op, ty, lhs, rhs } => value::eval_binary(
             *op,
             *ty,
@@ -286,7 +294,8 @@ fn eval_expr(e: &Expr, env: &Env, symbols: &SymbolTable) -> Option<Value> {
             eval_expr(rhs, env, symbols)?,
         ),
         Expr::Functor { func, args } => {
-            let args: Option<Vec<Value>> = args.iter().map(|a| eval_expr(a, env, symbols)).collect();
+            let args: Option<Vec<Value>> =
+                args.iter().map(|a| eval_expr(a, env, symbols)).collect();
             value::eval_functor(*func, &args?, symbols)
         }
     }
