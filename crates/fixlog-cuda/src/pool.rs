@@ -72,13 +72,24 @@ impl<A: RawAlloc> PoolCore<A> {
         self.stats
     }
 
+    /// Change the limit; cached blocks beyond it are freed.
     pub fn set_limit(&mut self, limit: usize) {
         self.stats.limit = limit;
+        self.release_cached_until(limit);
     }
 
     /// Allocate a block of at least `bytes`; returns (pointer, class size).
     pub fn alloc(&mut self, bytes: usize) -> Result<(u64, usize)> {
         let class = size_class(bytes);
+        let oom = |s: &PoolStats, device| CudaError::OutOfMemory {
+            requested: bytes,
+            in_use: s.in_use,
+            limit: s.limit,
+            device,
+        };
+        if self.stats.in_use + class > self.stats.limit {
+            return Err(oom(&self.stats, false));
+        }
         if let Some(list) = self.free.get_mut(&class) {
             if let Some(p) = list.pop() {
                 if list.is_empty() {
@@ -89,15 +100,6 @@ impl<A: RawAlloc> PoolCore<A> {
                 self.stats.reuses += 1;
                 return Ok((p, class));
             }
-        }
-        let oom = |s: &PoolStats, device| CudaError::OutOfMemory {
-            requested: bytes,
-            in_use: s.in_use,
-            limit: s.limit,
-            device,
-        };
-        if self.stats.in_use + class > self.stats.limit {
-            return Err(oom(&self.stats, false));
         }
         if self.stats.in_use + self.stats.cached + class > self.stats.limit {
             self.release_cached_until(self.stats.limit - class);
@@ -245,6 +247,18 @@ mod tests {
         assert_eq!(p.stats().raw_frees, 1);
         p.release(b.0, b.1);
         assert!(p.stats().high_water <= 10_000);
+    }
+
+    #[test]
+    fn lowered_limit_applies_to_cached_blocks_too() {
+        let mut p = pool(1 << 20, 1 << 30);
+        let a = p.alloc(4096).unwrap();
+        let b = p.alloc(4096).unwrap();
+        p.release(b.0, b.1);
+        p.set_limit(4096);
+        assert_eq!(p.stats().cached, 0);
+        assert!(p.alloc(4096).is_err());
+        p.release(a.0, a.1);
     }
 
     #[test]
