@@ -16,7 +16,7 @@
 
 use crate::backend::{Backend, EvalContext, ExecError, ExecResult};
 use fixlog_logical::{Program, RelId, SymbolTable, Value};
-use fixlog_plan::{Op, Plan, RulePlan, Version};
+use fixlog_plan::{Op, PExpr, Plan, RulePlan, Version};
 use std::time::{Duration, Instant};
 
 /// Tuples of one relation, row-major.
@@ -403,6 +403,7 @@ impl<B: Backend> Driver<'_, B> {
                 Op::Aggregate {
                     func,
                     ty,
+                    correlated,
                     sub,
                     filters,
                     project,
@@ -410,9 +411,21 @@ impl<B: Backend> Driver<'_, B> {
                     let input = batch
                         .as_ref()
                         .ok_or_else(|| internal("aggregate without input"))?;
-                    let numbered = b.with_row_numbers(input)?;
-                    let groups = self.run_ops(sub, Some(numbered))?;
-                    b.aggregate(input, groups, *func, *ty, filters, project, ctx)?
+                    if *correlated {
+                        let numbered = b.with_row_numbers(input)?;
+                        let groups = self.run_ops(sub, Some(numbered))?;
+                        b.aggregate(input, groups, *func, *ty, filters, project, ctx)?
+                    } else {
+                        // Computed once over a unit input, then joined to every input
+                        // tuple through an index with an empty key (a cross product
+                        // with at most one tuple).
+                        let unit = b.unit();
+                        let groups = self.run_ops(sub, Some(b.with_row_numbers(&unit)?))?;
+                        let value =
+                            b.aggregate(&unit, groups, *func, *ty, &[], &[PExpr::Col(0)], ctx)?;
+                        let value = b.build_index(&b.sort_unique(value)?, &[0], 0)?;
+                        b.join(input, &value, &[], filters, project, ctx)?
+                    }
                 }
             };
             batch = Some(next);

@@ -150,14 +150,17 @@ fn write_ops(out: &mut String, plan: &Plan, ops: &[Op], indent: usize) {
             Op::Aggregate {
                 func,
                 ty,
+                correlated,
                 sub,
                 filters,
                 project,
             } => {
-                let _ = writeln!(
-                    out,
-                    "{pad}aggregate {func:?} ({ty:?}) per input tuple over:"
-                );
+                let per = if *correlated {
+                    "per input tuple"
+                } else {
+                    "once (uncorrelated)"
+                };
+                let _ = writeln!(out, "{pad}aggregate {func:?} ({ty:?}) {per} over:");
                 write_ops(out, plan, sub, indent + 4);
                 let _ = writeln!(
                     out,

@@ -128,9 +128,14 @@ pub enum Op {
     /// by row number; `count`/`sum` of an empty group are 0, `min`/`max`/`mean` of an
     /// empty group drop the input tuple. `ty` is the aggregated value's type (`mean` of
     /// any type is computed in f64 and yields a `float`).
+    ///
+    /// When `correlated` is false the aggregate reads no column of the input: `sub`'s
+    /// input is then a single tuple holding only the row number 0, the aggregate is
+    /// computed once, and its value (or its absence) applies to every input tuple.
     Aggregate {
         func: AggFunc,
         ty: ColType,
+        correlated: bool,
         sub: Vec<Op>,
         filters: Vec<Cond>,
         project: Vec<PExpr>,

@@ -243,7 +243,16 @@ impl RulePlanner<'_> {
                     (_, Some(a)) => self.expr_type(a).unwrap_or(self.vars[*out].ty),
                 };
                 let arity = schema.len();
-                let mut sub_schema = schema.clone();
+                let outside = vars_outside(body, i, keep);
+                let correlated = sub
+                    .iter()
+                    .flat_map(literal_vars)
+                    .any(|v| outside.contains(&v));
+                let mut sub_schema = if correlated {
+                    schema.clone()
+                } else {
+                    Vec::new()
+                };
                 sub_schema.push(ROW_VAR);
                 let mut sub_keep: HashSet<VarId> = [ROW_VAR].into_iter().collect();
                 if let Some(a) = arg {
@@ -277,6 +286,7 @@ impl RulePlanner<'_> {
                 ops.push(Op::Aggregate {
                     func: *func,
                     ty,
+                    correlated,
                     sub: sub_ops,
                     filters: op.filters,
                     project,
