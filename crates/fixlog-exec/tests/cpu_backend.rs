@@ -224,6 +224,15 @@ fn lsm_runs_stay_few() {
         assert!(full.run_count() <= 8, "{} runs", full.run_count());
     }
     assert_eq!(be.relation_rows(&full), flat(&expect));
+    // A delta computed against one relation, merged into another: no shortcut taken.
+    let a = rel(&be, 2, &[1, 1, 2, 2]);
+    let b = rel(&be, 2, &[2, 2, 3, 3]);
+    let d = be.difference(&b, &a).unwrap(); // {3,3}, disjoint from a
+    let other = rel(&be, 2, &[3, 3, 4, 4]);
+    let m = be.merge(&other, &d).unwrap();
+    assert_eq!(be.relation_rows(&m), vec![3, 3, 4, 4]);
+    let m = be.merge(&a, &d).unwrap();
+    assert_eq!(be.relation_rows(&m), vec![1, 1, 2, 2, 3, 3]);
 }
 
 #[test]

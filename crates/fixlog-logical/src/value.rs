@@ -784,7 +784,8 @@ mod tests {
         assert_eq!(fmt_f(1000000.0), "1e+06");
         assert_eq!(fmt_f(1e10), "1e+10");
         assert_eq!(fmt_f(123456.7), "123457");
-        assert_eq!(fmt_f(3.14159265), "3.14159");
+        assert_eq!(fmt_f(std::f32::consts::PI), "3.14159");
+        assert_eq!(fmt_f(2.718_281_7), "2.71828");
         assert_eq!(fmt_f(0.0001), "0.0001");
         assert_eq!(fmt_f(0.00001), "1e-05");
         assert_eq!(fmt_f(1.5e-7), "1.5e-07");

@@ -49,7 +49,7 @@ use fixlog_logical::{AggFunc, BinOp, ColType, Value};
 use fixlog_plan::{Cond, PExpr};
 use hisa::HashTable;
 use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// Each run of a relation or index is at least this many times larger than the next.
 pub const GROWTH: usize = 4;
@@ -73,6 +73,10 @@ pub struct CpuRelation {
     arity: usize,
     /// Disjoint runs, largest first.
     runs: Vec<Arc<Run>>,
+    /// Set by `difference(_, b)`: `b`'s runs. These tuples are disjoint from any
+    /// relation made of exactly those runs. `Weak` keeps the allocations (not the data)
+    /// alive, so a pointer match can never be a reused address.
+    disjoint_from: Vec<Weak<Run>>,
 }
 
 impl CpuRelation {
@@ -82,6 +86,16 @@ impl CpuRelation {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    fn disjoint_from_runs_of(&self, other: &CpuRelation) -> bool {
+        !other.runs.is_empty()
+            && self.disjoint_from.len() == other.runs.len()
+            && self
+                .disjoint_from
+                .iter()
+                .zip(&other.runs)
+                .all(|(w, r)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(r)))
+    }
+
     /// Number of runs (for tests and statistics).
     pub fn run_count(&self) -> usize {
         self.runs.len()
@@ -209,7 +223,7 @@ fn push_run(arity: usize, runs: &mut Vec<Arc<Run>>, run: Arc<Run>) {
                 len: 1,
             }
         } else {
-            Run::new(arity, rows::union(arity, &a.data, &b.data))
+            Run::new(arity, rows::union_disjoint(arity, &a.data, &b.data))
         };
         runs.push(Arc::new(merged));
     }
@@ -230,7 +244,7 @@ fn single_run(rel: &CpuRelation) -> Arc<Run> {
             // Merge smallest first: each row is copied O(log runs) times at most.
             let mut acc: Vec<Value> = rel.runs[rel.runs.len() - 1].data.clone();
             for r in rel.runs[..rel.runs.len() - 1].iter().rev() {
-                acc = rows::union(rel.arity, &r.data, &acc);
+                acc = rows::union_disjoint(rel.arity, &r.data, &acc);
             }
             Arc::new(Run::new(rel.arity, acc))
         }
@@ -351,7 +365,7 @@ impl Backend for CpuBackend {
         if arity == 0 {
             return Ok(self.empty_relation(0));
         }
-        if rows.len() % arity != 0 {
+        if !rows.len().is_multiple_of(arity) {
             return Err(ExecError::Backend(format!(
                 "{} values do not make rows of arity {arity}",
                 rows.len()
@@ -365,6 +379,7 @@ impl Backend for CpuBackend {
         CpuRelation {
             arity,
             runs: Vec::new(),
+            disjoint_from: Vec::new(),
         }
     }
 
@@ -442,26 +457,25 @@ impl Backend for CpuBackend {
         if arity == 0 {
             return Ok(a.clone());
         }
-        // b − a, appended as a new run of a.
+        // b − a, appended as a new run of a. Skipped when `b` came from
+        // `difference(_, a)` (the semi-naive `merge(full, new − full)`).
         let b1 = single_run(b);
-        let mut fresh: Option<Vec<Value>> = None;
-        for r in &a.runs {
-            let cur: &[Value] = fresh.as_deref().unwrap_or(&b1.data);
-            if cur.is_empty() {
-                break;
-            }
-            fresh = Some(rows::difference(arity, cur, &r.data));
-        }
-        let new_run = match fresh {
-            Some(d) => Arc::new(Run::new(arity, d)),
-            None => b1,
+        let new_run = if b.disjoint_from_runs_of(a) {
+            b1
+        } else {
+            let bs: Vec<&[Value]> = a.runs.iter().map(|r| &r.data[..]).collect();
+            Arc::new(Run::new(arity, rows::difference_many(arity, &b1.data, &bs)))
         };
         let mut runs = a.runs.clone();
         push_run(arity, &mut runs, new_run);
         if let Some(r) = runs.first() {
             too_big(r.len)?;
         }
-        Ok(CpuRelation { arity, runs })
+        Ok(CpuRelation {
+            arity,
+            runs,
+            disjoint_from: Vec::new(),
+        })
     }
 
     fn difference(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
@@ -473,20 +487,11 @@ impl Backend for CpuBackend {
             return Ok(self.empty_relation(0));
         }
         let a1 = single_run(a);
-        let mut out: Option<Vec<Value>> = None;
-        for r in &b.runs {
-            let cur: &[Value] = out.as_deref().unwrap_or(&a1.data);
-            if cur.is_empty() {
-                break;
-            }
-            out = Some(rows::difference(arity, cur, &r.data));
-        }
-        let run = match out {
-            Some(d) => Arc::new(Run::new(arity, d)),
-            None => a1,
-        };
+        let bs: Vec<&[Value]> = b.runs.iter().map(|r| &r.data[..]).collect();
+        let run = Arc::new(Run::new(arity, rows::difference_many(arity, &a1.data, &bs)));
         let mut rel = self.empty_relation(arity);
         push_run(arity, &mut rel.runs, run);
+        rel.disjoint_from = b.runs.iter().map(Arc::downgrade).collect();
         Ok(rel)
     }
 
@@ -580,7 +585,7 @@ impl Backend for CpuBackend {
                 let (Some(b), Some(a)) = (index.runs.pop(), index.runs.pop()) else {
                     break;
                 };
-                let merged = Run::new(arity, rows::union(arity, &a.run.data, &b.run.data));
+                let merged = Run::new(arity, rows::union_disjoint(arity, &a.run.data, &b.run.data));
                 too_big(merged.len)?;
                 index
                     .runs

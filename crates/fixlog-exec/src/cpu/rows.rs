@@ -1,7 +1,7 @@
 //! Kernels on row-major arrays of sorted rows: sort + unique, union, difference.
 //!
 //! Rows are `w` consecutive `u32`s. Every kernel is written once, generic over a const
-//! `N`: `N > 0` is the arity known at compile time (1..=8, see [`with_arity!`]), so row
+//! `N`: `N != 0` is the arity known at compile time (1..=8, see [`with_arity!`]), so row
 //! comparisons and copies unroll; `N == 0` means "read the width at run time" (arity 9
 //! and up). Arity 0 never reaches these kernels (callers handle it: such a relation
 //! holds zero or one empty tuple).
@@ -70,7 +70,7 @@ const MAX_DIGIT_BITS: u32 = 11;
 
 #[inline(always)]
 pub fn width<const N: usize>(arity: usize) -> usize {
-    if N > 0 {
+    if N != 0 {
         N
     } else {
         arity
@@ -132,6 +132,13 @@ fn gallop<const N: usize>(data: &[u32], w: usize, from: usize, hi: usize, key: &
 struct SendPtr(*mut u32);
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}
+impl SendPtr {
+    /// Taking `self` makes closures capture the whole (Send) wrapper.
+    #[inline(always)]
+    fn get(self) -> *mut u32 {
+        self.0
+    }
+}
 
 /// Fixed split of `0..n` into pieces of `size` (last one shorter).
 fn pieces(n: usize, size: usize) -> Vec<(usize, usize)> {
@@ -247,16 +254,23 @@ fn radix_sort<const N: usize>(data: &mut Vec<u32>, w: usize) {
             .par_iter()
             .zip(offsets.into_par_iter())
             .for_each(|(&(lo, hi), mut off)| {
-                let out = out;
+                let out = out.get();
                 for i in lo..hi {
                     let r = &s[i * w..i * w + w];
                     let b = ((r[col] >> shift) & mask) as usize;
                     let at = off[b];
                     off[b] += 1;
                     // SAFETY: the offsets give every row of every part a distinct slot
-                    // `at < n` (a permutation), so writes are in bounds and disjoint.
+                    // `at < n` (a permutation), so writes are in bounds and disjoint;
+                    // `[u32; N]` has u32's alignment.
                     unsafe {
-                        std::ptr::copy_nonoverlapping(r.as_ptr(), out.0.add(at * w), w);
+                        if N != 0 {
+                            let mut a = [0u32; N];
+                            a.copy_from_slice(&r[..N]);
+                            (out as *mut [u32; N]).add(at).write(a);
+                        } else {
+                            std::ptr::copy_nonoverlapping(r.as_ptr(), out.add(at * w), w);
+                        }
                     }
                 }
             });
@@ -275,12 +289,25 @@ fn dedup_sorted<const N: usize>(data: &mut Vec<u32>, w: usize) -> usize {
         return 0;
     }
     let mut out = 1;
-    for i in 1..n {
-        if data[i * w..i * w + w] != data[(out - 1) * w..out * w] {
-            if out != i {
-                data.copy_within(i * w..i * w + w, out * w);
+    if N != 0 {
+        // SAFETY: `[u32; N]` has the layout of N consecutive u32; `data.len()` is a
+        // multiple of N.
+        let rows: &mut [[u32; N]] =
+            unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr() as *mut [u32; N], n) };
+        for i in 1..n {
+            if rows[i] != rows[out - 1] {
+                rows[out] = rows[i];
+                out += 1;
             }
-            out += 1;
+        }
+    } else {
+        for i in 1..n {
+            if data[i * w..i * w + w] != data[(out - 1) * w..out * w] {
+                if out != i {
+                    data.copy_within(i * w..i * w + w, out * w);
+                }
+                out += 1;
+            }
         }
     }
     data.truncate(out * w);
@@ -289,12 +316,12 @@ fn dedup_sorted<const N: usize>(data: &mut Vec<u32>, w: usize) -> usize {
 
 fn comparison_sort<const N: usize>(data: &mut Vec<u32>, w: usize) {
     let w = width::<N>(w);
-    if N > 0 {
+    if N != 0 {
         // SAFETY: `[u32; N]` has the layout of N consecutive u32 (same alignment), and
         // `data.len()` is a multiple of N.
-        let rows: &mut [[u32; N]] = unsafe {
-            std::slice::from_raw_parts_mut(data.as_mut_ptr() as *mut [u32; N], data.len() / N)
-        };
+        let n = data.len() / w;
+        let rows: &mut [[u32; N]] =
+            unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr() as *mut [u32; N], n) };
         if rows.len() < RADIX_MIN_ROWS {
             rows.sort_unstable();
         } else {
@@ -315,10 +342,10 @@ fn comparison_sort<const N: usize>(data: &mut Vec<u32>, w: usize) {
 
 /// Sorts the rows and removes duplicates; returns the number of rows. `arity >= 1`.
 pub fn sort_unique(arity: usize, data: &mut Vec<u32>) -> usize {
-    debug_assert!(arity > 0 && data.len() % arity == 0);
+    debug_assert!(arity > 0 && data.len().is_multiple_of(arity));
     with_arity!(arity, N => {
         let n = data.len() / arity;
-        if N > 0 && n >= RADIX_MIN_ROWS {
+        if N != 0 && n >= RADIX_MIN_ROWS {
             radix_sort::<N>(data, arity);
         } else {
             comparison_sort::<N>(data, arity);
@@ -331,7 +358,7 @@ pub fn sort_unique(arity: usize, data: &mut Vec<u32>) -> usize {
 pub fn sort_distinct(arity: usize, data: &mut Vec<u32>) {
     with_arity!(arity, N => {
         let n = data.len() / arity;
-        if N > 0 && n >= RADIX_MIN_ROWS {
+        if N != 0 && n >= RADIX_MIN_ROWS {
             radix_sort::<N>(data, arity);
         } else {
             comparison_sort::<N>(data, arity);
@@ -477,30 +504,128 @@ pub fn union(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
     })
 }
 
+/// `a ∪ b` of sorted row arrays known to be **disjoint** (the compaction of runs): each
+/// part's output position is known in advance (`a_lo + b_lo`), so parts write straight
+/// into the result, with no per-part buffers and no concatenation copy.
+pub fn union_disjoint(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
+    if b.is_empty() {
+        return a.to_vec();
+    }
+    if a.is_empty() {
+        return b.to_vec();
+    }
+    with_arity!(arity, N => {
+        let w = arity;
+        let parts = split_two::<N>(a, a.len() / w, b, b.len() / w, w);
+        let mut out: Vec<u32> = vec![0; a.len() + b.len()];
+        let mut slices = Vec::with_capacity(parts.len());
+        let mut rest: &mut [u32] = &mut out;
+        for &[a0, a1, b0, b1] in &parts {
+            let (head, tail) = rest.split_at_mut((a1 - a0 + b1 - b0) * w);
+            slices.push(head);
+            rest = tail;
+        }
+        slices
+            .into_par_iter()
+            .zip(parts.par_iter())
+            .for_each(|(dst, &[a0, a1, b0, b1])| {
+                let (pa, pb) = (&a[a0 * w..a1 * w], &b[b0 * w..b1 * w]);
+                let (na, nb) = (pa.len() / w, pb.len() / w);
+                let (mut i, mut j, mut k) = (0, 0, 0);
+                while i < na && j < nb {
+                    let (ra, rb) = (row::<N>(pa, w, i), row::<N>(pb, w, j));
+                    let src = if row_cmp::<N>(ra, rb, w) == Ordering::Less {
+                        i += 1;
+                        ra
+                    } else {
+                        j += 1;
+                        rb
+                    };
+                    dst[k * w..k * w + w].copy_from_slice(src);
+                    k += 1;
+                }
+                let ta = &pa[i * w..];
+                dst[k * w..k * w + ta.len()].copy_from_slice(ta);
+                let tb = &pb[j * w..];
+                dst[k * w + ta.len()..].copy_from_slice(tb);
+            });
+        out
+    })
+}
+
 /// `a − b` of sorted, duplicate-free row arrays (width `arity >= 1`).
 pub fn difference(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
-    if a.is_empty() || b.is_empty() {
+    difference_many(arity, a, &[b])
+}
+
+/// `a − (b1 ∪ b2 ∪ ...)` in one pass over `a`, with one cursor per `b`: rows of `a` are
+/// read and written once however many runs are subtracted.
+pub fn difference_many(arity: usize, a: &[u32], bs: &[&[u32]]) -> Vec<u32> {
+    let bs: Vec<&[u32]> = bs.iter().copied().filter(|b| !b.is_empty()).collect();
+    if a.is_empty() || bs.is_empty() {
         return a.to_vec();
     }
     with_arity!(arity, N => {
         let w = arity;
-        let (na, nb) = (a.len() / w, b.len() / w);
-        // Parts over `a` only: the output comes from `a`, and `b`'s ranges are found by
-        // binary search (galloping inside makes a large `b` cheap).
-        let mut cuts = vec![(0usize, 0usize)];
-        let mut i = PART_ROWS;
-        while i < na {
-            let j = lower_bound::<N>(b, w, 0, nb, row::<N>(a, w, i));
-            cuts.push((i, j));
-            i += PART_ROWS;
-        }
-        cuts.push((na, nb));
-        let outs: Vec<Vec<u32>> = cuts
-            .par_windows(2)
-            .map(|c| {
-                let ((a0, b0), (a1, b1)) = (c[0], c[1]);
-                let mut out = Vec::with_capacity((a1 - a0) * w);
-                diff_seq::<N>(&a[a0 * w..a1 * w], &b[b0 * w..b1 * w], w, &mut out);
+        let na = a.len() / w;
+        // Parts over `a` at fixed row counts; each `b`'s range by binary search.
+        let mut cuts: Vec<usize> = (0..na).step_by(PART_ROWS).collect();
+        cuts.push(na);
+        let bounds: Vec<Vec<usize>> = cuts
+            .par_iter()
+            .map(|&i| {
+                bs.iter()
+                    .map(|b| {
+                        let nb = b.len() / w;
+                        if i == 0 {
+                            0
+                        } else if i == na {
+                            nb
+                        } else {
+                            lower_bound::<N>(b, w, 0, nb, row::<N>(a, w, i))
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let outs: Vec<Vec<u32>> = (0..cuts.len() - 1)
+            .into_par_iter()
+            .map(|p| {
+                let (a0, a1) = (cuts[p], cuts[p + 1]);
+                let part = &a[a0 * w..a1 * w];
+                let mut out = Vec::with_capacity(part.len());
+                if bs.len() == 1 {
+                    let b = &bs[0][bounds[p][0] * w..bounds[p + 1][0] * w];
+                    diff_seq::<N>(part, b, w, &mut out);
+                    return out;
+                }
+                let subs: Vec<&[u32]> = bs
+                    .iter()
+                    .enumerate()
+                    .map(|(k, b)| &b[bounds[p][k] * w..bounds[p + 1][k] * w])
+                    .collect();
+                let mut cur = vec![0usize; subs.len()];
+                let n_part = a1 - a0;
+                'rows: for i in 0..n_part {
+                    let ra = row::<N>(part, w, i);
+                    for (k, b) in subs.iter().enumerate() {
+                        let nb = b.len() / w;
+                        let j = if nb > 8 * n_part {
+                            gallop::<N>(b, w, cur[k], nb, ra)
+                        } else {
+                            let mut j = cur[k];
+                            while j < nb && row_cmp::<N>(row::<N>(b, w, j), ra, w) == Ordering::Less {
+                                j += 1;
+                            }
+                            j
+                        };
+                        cur[k] = j;
+                        if j < nb && row_cmp::<N>(row::<N>(b, w, j), ra, w) == Ordering::Equal {
+                            continue 'rows;
+                        }
+                    }
+                    out.extend_from_slice(ra);
+                }
                 out
             })
             .collect();
