@@ -519,18 +519,14 @@ fn absorb(op: &mut OpBuilder, body: &[Literal], remaining: &mut Vec<usize>) {
                     args,
                     negated,
                     ..
-                } => {
-                    if args.iter().all(bound) {
-                        op.filters.push(Cond::Predicate {
-                            pred: *pred,
-                            args: args.iter().map(|a| to_pexpr(a, &op.env)).collect(),
-                            negated: *negated,
-                        });
-                        changed = true;
-                        false
-                    } else {
-                        true
-                    }
+                } if args.iter().all(bound) => {
+                    op.filters.push(Cond::Predicate {
+                        pred: *pred,
+                        args: args.iter().map(|a| to_pexpr(a, &op.env)).collect(),
+                        negated: *negated,
+                    });
+                    changed = true;
+                    false
                 }
                 _ => true,
             }
