@@ -121,7 +121,10 @@ fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
             st.relations.join(", ")
         ));
     }
-    s.push_str(&format!("tuples derived before deduplication: {}\n", stats.derived));
+    s.push_str(&format!(
+        "tuples derived before deduplication: {}\n",
+        stats.derived
+    ));
     s.push_str("relation sizes:\n");
     for (name, size) in &stats.relation_sizes {
         s.push_str(&format!("  {name}\t{size}\n"));
