@@ -101,9 +101,10 @@ fn check(query: &str, graph: &str) {
 }
 
 macro_rules! graph_tests {
-    ($($name:ident: $query:literal $graph:literal;)*) => {
+    ($($(#[$attr:meta])* $name:ident: $query:literal $graph:literal;)*) => {
         $(
             #[test]
+            $(#[$attr])*
             fn $name() {
                 check($query, $graph);
             }
@@ -111,6 +112,7 @@ macro_rules! graph_tests {
     };
 }
 
+// Small enough for CI (about 20 s in all at -j 2).
 graph_tests! {
     tc_ol_cedge: "TC" "OL.cedge";
     tc_cal_cedge: "TC" "cal.cedge";
@@ -125,6 +127,20 @@ graph_tests! {
     sg_tg_cedge: "SG" "TG.cedge";
     sg_wing: "SG" "wing";
     sg_luxembourg_osm: "SG" "luxembourg_osm";
+}
+
+// Larger: tens of millions of tuples, 5-30 s each and up to 8 GB of memory
+// (`cargo test --release -p fixlog --test real_data -- --ignored`).
+graph_tests! {
+    #[ignore = "slow"] tc_wiki_vote: "TC" "wiki-Vote";
+    #[ignore = "slow"] tc_p2p_gnutella09: "TC" "p2p-Gnutella09";
+    #[ignore = "slow"] tc_p2p_gnutella04: "TC" "p2p-Gnutella04";
+    #[ignore = "slow"] tc_ca_hepth: "TC" "CA-HepTh";
+    #[ignore = "slow"] tc_sf_cedge: "TC" "SF.cedge";
+    #[ignore = "slow"] tc_fe_sphere: "TC" "fe_sphere";
+    #[ignore = "slow"] sg_cti: "SG" "cti";
+    #[ignore = "slow"] sg_delaunay_n16: "SG" "delaunay_n16";
+    #[ignore = "slow"] sg_p2p_gnutella09: "SG" "p2p-Gnutella09";
 }
 
 #[test]
