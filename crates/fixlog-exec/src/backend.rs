@@ -111,6 +111,20 @@ pub trait Backend: Send + Sync {
         project: &[PExpr],
         ctx: &EvalContext,
     ) -> ExecResult<Self::Batch>;
+    /// [`Backend::join`] for a batch that will only be used as a set (a rule's result,
+    /// deduplicated afterwards): the backend may drop repeated output tuples early.
+    /// The default keeps them all.
+    fn join_distinct(
+        &self,
+        input: &Self::Batch,
+        inner: &Self::Index,
+        key: &[PExpr],
+        filters: &[Cond],
+        project: &[PExpr],
+        ctx: &EvalContext,
+    ) -> ExecResult<Self::Batch> {
+        self.join(input, inner, key, filters, project, ctx)
+    }
     fn antijoin(
         &self,
         input: Self::Batch,

@@ -349,14 +349,22 @@ impl<B: Backend> Driver<'_, B> {
                 _ => return Ok(None),
             }
         }
-        self.run_ops(&rule.ops, None).map(Some)
+        self.run_ops(&rule.ops, None, true).map(Some)
     }
 
-    fn run_ops(&self, ops: &[Op], input: Option<B::Batch>) -> ExecResult<B::Batch> {
+    /// Runs a pipeline. `set_result`: the result is only used as a set (a rule's
+    /// result, not an aggregate's groups), so the last join may drop repeats early.
+    fn run_ops(
+        &self,
+        ops: &[Op],
+        input: Option<B::Batch>,
+        set_result: bool,
+    ) -> ExecResult<B::Batch> {
         let b = self.backend;
         let ctx = &self.ctx;
         let mut batch = input;
-        for op in ops {
+        for (n, op) in ops.iter().enumerate() {
+            let last = n + 1 == ops.len();
             let next = match op {
                 Op::Unit => b.unit(),
                 Op::Scan {
@@ -386,7 +394,12 @@ impl<B: Backend> Driver<'_, B> {
                     let input = batch
                         .as_ref()
                         .ok_or_else(|| internal("join without input"))?;
-                    b.join(input, self.index(*index)?, key, filters, project, ctx)?
+                    let inner = self.index(*index)?;
+                    if last && set_result {
+                        b.join_distinct(input, inner, key, filters, project, ctx)?
+                    } else {
+                        b.join(input, inner, key, filters, project, ctx)?
+                    }
                 }
                 Op::AntiJoin { index, key } => {
                     let input = batch
@@ -413,14 +426,14 @@ impl<B: Backend> Driver<'_, B> {
                         .ok_or_else(|| internal("aggregate without input"))?;
                     if *correlated {
                         let numbered = b.with_row_numbers(input)?;
-                        let groups = self.run_ops(sub, Some(numbered))?;
+                        let groups = self.run_ops(sub, Some(numbered), false)?;
                         b.aggregate(input, groups, *func, *ty, filters, project, ctx)?
                     } else {
                         // Computed once over a unit input, then joined to every input
                         // tuple through an index with an empty key (a cross product
                         // with at most one tuple).
                         let unit = b.unit();
-                        let groups = self.run_ops(sub, Some(b.with_row_numbers(&unit)?))?;
+                        let groups = self.run_ops(sub, Some(b.with_row_numbers(&unit)?), false)?;
                         let value =
                             b.aggregate(&unit, groups, *func, *ty, &[], &[PExpr::Col(0)], ctx)?;
                         let value = b.build_index(&b.sort_unique(value)?, &[0], 0)?;
