@@ -71,6 +71,9 @@ pub trait Backend: Send + Sync {
 
     /// Sort and remove duplicates.
     fn sort_unique(&self, batch: Self::Batch) -> ExecResult<Self::Relation>;
+    /// The first `rows` tuples of a batch and the rest (for running a pipeline on a
+    /// large input piece by piece).
+    fn split_batch(&self, batch: Self::Batch, rows: usize) -> (Self::Batch, Self::Batch);
     /// One batch holding the tuples of all (of equal arity).
     fn concat(&self, arity: usize, batches: Vec<Self::Batch>) -> ExecResult<Self::Batch>;
     /// `a ∪ b`.

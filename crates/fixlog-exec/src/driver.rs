@@ -19,6 +19,12 @@ use fixlog_logical::{Program, RelId, SymbolTable, Value};
 use fixlog_plan::{Op, PExpr, Plan, RulePlan, Version};
 use std::time::{Duration, Instant};
 
+/// The most tuples a batch of one piece of a pipeline should hold (see
+/// `Driver::run_rule`): 16M tuples, 128 MiB at arity 2.
+const PIECE_TARGET: usize = 1 << 24;
+/// Rows of the first piece of a pipeline's input.
+const FIRST_PIECE_ROWS: usize = 1 << 16;
+
 /// Tuples of one relation, row-major.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tuples {
@@ -242,9 +248,8 @@ impl<B: Backend> Driver<'_, B> {
 
         // Rules that run once.
         let results = self.run_rules(&stratum.init, &stratum.relations)?;
-        for (rel, batch) in results {
-            let new = self.dedup_new(rel, batch)?;
-            self.add_to_full(rel, new, false)?;
+        for (rel, new) in results {
+            self.add_to_full(rel, new)?;
         }
         if !stratum.recursive {
             return Ok(0);
@@ -271,8 +276,7 @@ impl<B: Backend> Driver<'_, B> {
             let results = self.run_rules(&stratum.recursive_rules, &stratum.relations)?;
             let mut derived = 0usize;
             let mut news = Vec::new();
-            for (rel, batch) in results {
-                let new = self.dedup_new(rel, batch)?;
+            for (rel, new) in results {
                 derived += self.backend.relation_len(&new);
                 news.push((rel, new));
             }
@@ -281,7 +285,7 @@ impl<B: Backend> Driver<'_, B> {
             }
             let mut sizes = Vec::new();
             for (rel, new) in news {
-                let delta = self.add_to_full(rel, new, true)?;
+                let delta = self.add_to_full(rel, new)?;
                 sizes.push(format!(
                     "{} +{} = {}",
                     self.plan.relations[rel].name,
@@ -304,34 +308,45 @@ impl<B: Backend> Driver<'_, B> {
         Ok(iterations)
     }
 
-    /// Runs rules and collects their results per head relation (in `relations` order).
+    /// Runs rules; returns, per relation of `relations` (in order), the tuples they
+    /// derived that are not in `full` yet.
     fn run_rules(
         &mut self,
         rules: &[RulePlan],
         relations: &[RelId],
-    ) -> ExecResult<Vec<(RelId, B::Batch)>> {
-        let t = Instant::now();
-        let mut per_rel: Vec<Vec<B::Batch>> = relations.iter().map(|_| Vec::new()).collect();
+    ) -> ExecResult<Vec<(RelId, B::Relation)>> {
+        let mut per_rel: Vec<Vec<B::Relation>> = relations.iter().map(|_| Vec::new()).collect();
         for rule in rules {
-            if let Some(batch) = self.run_rule(rule)? {
-                let slot = relations
-                    .iter()
-                    .position(|&r| r == rule.head)
-                    .expect("rule heads belong to their stratum");
-                per_rel[slot].push(batch);
-            }
+            let slot = relations
+                .iter()
+                .position(|&r| r == rule.head)
+                .ok_or_else(|| internal("a rule's head is outside its stratum"))?;
+            self.run_rule(rule, &mut per_rel[slot])?;
         }
         let mut out = Vec::new();
-        for (&rel, batches) in relations.iter().zip(per_rel) {
+        for (&rel, runs) in relations.iter().zip(per_rel) {
+            let t = Instant::now();
             let arity = self.plan.relations[rel].types.len();
-            out.push((rel, self.backend.concat(arity, batches)?));
+            let mut new = self.backend.empty_relation(arity);
+            for run in runs {
+                new = self.backend.merge(&new, &run)?;
+            }
+            self.stats.phases.dedup += t.elapsed();
+            out.push((rel, new));
         }
-        self.stats.phases.join += t.elapsed();
         Ok(out)
     }
 
-    /// Runs one rule's pipeline; `None` when its delta is empty.
-    fn run_rule(&mut self, rule: &RulePlan) -> ExecResult<Option<B::Batch>> {
+    /// Runs one rule's pipeline and adds what it derives that is new to `acc` (a stack
+    /// of sorted runs, merged while the newest is at least half the size of the one
+    /// below, so merging costs O(n log pieces)).
+    ///
+    /// A pipeline whose first operator produces many tuples runs piece by piece: the
+    /// first operator's output is cut into pieces, each piece runs through the rest of
+    /// the pipeline and its results are deduplicated and subtracted from `full` at once.
+    /// The piece size adapts so that no batch of a piece exceeds [`PIECE_TARGET`]
+    /// tuples, which bounds the memory of joins whose output explodes.
+    fn run_rule(&mut self, rule: &RulePlan, acc: &mut Vec<B::Relation>) -> ExecResult<()> {
         // Build the indexes this pipeline needs before running it.
         let mut needed = Vec::new();
         collect_indexes(&rule.ops, &mut needed);
@@ -346,25 +361,84 @@ impl<B: Backend> Driver<'_, B> {
         {
             match &self.delta[*rel] {
                 Some(d) if self.backend.relation_len(d) > 0 => {}
-                _ => return Ok(None),
+                _ => return Ok(()),
             }
         }
-        self.run_ops(&rule.ops, None, true).map(Some)
+        let t = Instant::now();
+        let (first, rest) = rule.ops.split_at(1);
+        let (mut remaining, _) = self.run_ops(first, None, rest.is_empty())?;
+        if rest.is_empty() {
+            self.stats.phases.join += t.elapsed();
+            return self.absorb(rule.head, remaining, acc);
+        }
+        let mut piece_rows = FIRST_PIECE_ROWS;
+        while self.backend.batch_len(&remaining) > 0 {
+            let t = Instant::now();
+            let (piece, rest_rows) = self.backend.split_batch(remaining, piece_rows);
+            remaining = rest_rows;
+            let (out, peak) = self.run_ops(rest, Some(piece), true)?;
+            self.stats.phases.join += t.elapsed();
+            self.absorb(rule.head, out, acc)?;
+            if peak > PIECE_TARGET {
+                piece_rows =
+                    (piece_rows as u128 * PIECE_TARGET as u128 / peak as u128).max(1) as usize;
+            } else if peak < PIECE_TARGET / 4 {
+                piece_rows = piece_rows.saturating_mul(2);
+            }
+        }
+        Ok(())
     }
 
-    /// Runs a pipeline. `set_result`: the result is only used as a set (a rule's
-    /// result, not an aggregate's groups), so the last join may drop repeats early.
+    /// `sort_unique(batch) − full[rel]`, pushed onto `acc`.
+    fn absorb(
+        &mut self,
+        rel: RelId,
+        batch: B::Batch,
+        acc: &mut Vec<B::Relation>,
+    ) -> ExecResult<()> {
+        let n = self.backend.batch_len(&batch);
+        if n == 0 {
+            return Ok(());
+        }
+        self.stats.derived += n;
+        let t = Instant::now();
+        let candidates = self.backend.sort_unique(batch)?;
+        self.stats.phases.dedup += t.elapsed();
+        let t = Instant::now();
+        let new = self.backend.difference(&candidates, &self.full[rel])?;
+        self.stats.phases.difference += t.elapsed();
+        if self.backend.relation_len(&new) == 0 {
+            return Ok(());
+        }
+        let t = Instant::now();
+        acc.push(new);
+        while acc.len() >= 2 {
+            let n = acc.len();
+            if self.backend.relation_len(&acc[n - 1]) * 2 < self.backend.relation_len(&acc[n - 2]) {
+                break;
+            }
+            let top = acc.pop().expect("two runs");
+            let below = acc.pop().expect("two runs");
+            acc.push(self.backend.merge(&below, &top)?);
+        }
+        self.stats.phases.dedup += t.elapsed();
+        Ok(())
+    }
+
+    /// Runs a pipeline; returns its result and the largest batch it made.
+    /// `set_result`: the result is only used as a set (a rule's result, not an
+    /// aggregate's groups), so the last join may drop repeats early.
     fn run_ops(
         &self,
         ops: &[Op],
         input: Option<B::Batch>,
         set_result: bool,
-    ) -> ExecResult<B::Batch> {
+    ) -> ExecResult<(B::Batch, usize)> {
         let b = self.backend;
         let ctx = &self.ctx;
+        let mut peak = 0;
         let mut batch = input;
         for (n, op) in ops.iter().enumerate() {
-            let last = n + 1 == ops.len();
             let next = match op {
                 Op::Unit => b.unit(),
                 Op::Scan {
@@ -391,14 +465,23 @@ impl<B: Backend> Driver<'_, B> {
                     if *version == Version::Delta {
                         return Err(internal("the planner scans deltas; it never joins them"));
                     }
-                    let input = batch
-                        .as_ref()
-                        .ok_or_else(|| internal("join without input"))?;
+                    let mut input = batch.take().ok_or_else(|| internal("join without input"))?;
+                    if set_result && n > 0 && matches!(ops[n - 1], Op::Join { .. }) {
+                        // The output of a join feeding another join, in a pipeline whose
+                        // result is a set: sorting and deduplicating it removes the
+                        // repeats that projecting away join variables made, and puts
+                        // rows with the same leading values together, so the next
+                        // join's repeated outputs are adjacent and dropped early.
+                        let arity = b.batch_arity(&input);
+                        let sorted = b.sort_unique(input)?;
+                        let identity: Vec<PExpr> = (0..arity).map(PExpr::Col).collect();
+                        input = b.scan(&sorted, &[], &identity, ctx)?;
+                    }
                     let inner = self.index(*index)?;
-                    if last && set_result {
-                        b.join_distinct(input, inner, key, filters, project, ctx)?
+                    if set_result {
+                        b.join_distinct(&input, inner, key, filters, project, ctx)?
                     } else {
-                        b.join(input, inner, key, filters, project, ctx)?
+                        b.join(&input, inner, key, filters, project, ctx)?
                     }
                 }
                 Op::AntiJoin { index, key } => {
@@ -426,14 +509,15 @@ impl<B: Backend> Driver<'_, B> {
                         .ok_or_else(|| internal("aggregate without input"))?;
                     if *correlated {
                         let numbered = b.with_row_numbers(input)?;
-                        let groups = self.run_ops(sub, Some(numbered), false)?;
+                        let (groups, _) = self.run_ops(sub, Some(numbered), false)?;
                         b.aggregate(input, groups, *func, *ty, filters, project, ctx)?
                     } else {
                         // Computed once over a unit input, then joined to every input
                         // tuple through an index with an empty key (a cross product
                         // with at most one tuple).
                         let unit = b.unit();
-                        let groups = self.run_ops(sub, Some(b.with_row_numbers(&unit)?), false)?;
+                        let (groups, _) =
+                            self.run_ops(sub, Some(b.with_row_numbers(&unit)?), false)?;
                         let value =
                             b.aggregate(&unit, groups, *func, *ty, &[], &[PExpr::Col(0)], ctx)?;
                         let value = b.build_index(&b.sort_unique(value)?, &[0], 0)?;
@@ -441,9 +525,11 @@ impl<B: Backend> Driver<'_, B> {
                     }
                 }
             };
+            peak = peak.max(b.batch_len(&next));
             batch = Some(next);
         }
-        batch.ok_or_else(|| internal("empty pipeline"))
+        let batch = batch.ok_or_else(|| internal("empty pipeline"))?;
+        Ok((batch, peak))
     }
 
     fn index(&self, id: usize) -> ExecResult<&B::Index> {
@@ -465,25 +551,8 @@ impl<B: Backend> Driver<'_, B> {
         Ok(())
     }
 
-    /// `sort_unique(batch) − full[rel]`.
-    fn dedup_new(&mut self, rel: RelId, batch: B::Batch) -> ExecResult<B::Relation> {
-        self.stats.derived += self.backend.batch_len(&batch);
-        let t = Instant::now();
-        let candidates = self.backend.sort_unique(batch)?;
-        self.stats.phases.dedup += t.elapsed();
-        let t = Instant::now();
-        let new = self.backend.difference(&candidates, &self.full[rel])?;
-        self.stats.phases.difference += t.elapsed();
-        Ok(new)
-    }
-
     /// `full[rel] ∪= new`, extending built indexes over `rel`; returns `new`.
-    fn add_to_full(
-        &mut self,
-        rel: RelId,
-        new: B::Relation,
-        _in_loop: bool,
-    ) -> ExecResult<B::Relation> {
+    fn add_to_full(&mut self, rel: RelId, new: B::Relation) -> ExecResult<B::Relation> {
         if self.backend.relation_len(&new) == 0 {
             return Ok(new);
         }

@@ -146,6 +146,44 @@ impl CpuBatch {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// The first `rows` rows and the rest, in batch order. Whole segments move without
+    /// copying; only a segment that straddles the cut is split.
+    fn split_at(mut self, rows: usize) -> (CpuBatch, CpuBatch) {
+        if rows >= self.len {
+            let rest = CpuBatch::from_segs(self.arity, Vec::new());
+            return (self, rest);
+        }
+        let mut head = Vec::new();
+        let mut taken = 0;
+        let mut segs = std::mem::take(&mut self.segs).into_iter();
+        for seg in segs.by_ref() {
+            if taken + seg.rows <= rows {
+                taken += seg.rows;
+                head.push(seg);
+                if taken == rows {
+                    break;
+                }
+            } else {
+                let k = rows - taken;
+                let mut data = seg.data;
+                let tail = data.split_off(k * self.arity);
+                head.push(Seg { data, rows: k });
+                let rest_first = Seg {
+                    data: tail,
+                    rows: seg.rows - k,
+                };
+                let rest: Vec<Seg> = std::iter::once(rest_first).chain(segs).collect();
+                return (
+                    CpuBatch::from_segs(self.arity, head),
+                    CpuBatch::from_segs(self.arity, rest),
+                );
+            }
+        }
+        (
+            CpuBatch::from_segs(self.arity, head),
+            CpuBatch::from_segs(self.arity, segs.collect()),
+        )
+    }
 }
 
 struct IndexRun {
@@ -431,6 +469,10 @@ impl Backend for CpuBackend {
         too_big(len)?;
         rel.runs.push(Arc::new(Run { data, len }));
         Ok(rel)
+    }
+
+    fn split_batch(&self, batch: CpuBatch, rows: usize) -> (CpuBatch, CpuBatch) {
+        batch.split_at(rows)
     }
 
     fn concat(&self, arity: usize, batches: Vec<CpuBatch>) -> ExecResult<CpuBatch> {
@@ -1009,5 +1051,37 @@ impl Backend for CpuBackend {
             }
             k
         }))
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_every_row_in_order() {
+        let segs = vec![
+            Seg {
+                data: vec![1, 2, 3],
+                rows: 3,
+            },
+            Seg {
+                data: vec![4, 5],
+                rows: 2,
+            },
+            Seg {
+                data: vec![6, 7, 8, 9],
+                rows: 4,
+            },
+        ];
+        for cut in 0..=10 {
+            let b = CpuBatch::from_segs(1, segs.clone());
+            let (h, t) = b.split_at(cut);
+            assert_eq!(h.len(), cut.min(9));
+            assert_eq!(t.len(), 9 - cut.min(9));
+            let mut all = h.rows();
+            all.extend(t.rows());
+            assert_eq!(all, (1..=9).collect::<Vec<_>>());
+        }
     }
 }
