@@ -273,15 +273,12 @@ pub fn write_output(
     let text = format_tuples(tuples, &relation.types(), symbols, &delimiter(directive));
     let to_stdout = io_kind(directive) == "stdout" || out_dir == Path::new("-");
     if to_stdout {
+        // Soufflé's framing of a relation printed on stdout.
         let stdout = std::io::stdout();
         let mut lock = stdout.lock();
-        let res = if io_kind(directive) == "stdout" || out_dir == Path::new("-") {
-            writeln!(lock, "---------------\n{}\n===============", relation.name)
-                .and_then(|_| lock.write_all(text.as_bytes()))
-                .and_then(|_| writeln!(lock, "==============="))
-        } else {
-            Ok(())
-        };
+        let res = writeln!(lock, "---------------\n{}\n===============", relation.name)
+            .and_then(|_| lock.write_all(text.as_bytes()))
+            .and_then(|_| writeln!(lock, "==============="));
         return res.map_err(|source| Error::WriteFile {
             path: PathBuf::from("<stdout>"),
             source,

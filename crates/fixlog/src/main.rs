@@ -50,7 +50,7 @@ enum StatsFormat {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(souffle_style_args(std::env::args_os().collect()));
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -61,6 +61,18 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `fixlog PROGRAM.dl -F ... -D ...` (Soufflé's form, no subcommand) means
+/// `fixlog run PROGRAM.dl ...`.
+fn souffle_style_args(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    if let Some(first) = args.get(1).and_then(|a| a.to_str()) {
+        let is_command = ["run", "explain", "help"].contains(&first) || first.starts_with('-');
+        if !is_command && first.ends_with(".dl") {
+            args.insert(1, "run".into());
+        }
+    }
+    args
 }
 
 fn run(cli: Cli) -> Result<(), Error> {

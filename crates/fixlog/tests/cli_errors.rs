@@ -371,3 +371,30 @@ fn good_program_exits_zero() {
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert_eq!(o.outputs, vec!["r.csv".to_string()]);
 }
+
+#[test]
+fn souffle_style_invocation_without_run() {
+    let dir = std::env::temp_dir().join(format!("fixlog-souffle-style-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let program = dir.join("p.dl");
+    std::fs::write(
+        &program,
+        ".decl e(x: number, y: number)\ne(1, 2).\n.decl r(x: number)\n.output r\nr(y) :- e(_, y).\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fixlog"))
+        .arg(&program)
+        .arg("-D")
+        .arg("-")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\nr\n"), "{stdout}");
+    assert!(stdout.contains("\n2\n"), "{stdout}");
+    std::fs::remove_dir_all(&dir).ok();
+}
