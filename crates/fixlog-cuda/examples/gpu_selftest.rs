@@ -132,6 +132,81 @@ fn main() -> Result<(), CudaError> {
             }
         }
     }
+    // column-wise layout (bench-only path): same passes, words k*n + i
+    for a in [1usize, 2, 3] {
+        for &n in &[2usize, 4097, 100_003] {
+            let v = r.rows(n, a, u32::MAX);
+            let colv: Vec<u32> = (0..a)
+                .flat_map(|k| v.chunks(a).map(move |row| row[k]))
+                .collect();
+            let mut buf = gpu.upload(&colv, 1)?.buf;
+            gpu.sort_columns(&mut buf, n, a, &vec![u32::MAX; a])?;
+            let got = gpu.dtoh::<u32>(buf.ptr(), n * a)?;
+            let rowsv: Vec<u32> = (0..n)
+                .flat_map(|i| (0..a).map(move |k| (i, k)))
+                .map(|(i, k)| got[k * n + i])
+                .collect();
+            t.check(
+                &format!("sort_columns a={a} n={n}"),
+                rowsv == cpu::sort(&v, a),
+            );
+        }
+    }
+    // several launches per pass (portion lowered to a few tiles): the digit
+    // starts handed from one portion to the next
+    for &(a, n, portion) in &[
+        (1usize, 300_001usize, 1usize << 16),
+        (2, 200_003, 50_000),
+        (3, 100_003, 20_000),
+        (8, 30_001, 5_000),
+    ] {
+        gpu.set_sort_portion(portion);
+        for kind in [0u32, 1] {
+            let v = rows(&mut r, n, a, kind);
+            let mut rel = gpu.upload(&v, a)?;
+            gpu.sort(&mut rel)?;
+            t.check(
+                &format!("sort a={a} n={n} portion={portion} kind={kind}"),
+                gpu.download(rel.view())? == cpu::sort(&v, a),
+            );
+        }
+        gpu.set_sort_portion(usize::MAX);
+    }
+    // several onesweep portions (2^28 rows each): two passes, stability across portions
+    {
+        let n = (1usize << 28) + 4097;
+        let v: Vec<u32> = (0..n).map(|_| r.next_u64() as u32 & 0x00FF_00FF).collect();
+        let mut cnt = vec![0usize; 1 << 16];
+        for &x in &v {
+            cnt[((x >> 8) | x) as usize & 0xFFFF] += 1;
+        }
+        let mut rel = gpu.upload(&v, 1)?;
+        let passes = gpu.sort(&mut rel)?;
+        let got = gpu.download(rel.view())?;
+        let mut ok = passes == 2 && got.len() == n;
+        let mut i = 0;
+        for (c, &k) in cnt.iter().enumerate() {
+            let want = ((c as u32 & 0xFF00) << 8) | (c as u32 & 0xFF);
+            ok = ok && got[i..i + k].iter().all(|&x| x == want);
+            i += k;
+        }
+        if !ok {
+            let bad = (1..got.len()).find(|&i| got[i - 1] > got[i]);
+            println!(
+                "  portions: passes {passes}, len {}, first descent at {bad:?} of {n}",
+                got.len()
+            );
+            if let Some(i) = bad {
+                println!(
+                    "  got[{}..{}] = {:?}",
+                    i - 2,
+                    i + 3,
+                    &got[i - 2..(i + 3).min(n)]
+                );
+            }
+        }
+        t.check(&format!("sort across portions n={n}"), ok);
+    }
     t.group("radix sort + unique", b);
 
     // ---- merge + difference ----

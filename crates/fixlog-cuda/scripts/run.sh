@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root (packed by scripts/gpu.sh).
 # Steps: selftest bench cub tc (default: all). Logs go to $OUT when set.
+# Step time limits: T_SELFTEST (300 s), T_BENCH (400 s), T_CUB (300 s), T_TC (500 s).
 set -u
 cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/fixlog-out}; mkdir -p "$OUT"
@@ -18,10 +19,10 @@ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clock
 for s in "${STEPS[@]}"; do
   echo "=== $s"; t0=$(date +%s)
   case "$s" in
-    selftest) timeout 300 ./gpu_selftest > "$OUT/selftest.log" 2>&1; echo "rc=$?"; grep -E "^(FAIL|PASS|kernels|pool|probe)|passed" "$OUT/selftest.log" | head -60;;
-    bench) timeout 400 ./gpu_bench "$MAXLOG" > "$OUT/bench.log" 2>&1; echo "rc=$?";;
-    cub) timeout 300 python3 cub_sort.py "$MAXLOG" > "$OUT/cub.log" 2>&1; echo "rc=$?";;
-    tc) timeout 500 ./tc --data data $GRAPHS > "$OUT/tc.log" 2>&1; echo "rc=$?"; grep -v "^|" "$OUT/tc.log" | tail -15;;
+    selftest) timeout ${T_SELFTEST:-300} ./gpu_selftest > "$OUT/selftest.log" 2>&1; echo "rc=$?"; grep -E "^(FAIL|PASS|kernels|pool|probe)|passed" "$OUT/selftest.log" | head -60;;
+    bench) timeout ${T_BENCH:-400} ./gpu_bench "$MAXLOG" > "$OUT/bench.log" 2>&1; echo "rc=$?";;
+    cub) timeout ${T_CUB:-300} python3 cub_sort.py "$MAXLOG" > "$OUT/cub.log" 2>&1; echo "rc=$?";;
+    tc) timeout ${T_TC:-500} ./tc --data data $GRAPHS > "$OUT/tc.log" 2>&1; echo "rc=$?"; grep -v "^|" "$OUT/tc.log" | tail -15;;
   esac
   echo "($s: $(( $(date +%s) - t0 ))s)"
 done

@@ -96,6 +96,9 @@ pub struct Gpu {
     include_paths: Vec<String>,
     cache_dir: Option<PathBuf>,
     compile_stats: RefCell<CompileStats>,
+    /// Rows per onesweep launch (at most 2^28); lowered only by tests, to
+    /// exercise the portion hand-over on small inputs.
+    pub(crate) sort_portion: std::cell::Cell<usize>,
 }
 
 fn fnv1a(parts: &[&str]) -> u64 {
@@ -182,6 +185,7 @@ impl Gpu {
             include_paths,
             cache_dir: default_cache_dir(),
             compile_stats: RefCell::new(CompileStats::default()),
+            sort_portion: std::cell::Cell::new(crate::ops::OS_PORTION),
         })
     }
 
@@ -205,6 +209,11 @@ impl Gpu {
     }
     pub fn set_pool_limit(&self, limit: usize) {
         self.pool.borrow_mut().set_limit(limit);
+    }
+    /// Rows per radix-sort launch (default and maximum 2^28, rounded down to
+    /// whole tiles); a test hook for the hand-over between launches.
+    pub fn set_sort_portion(&self, rows: usize) {
+        self.sort_portion.set(rows.clamp(1, crate::ops::OS_PORTION));
     }
     /// Free all cached (unused) pool blocks.
     pub fn trim_pool(&self) {

@@ -48,7 +48,14 @@ pub const KERNELS: &[KernelModule] = &[
     KernelModule {
         name: SORT,
         source: include_str!("../kernels/sort.cu"),
-        functions: &["radix_bits", "radix_hist", "radix_scatter"],
+        functions: &[
+            "radix_bits",
+            "onesweep_hist",
+            "onesweep_hist_cols",
+            "onesweep_offsets",
+            "onesweep_pass",
+            "onesweep_pass_cols",
+        ],
     },
     KernelModule {
         name: REL,
@@ -56,8 +63,10 @@ pub const KERNELS: &[KernelModule] = &[
         functions: &[
             "unique_flags",
             "compact_rows",
+            "merge_partition",
             "merge_rows",
             "diff_flags_merge",
+            "diff_merge_compact",
             "diff_flags_search",
         ],
     },
@@ -69,7 +78,7 @@ pub const KERNELS: &[KernelModule] = &[
     KernelModule {
         name: JOIN,
         source: include_str!("../kernels/join.cu"),
-        functions: &["join_count", "join_write"],
+        functions: &["join_count", "join_write", "join_write_lb"],
     },
 ];
 

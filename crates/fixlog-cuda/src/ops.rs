@@ -14,15 +14,19 @@ use crate::kernels::{HISA, JOIN, REL, SCAN, SORT};
 const SCAN_TILE: usize = 256 * 16;
 const BLOCK: u32 = 256;
 
-fn sort_tile(arity: usize) -> usize {
-    256 * if arity <= 2 {
-        8
-    } else if arity <= 4 {
-        6
-    } else {
-        4
+/// Rows per onesweep tile (OS_TILE in sort.cu).
+fn os_tile(arity: usize) -> usize {
+    256 * match arity {
+        1 => 16,
+        2 => 12,
+        3 | 4 => 8,
+        _ => 4,
     }
 }
+/// Rows per onesweep launch: look-back words hold 30-bit counts.
+pub(crate) const OS_PORTION: usize = 1 << 28;
+/// Rows (or flags) per compaction tile (CT_TILE in rel.cu).
+const CT_TILE: usize = 256 * 16;
 fn merge_tile(arity: usize) -> usize {
     256 * match arity {
         1 => 16,
@@ -230,21 +234,26 @@ impl Gpu {
         if v.n == 0 {
             return self.empty(v.arity);
         }
-        let offs = self.alloc_u32(v.n)?;
-        let total = self.flag_scan(flags, v.n, offs.ptr())? as usize;
-        let out = self.alloc(total * v.arity * 4)?;
+        // one pass (decoupled look-back); the output is sized for every row
+        let out = self.alloc(v.n * v.arity * 4)?;
+        let tiles = blocks(v.n, CT_TILE);
+        let lb = self.alloc((tiles + 2) * 8)?;
+        self.memset8(lb.ptr(), 0, (tiles + 2) * 8)?;
+        let total_ptr = lb.ptr() + (tiles as u64 + 1) * 8;
         let f = self.function(REL, &arity_defines(v.arity), "compact_rows")?;
         launch!(
             self,
             f,
-            blocks(v.n, 256),
+            tiles,
             BLOCK,
             v.ptr,
             v.n as u64,
             flags,
-            offs.ptr(),
-            out.ptr()
+            out.ptr(),
+            lb.ptr(),
+            total_ptr
         );
+        let total = self.dtoh::<u64>(total_ptr, 1)?[0] as usize;
         Ok(Rel {
             buf: out,
             n: total,
@@ -268,8 +277,8 @@ impl Gpu {
         Ok((0..a).map(|k| r[k] ^ r[a + k]).collect())
     }
 
-    /// Sort a relation lexicographically in place (LSD radix, 8-bit digits;
-    /// digits that never vary are skipped). Returns the number of passes.
+    /// Sort a relation lexicographically in place (onesweep LSD radix, 8-bit
+    /// digits; digits that never vary are skipped). Returns the number of passes.
     pub fn sort(&self, rel: &mut Rel) -> Result<usize> {
         self.sort_bits(rel, None)
     }
@@ -286,53 +295,104 @@ impl Gpu {
             Some(v) if v.len() == a => v.to_vec(),
             _ => self.varying_bits(rel.view())?,
         };
-        let mut digits = vec![];
-        for w in (0..a).rev() {
-            for shift in [0u32, 8, 16, 24] {
-                if (vary[w] >> shift) & 255 != 0 {
-                    digits.push((w as u32, shift));
-                }
-            }
-        }
-        if digits.is_empty() {
+        self.onesweep(&mut rel.buf, n, a, &vary, false)
+    }
+
+    /// Sort a column-wise relation (`arity` columns of `n` words each, one
+    /// after the other in `buf`) by the same onesweep passes; `vary` as in
+    /// [`Gpu::sort_bits`]. For the layout measurement in the bench.
+    pub fn sort_columns(
+        &self,
+        buf: &mut DevBuf,
+        n: usize,
+        arity: usize,
+        vary: &[u32],
+    ) -> Result<usize> {
+        check_arity(arity)?;
+        if n <= 1 || vary.len() != arity {
             return Ok(0);
         }
-        let defs = arity_defines(a);
-        let fh = self.function(SORT, &defs, "radix_hist")?;
-        let fs = self.function(SORT, &defs, "radix_scatter")?;
-        let nb = blocks(n, sort_tile(a));
-        let hist = self.alloc(256 * nb * 4)?;
-        let total = self.alloc(8)?;
-        let mut other = self.alloc(n * a * 4)?;
-        for &(w, shift) in &digits {
-            let (src, dst) = (rel.buf.ptr(), other.ptr());
-            launch!(
-                self,
-                fh.clone(),
-                nb,
-                256,
-                src,
-                n as u64,
-                w,
-                shift,
-                hist.ptr()
-            );
-            self.scan_into(hist.ptr(), 256 * nb, hist.ptr(), total.ptr(), ScanMode::U32)?;
-            launch!(
-                self,
-                fs.clone(),
-                nb,
-                256,
-                src,
-                dst,
-                n as u64,
-                w,
-                shift,
-                hist.ptr()
-            );
-            std::mem::swap(&mut rel.buf, &mut other);
+        self.onesweep(buf, n, arity, vary, true)
+    }
+
+    /// Onesweep LSD radix sort (see sort.cu): one histogram pass for all
+    /// digits, then per digit one pass that ranks, looks back and scatters.
+    fn onesweep(
+        &self,
+        buf: &mut DevBuf,
+        n: usize,
+        a: usize,
+        vary: &[u32],
+        cols: bool,
+    ) -> Result<usize> {
+        // digit slot s = (a-1-word)*4 + byte, least significant first
+        let mut dmask = 0u32;
+        let mut passes = vec![];
+        for s in 0..a * 4 {
+            let (w, shift) = (a - 1 - s / 4, (s % 4) as u32 * 8);
+            if (vary[w] >> shift) & 255 != 0 {
+                dmask |= 1 << s;
+                passes.push((w as u32, shift));
+            }
         }
-        Ok(digits.len())
+        if passes.is_empty() {
+            return Ok(0);
+        }
+        let np = passes.len();
+        let tile = os_tile(a);
+        let portion = (self.sort_portion.get().clamp(1, OS_PORTION) / tile).max(1) * tile;
+        let nport = n.div_ceil(portion);
+        let defs = arity_defines(a);
+        let sfx = if cols { "_cols" } else { "" };
+        let fh = self.function(SORT, &defs, &format!("onesweep_hist{sfx}"))?;
+        let fo = self.function(SORT, &defs, "onesweep_offsets")?;
+        let fp = self.function(SORT, &defs, &format!("onesweep_pass{sfx}"))?;
+        let mut other = self.alloc(n * a * 4)?;
+        // hist: [np][256] u64; offs: per pass, nport + 1 rows of 256 digit starts
+        // (row 0 from the histogram, row q + 1 written by portion q's last tile)
+        let hist = self.alloc(np * 256 * 8)?;
+        let stride_p = (nport + 1) * 256;
+        let offs = self.alloc(np * stride_p * 8)?;
+        let max_tiles = blocks(n.min(portion), tile);
+        let lb = self.alloc((256 + max_tiles * 256) * 4)?;
+        self.memset8(hist.ptr(), 0, np * 256 * 8)?;
+        launch!(
+            self,
+            fh,
+            blocks(n, 256 * 16).min(self.sm_count() as usize * 4),
+            256,
+            buf.ptr(),
+            n as u64,
+            0u64,
+            n as u64,
+            dmask,
+            hist.ptr()
+        );
+        launch!(self, fo, np, 256, hist.ptr(), stride_p as u64, offs.ptr());
+        for (pi, &(w, shift)) in passes.iter().enumerate() {
+            for q in 0..nport {
+                let (b, e) = (q * portion, n.min((q + 1) * portion));
+                let tiles = blocks(e - b, tile);
+                self.memset8(lb.ptr(), 0, (256 + tiles * 256) * 4)?;
+                launch!(
+                    self,
+                    fp.clone(),
+                    tiles,
+                    256,
+                    buf.ptr(),
+                    other.ptr(),
+                    n as u64,
+                    b as u64,
+                    e as u64,
+                    w,
+                    shift,
+                    offs.ptr() + ((pi * stride_p + q * 256) * 8) as u64,
+                    lb.ptr()
+                );
+            }
+            std::mem::swap(buf, &mut other);
+        }
+        Ok(np)
     }
 
     /// Remove adjacent duplicates of a sorted relation.
@@ -374,15 +434,17 @@ impl Gpu {
             self.dtod(out.ptr(), s.ptr, s.n * s.arity * 4)?;
         } else {
             let f = self.function(REL, &arity_defines(a.arity), "merge_rows")?;
+            let (bounds, tiles) = self.merge_bounds(a, b)?;
             launch!(
                 self,
                 f,
-                blocks(n, merge_tile(a.arity)),
+                tiles,
                 256,
                 a.ptr,
                 a.n as u64,
                 b.ptr,
                 b.n as u64,
+                bounds.ptr(),
                 out.ptr()
             );
         }
@@ -391,6 +453,28 @@ impl Gpu {
             n,
             arity: a.arity,
         })
+    }
+
+    /// Merge-path split of every merge tile boundary (one thread each).
+    fn merge_bounds(&self, a: View, b: View) -> Result<(DevBuf, usize)> {
+        let tile = merge_tile(a.arity);
+        let tiles = blocks(a.n + b.n, tile);
+        let bounds = self.alloc((tiles + 1) * 8)?;
+        let f = self.function(REL, &arity_defines(a.arity), "merge_partition")?;
+        launch!(
+            self,
+            f,
+            blocks(tiles + 1, 256),
+            BLOCK,
+            a.ptr,
+            a.n as u64,
+            b.ptr,
+            b.n as u64,
+            tile as u64,
+            tiles as u64,
+            bounds.ptr()
+        );
+        Ok((bounds, tiles))
     }
 
     /// Clear the flags of tuples of `a` found in `b` (b sorted; a sorted for
@@ -412,8 +496,19 @@ impl Gpu {
             );
         } else {
             let f = self.function(REL, &defs, "diff_flags_merge")?;
-            let grid = blocks(a.n + b.n, merge_tile(a.arity));
-            launch!(self, f, grid, 256, a.ptr, a.n as u64, b.ptr, b.n as u64, flags);
+            let (bounds, grid) = self.merge_bounds(a, b)?;
+            launch!(
+                self,
+                f,
+                grid,
+                256,
+                a.ptr,
+                a.n as u64,
+                b.ptr,
+                b.n as u64,
+                bounds.ptr(),
+                flags
+            );
         }
         Ok(())
     }
@@ -429,6 +524,35 @@ impl Gpu {
             return self.copy(a);
         }
         let search = by_search.unwrap_or(a.n * 16 < b.n);
+        if !search {
+            // one fused pass: merge-path tiles, keep-flags, compaction, look-back
+            let (bounds, tiles) = self.merge_bounds(a, b)?;
+            let out = self.alloc(a.n * a.arity * 4)?;
+            let lb = self.alloc((tiles + 2) * 8)?;
+            self.memset8(lb.ptr(), 0, (tiles + 2) * 8)?;
+            let total_ptr = lb.ptr() + (tiles as u64 + 1) * 8;
+            let f = self.function(REL, &arity_defines(a.arity), "diff_merge_compact")?;
+            launch!(
+                self,
+                f,
+                tiles,
+                256,
+                a.ptr,
+                a.n as u64,
+                b.ptr,
+                b.n as u64,
+                bounds.ptr(),
+                out.ptr(),
+                lb.ptr(),
+                total_ptr
+            );
+            let n = self.dtoh::<u64>(total_ptr, 1)?[0] as usize;
+            return Ok(Rel {
+                buf: out,
+                n,
+                arity: a.arity,
+            });
+        }
         let flags = self.alloc_u32(a.n)?;
         self.fill_u32(flags.ptr(), a.n, 1)?;
         self.difference_flags(a, b, flags.ptr(), search)?;
@@ -612,6 +736,10 @@ impl Gpu {
         }
         let defs = join_defines(outer.arity, inner.rel.arity);
         let counts = self.alloc_u32(outer.n)?;
+        // without filters the write is load-balanced over the outputs
+        let balanced = spec.nfilt == 0;
+        let begins = self.alloc_u32(if balanced { outer.n } else { 0 })?;
+        let begins_ptr = if balanced { begins.ptr() } else { 0 };
         let fc = self.function(JOIN, &defs, "join_count")?;
         let grid = blocks(outer.n, 256);
         let (ip, sp, tp) = (inner.rel.buf.ptr(), inner.starts.ptr(), inner.table.ptr());
@@ -627,7 +755,8 @@ impl Gpu {
             tp,
             inner.mask,
             *spec,
-            counts.ptr()
+            counts.ptr(),
+            begins_ptr
         );
         let total = self.exclusive_scan(counts.ptr(), outer.n, counts.ptr())?;
         if total > u32::MAX as u64 {
@@ -651,7 +780,23 @@ impl Gpu {
         }
         let total = total as usize;
         let out = self.alloc(total * nout * 4)?;
-        if total > 0 {
+        if total > 0 && balanced {
+            let fw = self.function(JOIN, &defs, "join_write_lb")?;
+            launch!(
+                self,
+                fw,
+                blocks(total, 256 * 8),
+                BLOCK,
+                outer.ptr,
+                outer.n as u64,
+                ip,
+                begins.ptr(),
+                counts.ptr(),
+                total as u64,
+                *spec,
+                out.ptr()
+            );
+        } else if total > 0 {
             let fw = self.function(JOIN, &defs, "join_write")?;
             launch!(
                 self,
