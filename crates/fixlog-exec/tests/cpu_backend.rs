@@ -434,6 +434,24 @@ fn check_join(
         results[0], results[1],
         "join output order depends on threads"
     );
+    // join_distinct: the same set, possibly fewer repeats, never a row join did not make.
+    let expect_set: BTreeSet<Vec<Value>> = expect.iter().cloned().collect();
+    let mut distinct_results = Vec::new();
+    for threads in [1, 4] {
+        let out = pool(threads)
+            .install(|| be.join_distinct(&input, &index, &key, &filters, &project, &ctx))
+            .unwrap();
+        assert_eq!(be.batch_arity(&out), project.len());
+        let rows = sorted_rows(project.len(), &out.rows(), out.len());
+        assert!(rows.len() <= expect.len());
+        let set: BTreeSet<Vec<Value>> = rows.into_iter().collect();
+        assert_eq!(set, expect_set);
+        distinct_results.push(out.rows());
+    }
+    assert_eq!(
+        distinct_results[0], distinct_results[1],
+        "join_distinct output depends on threads"
+    );
     // Antijoin against the same index and key (key over input columns only).
     if key
         .iter()
@@ -690,4 +708,47 @@ fn determinism_of_a_pipeline() {
         })
     };
     assert_eq!(run(1), run(4));
+}
+
+#[test]
+fn join_distinct_drops_repeats_of_a_fanning_join() {
+    // Every input row (x, y) joins 50 inner rows (y, z) with z in 0..50, and the
+    // projection keeps (x, z): 40 rows per x repeat the same 50 outputs.
+    let be = CpuBackend;
+    let syms = SymbolTable::new();
+    let ctx = EvalContext { symbols: &syms };
+    let mut input = Vec::new();
+    for x in 0..20u32 {
+        for y in 0..40u32 {
+            input.extend_from_slice(&[x, y]);
+        }
+    }
+    let mut inner = Vec::new();
+    for y in 0..40u32 {
+        for z in 0..50u32 {
+            inner.extend_from_slice(&[y, z]);
+        }
+    }
+    let index = be.build_index(&rel(&be, 2, &inner), &[0, 1], 1).unwrap();
+    let batch = batch_of(2, &input);
+    let project = [col(0), col(3)];
+    let all = be
+        .join(&batch, &index, &[col(1)], &[], &project, &ctx)
+        .unwrap();
+    let distinct = be
+        .join_distinct(&batch, &index, &[col(1)], &[], &project, &ctx)
+        .unwrap();
+    assert_eq!(all.len(), 20 * 40 * 50);
+    // The window is per unit of parallel work (a few input rows), so a repeat survives
+    // once per unit that an x spans; most are dropped.
+    assert!(
+        distinct.len() * 10 <= all.len(),
+        "{} of {} rows kept",
+        distinct.len(),
+        all.len()
+    );
+    let set: BTreeSet<Vec<Value>> = sorted_rows(2, &distinct.rows(), distinct.len())
+        .into_iter()
+        .collect();
+    assert_eq!(set.len(), 20 * 50);
 }

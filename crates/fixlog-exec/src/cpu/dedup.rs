@@ -11,6 +11,55 @@
 
 use fixlog_logical::Value;
 
+/// Decides, row by row, whether a row a join just wrote stays in its output.
+pub trait RowWindow {
+    /// Starts a new unit of work (forgets every row).
+    fn reset(&mut self);
+    /// `out` holds rows of width `w`; row `idx` was just written.
+    fn keep(&mut self, out: &[Value], w: usize, idx: usize) -> bool;
+}
+
+/// Keeps every row (a plain join).
+pub struct KeepAll;
+
+impl RowWindow for KeepAll {
+    #[inline(always)]
+    fn reset(&mut self) {}
+    #[inline(always)]
+    fn keep(&mut self, _: &[Value], _: usize, _: usize) -> bool {
+        true
+    }
+}
+
+/// Rows a window sees before it decides whether checking is worth it: when fewer than
+/// a tenth of them were repeats, the rest of the unit is written unchecked.
+const PROBE_ROWS: usize = 4096;
+
+/// Counts what a window saw, to stop checking where repeats are rare.
+#[derive(Default)]
+struct Probe {
+    seen: usize,
+    kept: usize,
+    off: bool,
+}
+
+impl Probe {
+    #[inline]
+    fn reset(&mut self) {
+        *self = Probe::default();
+    }
+    /// Records one decision; returns it.
+    #[inline]
+    fn record(&mut self, kept: bool) -> bool {
+        self.seen += 1;
+        self.kept += kept as usize;
+        if self.seen == PROBE_ROWS && self.kept * 10 > self.seen * 9 {
+            self.off = true;
+        }
+        kept
+    }
+}
+
 /// Slots in the window's table; it is reset when half full.
 const SLOTS_LOG2: u32 = 15;
 
@@ -19,6 +68,27 @@ const SLOTS_LOG2: u32 = 15;
 pub struct PackedWindow {
     table: Vec<u64>,
     filled: usize,
+    probe: Probe,
+}
+
+impl RowWindow for PackedWindow {
+    fn reset(&mut self) {
+        self.clear();
+        self.probe.reset();
+    }
+    #[inline]
+    fn keep(&mut self, out: &[Value], w: usize, idx: usize) -> bool {
+        if self.probe.off {
+            return true;
+        }
+        let row = &out[idx * w..idx * w + w];
+        let key = match w {
+            1 => row[0] as u64,
+            _ => ((row[0] as u64) << 32) | row[1] as u64,
+        };
+        let kept = self.is_new(key);
+        self.probe.record(kept)
+    }
 }
 
 const PACKED_LOG2: u32 = 13;
@@ -29,6 +99,7 @@ impl Default for PackedWindow {
         PackedWindow {
             table: vec![EMPTY; 1 << PACKED_LOG2],
             filled: 0,
+            probe: Probe::default(),
         }
     }
 }
@@ -76,6 +147,22 @@ pub struct WindowDedup {
     stamp: Vec<u32>,
     generation: u32,
     filled: usize,
+    probe: Probe,
+}
+
+impl RowWindow for WindowDedup {
+    fn reset(&mut self) {
+        self.clear();
+        self.probe.reset();
+    }
+    #[inline]
+    fn keep(&mut self, out: &[Value], w: usize, idx: usize) -> bool {
+        if self.probe.off {
+            return true;
+        }
+        let kept = self.is_new(out, w, idx);
+        self.probe.record(kept)
+    }
 }
 
 impl Default for WindowDedup {
@@ -85,6 +172,7 @@ impl Default for WindowDedup {
             stamp: vec![0; 1 << SLOTS_LOG2],
             generation: 1,
             filled: 0,
+            probe: Probe::default(),
         }
     }
 }

@@ -50,6 +50,7 @@ use fixlog_logical::{AggFunc, BinOp, ColType, Value};
 use fixlog_plan::{Cond, PExpr};
 use hisa::HashTable;
 use rayon::prelude::*;
+use std::cell::RefCell;
 use std::sync::{Arc, Weak};
 
 /// Each run of a relation or index is at least this many times larger than the next.
@@ -388,6 +389,68 @@ fn check_key(key: &[PExpr], index: &CpuIndex) -> ExecResult<()> {
 
 // ---- the backend -------------------------------------------------------------------------
 
+/// The join loop: for each input row (in parallel over fixed units), every inner row
+/// with an equal key is filtered and projected into the unit's output; `window` (one per
+/// thread, reset per unit) decides whether each written row stays (see [`dedup`]).
+#[allow(clippy::too_many_arguments)]
+fn join_rows<W: dedup::RowWindow + 'static>(
+    input: &CpuBatch,
+    inner: &CpuIndex,
+    key: &[PExpr],
+    filters: &[Cond],
+    project: &[PExpr],
+    ctx: &EvalContext,
+    window: &'static std::thread::LocalKey<RefCell<W>>,
+) -> ExecResult<CpuBatch> {
+    check_key(key, inner)?;
+    let a = input.arity;
+    let w = inner.arity;
+    let inv = &inner.inv;
+    let map = |c: usize| {
+        if c < a {
+            Src::In(c)
+        } else {
+            Src::Inner(inv.get(c - a).copied().unwrap_or(0))
+        }
+    };
+    let pipe = Pipeline::new(filters, project, &map);
+    let (kexprs, ksimple) = key_sources(key);
+    let sizes: Vec<usize> = input.segs.iter().map(|s| s.rows).collect();
+    let units = work_units(&sizes);
+    let klen = inner.key_len;
+    let ow = project.len();
+    Ok(map_units(ow, &units, |(p, lo, hi), out| {
+        window.with(|window| {
+            let mut window = window.borrow_mut();
+            window.reset();
+            let data = &input.segs[p].data;
+            let mut kbuf = vec![0; klen];
+            let mut n = 0;
+            for i in lo..hi {
+                let r = &data[i * a..i * a + a];
+                if !eval_key(r, &kexprs, &ksimple, ctx, &mut kbuf) {
+                    continue;
+                }
+                for ir in &inner.runs {
+                    let (s, e) = inner.range(ir, &kbuf);
+                    let d = &ir.run.data;
+                    for j in s..e {
+                        let b = &d[j * w..j * w + w];
+                        if pipe.emit(r, b, ctx.symbols, out) {
+                            if window.keep(out, ow, n) {
+                                n += 1;
+                            } else {
+                                out.truncate(n * ow);
+                            }
+                        }
+                    }
+                }
+            }
+            n
+        })
+    }))
+}
+
 impl Backend for CpuBackend {
     type Relation = CpuRelation;
     type Index = CpuIndex;
@@ -695,42 +758,10 @@ impl Backend for CpuBackend {
         project: &[PExpr],
         ctx: &EvalContext,
     ) -> ExecResult<CpuBatch> {
-        check_key(key, inner)?;
-        let a = input.arity;
-        let w = inner.arity;
-        let inv = &inner.inv;
-        let map = |c: usize| {
-            if c < a {
-                Src::In(c)
-            } else {
-                Src::Inner(inv.get(c - a).copied().unwrap_or(0))
-            }
-        };
-        let pipe = Pipeline::new(filters, project, &map);
-        let (kexprs, ksimple) = key_sources(key);
-        let sizes: Vec<usize> = input.segs.iter().map(|s| s.rows).collect();
-        let units = work_units(&sizes);
-        let klen = inner.key_len;
-        Ok(map_units(project.len(), &units, |(p, lo, hi), out| {
-            let data = &input.segs[p].data;
-            let mut kbuf = vec![0; klen];
-            let mut n = 0;
-            for i in lo..hi {
-                let r = &data[i * a..i * a + a];
-                if !eval_key(r, &kexprs, &ksimple, ctx, &mut kbuf) {
-                    continue;
-                }
-                for ir in &inner.runs {
-                    let (s, e) = inner.range(ir, &kbuf);
-                    let d = &ir.run.data;
-                    for j in s..e {
-                        let b = &d[j * w..j * w + w];
-                        n += pipe.emit(r, b, ctx.symbols, out) as usize;
-                    }
-                }
-            }
-            n
-        }))
+        thread_local! {
+            static KEEP_ALL: RefCell<dedup::KeepAll> = const { RefCell::new(dedup::KeepAll) };
+        }
+        join_rows(input, inner, key, filters, project, ctx, &KEEP_ALL)
     }
 
     fn join_distinct(
@@ -742,113 +773,15 @@ impl Backend for CpuBackend {
         project: &[PExpr],
         ctx: &EvalContext,
     ) -> ExecResult<CpuBatch> {
-        check_key(key, inner)?;
-        let a = input.arity;
-        let w = inner.arity;
-        let inv = &inner.inv;
-        let map = |c: usize| {
-            if c < a {
-                Src::In(c)
-            } else {
-                Src::Inner(inv.get(c - a).copied().unwrap_or(0))
-            }
-        };
-        let pipe = Pipeline::new(filters, project, &map);
-        let (kexprs, ksimple) = key_sources(key);
-        let sizes: Vec<usize> = input.segs.iter().map(|s| s.rows).collect();
-        let units = work_units(&sizes);
-        let klen = inner.key_len;
-        let ow = project.len();
-        if ow == 0 {
-            return self.join(input, inner, key, filters, project, ctx);
-        }
         thread_local! {
-            static WINDOW: std::cell::RefCell<dedup::WindowDedup> =
-                std::cell::RefCell::new(dedup::WindowDedup::default());
-            static PACKED: std::cell::RefCell<dedup::PackedWindow> =
-                std::cell::RefCell::new(dedup::PackedWindow::default());
+            static PACKED: RefCell<dedup::PackedWindow> = RefCell::new(dedup::PackedWindow::default());
+            static WIDE: RefCell<dedup::WindowDedup> = RefCell::new(dedup::WindowDedup::default());
         }
-        // Rows written before a unit decides whether its window is worth checking.
-        const PROBE_ROWS: usize = 4096;
-        if ow <= 2 {
-            return Ok(map_units(ow, &units, |(p, lo, hi), out| {
-                PACKED.with(|window| {
-                    let mut window = window.borrow_mut();
-                    window.clear();
-                    let data = &input.segs[p].data;
-                    let mut kbuf = vec![0; klen];
-                    let mut n = 0;
-                    let (mut checking, mut emitted) = (true, 0usize);
-                    for i in lo..hi {
-                        let r = &data[i * a..i * a + a];
-                        if !eval_key(r, &kexprs, &ksimple, ctx, &mut kbuf) {
-                            continue;
-                        }
-                        for ir in &inner.runs {
-                            let (s, e) = inner.range(ir, &kbuf);
-                            let d = &ir.run.data;
-                            for j in s..e {
-                                let b = &d[j * w..j * w + w];
-                                if !pipe.emit(r, b, ctx.symbols, out) {
-                                    continue;
-                                }
-                                if !checking {
-                                    n += 1;
-                                    continue;
-                                }
-                                emitted += 1;
-                                let row = &out[n * ow..];
-                                let key = if ow == 2 {
-                                    ((row[0] as u64) << 32) | row[1] as u64
-                                } else {
-                                    row[0] as u64
-                                };
-                                if window.is_new(key) {
-                                    n += 1;
-                                } else {
-                                    out.truncate(n * ow);
-                                }
-                                // Stop checking when the window finds few repeats.
-                                if emitted == PROBE_ROWS && n * 10 > emitted * 9 {
-                                    checking = false;
-                                }
-                            }
-                        }
-                    }
-                    n
-                })
-            }));
+        match project.len() {
+            0 => self.join(input, inner, key, filters, project, ctx),
+            1 | 2 => join_rows(input, inner, key, filters, project, ctx, &PACKED),
+            _ => join_rows(input, inner, key, filters, project, ctx, &WIDE),
         }
-        Ok(map_units(ow, &units, |(p, lo, hi), out| {
-            WINDOW.with(|window| {
-                let mut window = window.borrow_mut();
-                window.clear();
-                let data = &input.segs[p].data;
-                let mut kbuf = vec![0; klen];
-                let mut n = 0;
-                for i in lo..hi {
-                    let r = &data[i * a..i * a + a];
-                    if !eval_key(r, &kexprs, &ksimple, ctx, &mut kbuf) {
-                        continue;
-                    }
-                    for ir in &inner.runs {
-                        let (s, e) = inner.range(ir, &kbuf);
-                        let d = &ir.run.data;
-                        for j in s..e {
-                            let b = &d[j * w..j * w + w];
-                            if pipe.emit(r, b, ctx.symbols, out) {
-                                if window.is_new(out, ow, n) {
-                                    n += 1;
-                                } else {
-                                    out.truncate(n * ow);
-                                }
-                            }
-                        }
-                    }
-                }
-                n
-            })
-        }))
     }
 
     fn antijoin(
