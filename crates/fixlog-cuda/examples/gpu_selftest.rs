@@ -359,7 +359,51 @@ fn main() -> Result<(), CudaError> {
                 ),
                 gpu.download(got.view())? == want,
             );
+            // join_dedup: the same distinct tuples, never more rows; outer rows
+            // sorted too (as TC's delta is), so repeats fall in one block
+            let nout = spec.nout as usize;
+            let set = |v: &[u32]| cpu::unique(&cpu::sort(v, nout), nout);
+            let want_set = set(&want);
+            for sorted in [false, true] {
+                let ov2 = if sorted {
+                    cpu::sort(&ov, *ao)
+                } else {
+                    ov.clone()
+                };
+                let outer2 = gpu.upload(&ov2, *ao)?;
+                let got = gpu.join_dedup(outer2.view(), &h, spec)?;
+                let g = gpu.download(got.view())?;
+                t.check(
+                    &format!(
+                        "join_dedup {ao}x{ai} kc={} filters={} {no}x{ni} sorted={sorted} -> {} of {} rows",
+                        spec.kc,
+                        spec.nfilt,
+                        g.len() / nout,
+                        want.len() / nout
+                    ),
+                    g.len() <= want.len() && set(&g) == want_set,
+                );
+            }
         }
+    }
+    // heavy repeats: ~100 matches per outer row over 500 values, ~20M outputs
+    {
+        let spec = &specs[0].2;
+        let ov = cpu::sort(&r.rows(200_000, 2, 500), 2);
+        let iv = cpu::sort(&r.rows(50_000, 2, 500), 2);
+        let want = cpu::join(&ov, 2, &iv, 2, spec);
+        let outer = gpu.upload(&ov, 2)?;
+        let h = gpu.build_hisa(gpu.upload(&iv, 2)?, 1)?;
+        let got = gpu.download(gpu.join_dedup(outer.view(), &h, spec)?.view())?;
+        let set = |v: &[u32]| cpu::unique(&cpu::sort(v, 2), 2);
+        t.check(
+            &format!(
+                "join_dedup heavy repeats: {} of {} rows kept",
+                got.len() / 2,
+                want.len() / 2
+            ),
+            got.len() < want.len() && set(&got) == set(&want),
+        );
     }
     t.group("two-pass join", b);
 

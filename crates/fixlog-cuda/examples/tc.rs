@@ -1,5 +1,6 @@
 //! Transitive closure wired directly from the primitives (semi-naive):
-//!   new   = π(x,z)(delta(x,y) ⋈ edge(y,z))      two-pass join against the edge HISA
+//!   new   = π(x,z)(delta(x,y) ⋈ edge(y,z))      two-pass join against the edge HISA;
+//!                                               each write block drops its repeats
 //!   new   = sort(new)                           only the bits node ids use
 //!   delta = unique(new) − full                  one compaction after clearing the keep-flags
 //!                                               against each sorted run of full
@@ -54,10 +55,13 @@ struct Stats {
     diff: f64,
     merge: f64,
     max_runs: usize,
+    outputs: usize,
 }
 
 fn tc(gpu: &Gpu, edges: &[u32], factor: usize, profile: bool) -> Result<Stats, CudaError> {
     let mut st = Stats::default();
+    // FIXLOG_TC_PLAIN=1: the plain join (keeps every repeat), for comparison
+    let plain = std::env::var("FIXLOG_TC_PLAIN").is_ok();
     let lap = |t: &mut Instant| -> Result<f64, CudaError> {
         if profile {
             gpu.sync()?;
@@ -82,7 +86,13 @@ fn tc(gpu: &Gpu, edges: &[u32], factor: usize, profile: bool) -> Result<Stats, C
     let mut t = Instant::now();
     loop {
         st.iters += 1;
-        let new = gpu.join(delta.view(), &index, &spec)?;
+        // repeats within one block of 4,096 outputs are dropped as they are written
+        let new = if plain {
+            gpu.join(delta.view(), &index, &spec)?
+        } else {
+            gpu.join_dedup(delta.view(), &index, &spec)?
+        };
+        st.outputs += new.n;
         st.join += lap(&mut t)?;
         let mut new = new;
         gpu.sort_bits(&mut new, Some(&vary))?;
@@ -169,9 +179,10 @@ fn main() -> Result<(), CudaError> {
             Ok(st) => {
                 let ok = want == Some(st.size) && want_it.is_none_or(|w| w == st.iters);
                 println!(
-                    "{g}: size {} iters {} time {secs:.3}s (join {:.3} sort {:.3} unique+diff {:.3} merge {:.3}{}; max runs {}) pool high-water {:.2} GiB",
+                    "{g}: size {} iters {} join outputs kept {} time {secs:.3}s (join {:.3} sort {:.3} unique+diff {:.3} merge {:.3}{}; max runs {}) pool high-water {:.2} GiB",
                     st.size,
                     st.iters,
+                    st.outputs,
                     st.join,
                     st.sort,
                     st.diff,

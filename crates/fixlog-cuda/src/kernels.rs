@@ -78,7 +78,12 @@ pub const KERNELS: &[KernelModule] = &[
     KernelModule {
         name: JOIN,
         source: include_str!("../kernels/join.cu"),
-        functions: &["join_count", "join_write", "join_write_lb"],
+        functions: &[
+            "join_count",
+            "join_write",
+            "join_write_lb",
+            "join_write_dedup",
+        ],
     },
 ];
 

@@ -728,6 +728,21 @@ impl Gpu {
     /// tuples are ordered by outer tuple, then by inner position. If the
     /// output would exceed u32 offsets, the outer relation is split.
     pub fn join(&self, outer: View, inner: &Hisa, spec: &JoinSpec) -> Result<Rel> {
+        self.join_impl(outer, inner, spec, false)
+    }
+
+    /// Like [`Gpu::join`], but where the spec has no filters and two output
+    /// columns, the write pass drops repeats it sees close together: each block
+    /// of 4,096 consecutive outputs keeps a shared-memory hash set of what it
+    /// wrote. The distinct output tuples are exactly those of `join`; some
+    /// repeats remain (across blocks), and the order is arbitrary (blocks append
+    /// through an atomic counter), so the result is meant to be sorted and
+    /// deduplicated next. Other specs fall back to `join`.
+    pub fn join_dedup(&self, outer: View, inner: &Hisa, spec: &JoinSpec) -> Result<Rel> {
+        self.join_impl(outer, inner, spec, true)
+    }
+
+    fn join_impl(&self, outer: View, inner: &Hisa, spec: &JoinSpec, dedup: bool) -> Result<Rel> {
         check_arity(outer.arity)?;
         Self::check_spec(outer, inner, spec)?;
         let nout = spec.nout as usize;
@@ -767,8 +782,8 @@ impl Gpu {
             }
             drop(counts);
             let mid = outer.n / 2;
-            let l = self.join(outer.slice(0, mid), inner, spec)?;
-            let r = self.join(outer.slice(mid, outer.n), inner, spec)?;
+            let l = self.join_impl(outer.slice(0, mid), inner, spec, dedup)?;
+            let r = self.join_impl(outer.slice(mid, outer.n), inner, spec, dedup)?;
             let out = self.alloc((l.n + r.n) * nout * 4)?;
             self.dtod(out.ptr(), l.buf.ptr(), l.bytes())?;
             self.dtod(out.ptr() + l.bytes() as u64, r.buf.ptr(), r.bytes())?;
@@ -780,6 +795,32 @@ impl Gpu {
         }
         let total = total as usize;
         let out = self.alloc(total * nout * 4)?;
+        if total > 0 && balanced && dedup && nout == 2 {
+            let count = self.alloc_u32(1)?;
+            self.memset8(count.ptr(), 0, 4)?;
+            let fw = self.function(JOIN, &defs, "join_write_dedup")?;
+            launch!(
+                self,
+                fw,
+                blocks(total, 512 * 8),
+                512u32,
+                outer.ptr,
+                outer.n as u64,
+                ip,
+                begins.ptr(),
+                counts.ptr(),
+                total as u64,
+                *spec,
+                out.ptr(),
+                count.ptr()
+            );
+            let kept = self.dtoh::<u32>(count.ptr(), 1)?[0] as usize;
+            return Ok(Rel {
+                buf: out,
+                n: kept,
+                arity: nout,
+            });
+        }
         if total > 0 && balanced {
             let fw = self.function(JOIN, &defs, "join_write_lb")?;
             launch!(
