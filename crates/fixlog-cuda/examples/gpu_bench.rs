@@ -93,11 +93,16 @@ fn main() -> Result<(), CudaError> {
     }
     println!("| primitive | arity | n | ms | Gelem/s | GB/s | % of copy | note |");
     println!("|---|---|---|---|---|---|---|---|");
+    // FIXLOG_BENCH_MERGE=1: only unique, merge and difference, 10^8 and up
+    let merge_only = std::env::var("FIXLOG_BENCH_MERGE").is_ok_and(|v| v == "1");
     for lg in 6..=max_log {
+        if merge_only && lg < 8 {
+            continue;
+        }
         let n = 10usize.pow(lg);
         let reps = if lg >= 9 { 3 } else { 5 };
         // scan (u32)
-        {
+        if !merge_only {
             let inp = random_rel(&gpu, n, 1, 3, 15)?;
             let out = gpu.alloc_u32(n)?;
             let ms = b.time(
@@ -108,7 +113,7 @@ fn main() -> Result<(), CudaError> {
             b.row("exclusive scan u32", 1, n, ms, 8.0 * n as f64, "");
         }
         // compaction, arity 2, half kept
-        {
+        if !merge_only {
             let rel = random_rel(&gpu, n, 2, 4, u32::MAX)?;
             let flags = gpu.alloc_u32(n)?;
             gpu.fill_flags(flags.ptr(), n, 9)?;
@@ -127,11 +132,16 @@ fn main() -> Result<(), CudaError> {
             );
         }
         // sort: arity 1 (32-bit keys) and 2 (64-bit keys), full random bits; and TC-like ids < 2^20
-        for &(a, mask, note) in &[
-            (1usize, u32::MAX, "32-bit keys"),
-            (2, u32::MAX, "64-bit keys"),
-            (2, (1 << 20) - 1, "2x20-bit ids"),
-        ] {
+        let sorts: &[(usize, u32, &str)] = if merge_only {
+            &[]
+        } else {
+            &[
+                (1, u32::MAX, "32-bit keys"),
+                (2, u32::MAX, "64-bit keys"),
+                (2, (1 << 20) - 1, "2x20-bit ids"),
+            ]
+        };
+        for &(a, mask, note) in sorts {
             if lg >= 9 && a == 2 && mask != u32::MAX {
                 continue;
             }
@@ -249,7 +259,7 @@ fn main() -> Result<(), CudaError> {
             }
         }
         // HISA build + join: edges with ~1 out-edge per node on average
-        if lg <= 8 {
+        if lg <= 8 && !merge_only {
             // node ids below the next power of two of n: about one out-edge per node
             let mut e = random_rel(&gpu, n, 2, 21, (n.next_power_of_two() - 1) as u32)?;
             gpu.sort(&mut e)?;

@@ -303,3 +303,150 @@ extern "C" __global__ void diff_flags_search(const u32* __restrict__ a, u64 na, 
   }
   if (lo < nb && row_eq(load_row(b, lo), x)) flags[i] = 0u;
 }
+
+// ---- Arity-2 merge / difference on 64-bit keys (round 4) ----
+// A row (c0, c1) is read as one u64 (c1 << 32 | c0, little-endian); swz()
+// swaps the halves so that one unsigned 64-bit comparison is the
+// lexicographic order of (c0, c1) (a register move, no arithmetic). Tiles
+// are staged in shared memory as keys, one 8-byte load/store per row; each
+// thread finds its merge-path start by binary search in shared memory, then
+// merges ITEMS outputs holding the current a and b keys in registers (one
+// shared load per output). Merge: results go back to shared memory in output
+// order and out with coalesced 8-byte stores. Difference: kept a-rows are
+// counted per thread, placed by a block scan into shared memory (compacted),
+// the tile's output offset comes from the decoupled look-back, and the rows
+// are stored coalesced.
+#define M2_THREADS 256
+#define SPAD(i) ((i) + ((i) >> 4))  // one 8-byte pad per 16 keys (128 bytes)
+
+__device__ __forceinline__ u64 swz(u64 v) { return (v << 32) | (v >> 32); }
+
+template <int ITEMS, int DIFF>
+__device__ __forceinline__ void merge2_tile(const u64* __restrict__ a, u64 na, const u64* __restrict__ b, u64 nb,
+                                            const u64* __restrict__ bounds, u64* __restrict__ out, u64* lbk,
+                                            u64* dtotal) {
+  constexpr int TILE = M2_THREADS * ITEMS;
+  __shared__ u64 sk[SPAD(TILE + 1) + 1];
+  __shared__ u32 wc[M2_THREADS / 32];
+  __shared__ u64 sbase;
+  __shared__ u32 stile;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  u32 tile = blockIdx.x;
+  if (DIFF) {
+    if (tid == 0) stile = (u32)atomicAdd((unsigned long long*)&lbk[0], 1ull);
+    __syncthreads();
+    tile = stile;
+  }
+  const u64 total = na + nb;
+  const u64 k0 = (u64)tile * TILE;
+  const u64 k1 = min(k0 + (u64)TILE, total);
+  const u64 a0 = bounds[tile], a1 = bounds[tile + 1];
+  const u64 b0 = k0 - a0, b1 = k1 - a1;
+  const int la = (int)(a1 - a0), lb = (int)(b1 - b0);
+  const int lbh = (DIFF && b1 < nb) ? lb + 1 : lb;
+  const int staged = la + lbh;
+#pragma unroll
+  for (int k = 0; k <= ITEMS; k++) {
+    const int i = k * M2_THREADS + tid;
+    if (i < staged) sk[SPAD(i)] = swz(i < la ? a[a0 + i] : b[b0 + (u64)(i - la)]);
+  }
+  __syncthreads();
+  const int cnt = la + lb;
+  const int d = min(tid * ITEMS, cnt);
+  int lo = max(0, d - lb), hi = min(d, la);
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (sk[SPAD(mid)] <= sk[SPAD(la + d - 1 - mid)]) lo = mid + 1; else hi = mid;
+  }
+  int ia = lo, ib = d - lo;
+  // indices stay within the staged area's allocation (ia <= la, la + ib <= TILE + 1);
+  // keys past the ends are never used
+  u64 ka = sk[SPAD(ia)], kb = sk[SPAD(la + ib)];
+  u64 res[ITEMS];
+  u32 keep = 0;
+#pragma unroll
+  for (int k = 0; k < ITEMS; k++) {
+    const bool take_a = ib >= lb || (ia < la && ka <= kb);
+    res[k] = take_a ? ka : kb;
+    if (DIFF) {
+      const bool kept = d + k < cnt && take_a && !(ib < lbh && ka == kb);
+      keep |= (u32)kept << k;
+    }
+    if (take_a) ia++; else ib++;
+    const u64 nx = sk[SPAD(min(take_a ? ia : la + ib, TILE))];  // past the end only when d + k >= cnt
+    if (take_a) ka = nx; else kb = nx;
+  }
+  if (!DIFF) {
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++)
+      if (d + k < cnt) sk[SPAD(d + k)] = res[k];
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+      const int i = k * M2_THREADS + tid;
+      if (i < cnt) out[k0 + i] = swz(sk[SPAD(i)]);
+    }
+  } else {
+    const u32 c = __popc(keep);
+    u32 incl = c;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const u32 y = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+      if (lane >= o) incl += y;
+    }
+    if (lane == 31) wc[warp] = incl;
+    __syncthreads();  // every merge read of sk is done; warp counts are in
+    u32 wex = 0, sum = 0;
+#pragma unroll
+    for (int w = 0; w < M2_THREADS / 32; w++) {
+      const u32 x = wc[w];
+      wex += w < warp ? x : 0;
+      sum += x;
+    }
+    if (warp == 0) {
+      const u64 ex = lookback_warp(lbk, tile, sum);
+      if (lane == 0) {
+        sbase = ex;
+        if (k1 == total) *dtotal = ex + sum;
+      }
+    }
+    int p = (int)(wex + incl - c);
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++)
+      if ((keep >> k) & 1u) {
+        sk[SPAD(p)] = res[k];  // SPAD uses its argument twice: no p++ inside
+        p++;
+      }
+    __syncthreads();
+    const u64 ob = sbase;
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+      const int i = k * M2_THREADS + tid;
+      if (i < (int)sum) out[ob + i] = swz(sk[SPAD(i)]);
+    }
+  }
+}
+
+// Arity 2 only (rows read as u64); ITEMS 8, 12, 16 (Gpu picks, see ops.rs).
+extern "C" __global__ void __launch_bounds__(M2_THREADS) merge2_rows_8(const u64* a, u64 na, const u64* b, u64 nb, const u64* bounds, u64* out) {
+  merge2_tile<8, 0>(a, na, b, nb, bounds, out, nullptr, nullptr);
+}
+extern "C" __global__ void __launch_bounds__(M2_THREADS) diff2_merge_compact_8(const u64* a, u64 na, const u64* b, u64 nb, const u64* bounds,
+                                                                              u64* out, u64* lb, u64* total) {
+  merge2_tile<8, 1>(a, na, b, nb, bounds, out, lb, total);
+}
+extern "C" __global__ void __launch_bounds__(M2_THREADS) merge2_rows_12(const u64* a, u64 na, const u64* b, u64 nb, const u64* bounds, u64* out) {
+  merge2_tile<12, 0>(a, na, b, nb, bounds, out, nullptr, nullptr);
+}
+extern "C" __global__ void __launch_bounds__(M2_THREADS) diff2_merge_compact_12(const u64* a, u64 na, const u64* b, u64 nb, const u64* bounds,
+                                                                              u64* out, u64* lb, u64* total) {
+  merge2_tile<12, 1>(a, na, b, nb, bounds, out, lb, total);
+}
+extern "C" __global__ void __launch_bounds__(M2_THREADS) merge2_rows_16(const u64* a, u64 na, const u64* b, u64 nb, const u64* bounds, u64* out) {
+  merge2_tile<16, 0>(a, na, b, nb, bounds, out, nullptr, nullptr);
+}
+extern "C" __global__ void __launch_bounds__(M2_THREADS) diff2_merge_compact_16(const u64* a, u64 na, const u64* b, u64 nb, const u64* bounds,
+                                                                              u64* out, u64* lb, u64* total) {
+  merge2_tile<16, 1>(a, na, b, nb, bounds, out, lb, total);
+}

@@ -68,6 +68,12 @@ pub const KERNELS: &[KernelModule] = &[
             "diff_flags_merge",
             "diff_merge_compact",
             "diff_flags_search",
+            "merge2_rows_8",
+            "diff2_merge_compact_8",
+            "merge2_rows_12",
+            "diff2_merge_compact_12",
+            "merge2_rows_16",
+            "diff2_merge_compact_16",
         ],
     },
     KernelModule {

@@ -35,6 +35,26 @@ fn merge_tile(arity: usize) -> usize {
         _ => 2,
     }
 }
+/// Rows per thread of the arity-2 merge and difference kernels on 64-bit keys
+/// (`merge2_rows_N`, `diff2_merge_compact_N`, N = 8, 12, 16); 0 selects the
+/// generic row kernels. `FIXLOG_MERGE2_ITEMS` / `FIXLOG_DIFF2_ITEMS` override
+/// them (read once per process).
+const MERGE2_ITEMS: usize = 8;
+const DIFF2_ITEMS: usize = 12;
+fn items_env(var: &str, default: usize) -> usize {
+    match std::env::var(var).ok().and_then(|s| s.parse().ok()) {
+        Some(v @ (0 | 8 | 12 | 16)) => v,
+        _ => default,
+    }
+}
+fn merge2_items() -> usize {
+    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *V.get_or_init(|| items_env("FIXLOG_MERGE2_ITEMS", MERGE2_ITEMS))
+}
+fn diff2_items() -> usize {
+    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *V.get_or_init(|| items_env("FIXLOG_DIFF2_ITEMS", DIFF2_ITEMS))
+}
 #[derive(Clone, Copy)]
 enum ScanMode {
     U32,
@@ -433,8 +453,15 @@ impl Gpu {
             let s = if a.n == 0 { b } else { a };
             self.dtod(out.ptr(), s.ptr, s.n * s.arity * 4)?;
         } else {
-            let f = self.function(REL, &arity_defines(a.arity), "merge_rows")?;
-            let (bounds, tiles) = self.merge_bounds(a, b)?;
+            let it = if a.arity == 2 { merge2_items() } else { 0 };
+            let (f, tile) = if it > 0 {
+                let name = format!("merge2_rows_{it}");
+                (self.function(REL, &arity_defines(2), &name)?, 256 * it)
+            } else {
+                let f = self.function(REL, &arity_defines(a.arity), "merge_rows")?;
+                (f, merge_tile(a.arity))
+            };
+            let (bounds, tiles) = self.merge_bounds(a, b, tile)?;
             launch!(
                 self,
                 f,
@@ -456,8 +483,7 @@ impl Gpu {
     }
 
     /// Merge-path split of every merge tile boundary (one thread each).
-    fn merge_bounds(&self, a: View, b: View) -> Result<(DevBuf, usize)> {
-        let tile = merge_tile(a.arity);
+    fn merge_bounds(&self, a: View, b: View, tile: usize) -> Result<(DevBuf, usize)> {
         let tiles = blocks(a.n + b.n, tile);
         let bounds = self.alloc((tiles + 1) * 8)?;
         let f = self.function(REL, &arity_defines(a.arity), "merge_partition")?;
@@ -496,7 +522,7 @@ impl Gpu {
             );
         } else {
             let f = self.function(REL, &defs, "diff_flags_merge")?;
-            let (bounds, grid) = self.merge_bounds(a, b)?;
+            let (bounds, grid) = self.merge_bounds(a, b, merge_tile(a.arity))?;
             launch!(
                 self,
                 f,
@@ -526,12 +552,19 @@ impl Gpu {
         let search = by_search.unwrap_or(a.n * 16 < b.n);
         if !search {
             // one fused pass: merge-path tiles, keep-flags, compaction, look-back
-            let (bounds, tiles) = self.merge_bounds(a, b)?;
+            let it = if a.arity == 2 { diff2_items() } else { 0 };
+            let (f, tile) = if it > 0 {
+                let name = format!("diff2_merge_compact_{it}");
+                (self.function(REL, &arity_defines(2), &name)?, 256 * it)
+            } else {
+                let f = self.function(REL, &arity_defines(a.arity), "diff_merge_compact")?;
+                (f, merge_tile(a.arity))
+            };
+            let (bounds, tiles) = self.merge_bounds(a, b, tile)?;
             let out = self.alloc(a.n * a.arity * 4)?;
             let lb = self.alloc((tiles + 2) * 8)?;
             self.memset8(lb.ptr(), 0, (tiles + 2) * 8)?;
             let total_ptr = lb.ptr() + (tiles as u64 + 1) * 8;
-            let f = self.function(REL, &arity_defines(a.arity), "diff_merge_compact")?;
             launch!(
                 self,
                 f,
