@@ -63,6 +63,8 @@ pub struct DriverOptions {
     pub jobs: Option<usize>,
     /// Show progress on stderr (only drawn when stderr is a terminal).
     pub progress: bool,
+    /// Which relations' tuples to return (by relation id); `None`: all.
+    pub keep_rows: Option<Vec<bool>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -115,8 +117,9 @@ impl RunStats {
 }
 
 pub struct RunResult {
-    /// Every relation's tuples, sorted by raw value, deduplicated.
-    pub relations: Vec<Tuples>,
+    /// Every relation's tuples, sorted by raw value, deduplicated (`None` for those
+    /// [`DriverOptions::keep_rows`] did not keep; their sizes are in the stats).
+    pub relations: Vec<Option<Tuples>>,
     pub stats: RunStats,
 }
 
@@ -200,22 +203,25 @@ pub fn run<B: Backend>(
     }
     driver.progress.finish();
 
-    let relations: Vec<Tuples> = driver
-        .full
-        .iter()
-        .map(|r| Tuples {
-            arity: backend.relation_arity(r),
-            len: backend.relation_len(r),
-            rows: backend.relation_rows(r),
-        })
-        .collect();
+    // Free the indexes before copying rows out, and each relation as soon as its rows
+    // are out, so that the peak is not the whole database twice.
+    driver.indexes.clear();
+    driver.delta.clear();
+    let full = std::mem::take(&mut driver.full);
     let mut stats = driver.stats;
-    stats.relation_sizes = program
-        .relations
-        .iter()
-        .zip(&relations)
-        .map(|(r, t)| (r.name.clone(), t.len))
-        .collect();
+    let mut relations = Vec::with_capacity(full.len());
+    for (rel, r) in full.into_iter().enumerate() {
+        stats.relation_sizes.push((
+            program.relations[rel].name.clone(),
+            backend.relation_len(&r),
+        ));
+        let keep = options.keep_rows.as_ref().is_none_or(|k| k[rel]);
+        relations.push(keep.then(|| Tuples {
+            arity: backend.relation_arity(&r),
+            len: backend.relation_len(&r),
+            rows: backend.relation_rows(&r),
+        }));
+    }
     stats.total = start.elapsed();
     Ok(RunResult { relations, stats })
 }

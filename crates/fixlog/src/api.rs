@@ -31,6 +31,10 @@ pub struct RunOptions {
     pub facts_dir: Option<PathBuf>,
     /// Show progress (stratum, iteration, delta sizes) on stderr.
     pub progress: bool,
+    /// Keep the tuples of `.output` relations only; the others are counted (for
+    /// `.printsize` and [`Database::len`]) but not kept, which saves memory. Reading
+    /// such a relation with [`Database::relation`] then gives `None`.
+    pub outputs_only: bool,
 }
 
 pub use fixlog_exec::driver::RunStats;
@@ -158,6 +162,13 @@ impl Fixlog {
         let driver_options = DriverOptions {
             jobs: options.jobs,
             progress: options.progress,
+            keep_rows: options.outputs_only.then(|| {
+                self.program
+                    .relations
+                    .iter()
+                    .map(|r| !r.outputs.is_empty())
+                    .collect()
+            }),
         };
         let result = driver::run_cpu(
             &self.program,
@@ -186,8 +197,8 @@ fn program_error(diagnostics: fixlog_syntax::Diagnostics, sources: &SourceMap) -
 pub struct Database {
     program: Program,
     symbols: Arc<fixlog_logical::SymbolTable>,
-    /// Sorted, deduplicated tuples per relation (raw order).
-    relations: Vec<Tuples>,
+    /// Sorted, deduplicated tuples per relation (raw order); `None` where not kept.
+    relations: Vec<Option<Tuples>>,
     stats: RunStats,
 }
 
@@ -207,20 +218,21 @@ impl Database {
     /// Number of tuples of a relation.
     pub fn len(&self, relation: &str) -> Option<usize> {
         let rel = self.program.relation_id(relation)?;
-        Some(self.relations[rel].len)
+        self.stats.relation_sizes.get(rel).map(|(_, n)| *n)
     }
 
-    /// The raw tuples of a relation, sorted by raw value.
+    /// The raw tuples of a relation, sorted by raw value (`None` for an unknown
+    /// relation or one not kept, see [`RunOptions::outputs_only`]).
     pub fn raw(&self, relation: &str) -> Option<&Tuples> {
         let rel = self.program.relation_id(relation)?;
-        Some(&self.relations[rel])
+        self.relations[rel].as_ref()
     }
 
     /// A relation's tuples, typed, in output order (the order of the written files).
     pub fn relation(&self, relation: &str) -> Option<Vec<Vec<Datum>>> {
         let rel = self.program.relation_id(relation)?;
         let types = self.program.relations[rel].types();
-        let rows = io::output_rows(&self.relations[rel], &types, &self.symbols);
+        let rows = io::output_rows(self.relations[rel].as_ref()?, &types, &self.symbols);
         Some(
             rows.iter()
                 .map(|row| {
@@ -243,14 +255,14 @@ impl Database {
     /// to a temporary file first and renamed, so a failure leaves no half-written file.
     pub fn write_outputs(&self, dir: &Path) -> Result<(), Error> {
         for (rel, relation) in self.program.relations.iter().enumerate() {
+            if relation.outputs.is_empty() {
+                continue;
+            }
+            let tuples = self.relations[rel]
+                .as_ref()
+                .ok_or_else(|| Error::BadInput(format!("`{}` was not kept", relation.name)))?;
             for directive in &relation.outputs {
-                io::write_output(
-                    relation,
-                    directive,
-                    dir,
-                    &self.relations[rel],
-                    &self.symbols,
-                )?;
+                io::write_output(relation, directive, dir, tuples, &self.symbols)?;
             }
         }
         Ok(())

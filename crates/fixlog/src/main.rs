@@ -99,6 +99,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 jobs,
                 facts_dir: Some(fact_dir),
                 progress: !quiet,
+                outputs_only: true,
             };
             let db = program.run(&options)?;
             let t = Instant::now();

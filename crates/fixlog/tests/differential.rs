@@ -236,3 +236,26 @@ fn differential() {
 fn random_programs_match_reference() {
     differential();
 }
+
+#[test]
+fn outputs_only_keeps_output_relations_and_counts_the_rest() {
+    let program = fixlog::Fixlog::from_source(
+        "keep.dl",
+        ".decl e(x: number, y: number)\ne(1, 2). e(2, 3).\n\
+         .decl p(x: number, y: number)\n.output p\n\
+         p(x, y) :- e(x, y). p(x, z) :- p(x, y), e(y, z).\n\
+         .decl q(x: number)\nq(x) :- p(x, _).\n",
+    )
+    .unwrap();
+    let db = program
+        .run(&RunOptions {
+            outputs_only: true,
+            ..RunOptions::default()
+        })
+        .unwrap();
+    assert_eq!(db.len("p"), Some(3));
+    assert_eq!(db.relation("p").map(|r| r.len()), Some(3));
+    assert_eq!(db.len("q"), Some(2));
+    assert!(db.relation("q").is_none(), "q is not an output: not kept");
+    assert!(db.raw("q").is_none());
+}
