@@ -450,3 +450,128 @@ extern "C" __global__ void __launch_bounds__(M2_THREADS) diff2_merge_compact_16(
                                                                               u64* out, u64* lb, u64* total) {
   merge2_tile<16, 1>(a, na, b, nb, bounds, out, lb, total);
 }
+
+// ---- Arity-2 set difference, tiles over a only (round 5) ----
+// Tile t = TILE consecutive rows of a (8 warps, each 32 * ITEMS consecutive
+// rows, lane l holding rows k * 32 + l in registers: coalesced 8-byte loads).
+// diff2_bpart gives bl[t] = lower_bound(b, a[t * TILE]); the tile's b range is
+// [bl[t], bl[t + 1]] (one past: equal rows of a across the tile edge), staged
+// in shared memory CAP rows at a time (usually once). Per 32-row warp chunk,
+// lanes 0/1 search the chunk's first/last key in the staged b; the b rows in
+// between are taken 32 at a time, one per lane, and each lane looks for its
+// a key among them by a 5-step shuffle search. Kept rows are counted by ballots,
+// the tile's offset comes from the decoupled look-back, rows are stored
+// straight from registers (warp-contiguous).
+extern "C" __global__ void diff2_bpart(const u64* __restrict__ a, u64 na, const u64* __restrict__ b, u64 nb, u64 tile,
+                                       u64 ntiles, u64* __restrict__ bl) {
+  const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t > ntiles) return;
+  if (t == ntiles) { bl[t] = nb; return; }
+  const u64 key = swz(a[t * tile]);
+  u64 lo = 0, hi = nb;
+  while (lo < hi) {
+    const u64 mid = (lo + hi) >> 1;
+    if (swz(b[mid]) < key) lo = mid + 1; else hi = mid;
+  }
+  bl[t] = lo;
+}
+
+template <int ITEMS>
+__device__ __forceinline__ void diff2a_tile(const u64* __restrict__ a, u64 na, const u64* __restrict__ b, u64 nb,
+                                            const u64* __restrict__ bl, u64* __restrict__ out, u64* lbk, u64* dtotal) {
+  constexpr int TILE = M2_THREADS * ITEMS;
+  constexpr int CAP = ITEMS <= 8 ? 2 * TILE : TILE + TILE / 4;  // 32 / 40 KiB
+  __shared__ u64 sb[CAP];
+  __shared__ u32 wc[M2_THREADS / 32];
+  __shared__ u64 sbase;
+  __shared__ u32 stile;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) stile = (u32)atomicAdd((unsigned long long*)&lbk[0], 1ull);
+  __syncthreads();
+  const u32 tile = stile;
+  const u64 a0 = (u64)tile * TILE + (u64)warp * 32 * ITEMS;
+  u64 av[ITEMS];
+#pragma unroll
+  for (int k = 0; k < ITEMS; k++) {
+    const u64 i = a0 + k * 32 + lane;
+    av[k] = i < na ? swz(a[i]) : ~0ull;
+  }
+  const u64 b0 = bl[tile];
+  const u64 bend = min(bl[tile + 1] + 1, nb);
+  const u64 nbr = bend > b0 ? bend - b0 : 0;
+  u32 found = 0;
+  for (u64 cs = 0; cs < nbr; cs += CAP) {
+    const int n = (int)min((u64)CAP, nbr - cs);
+    if (cs > 0) __syncthreads();
+    for (int i = tid; i < n; i += M2_THREADS) sb[i] = swz(b[b0 + cs + i]);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+      const u64 key = __shfl_sync(0xFFFFFFFFu, av[k], lane == 1 ? 31 : 0);
+      int lo = 0, hi = n;
+      while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        const u64 v = sb[mid];
+        if (lane == 1 ? v <= key : v < key) lo = mid + 1; else hi = mid;
+      }
+      const int jlo = __shfl_sync(0xFFFFFFFFu, lo, 0), jhi = __shfl_sync(0xFFFFFFFFu, lo, 1);
+      // each lane looks for its own a key among the (sorted) 32 b keys held
+      // by the lanes: equal a keys each find their b row
+      bool hit = false;
+      for (int j = jlo; j < jhi; j += 32) {
+        const int nv = min(32, jhi - j);
+        const u64 y = lane < nv ? sb[j + lane] : ~0ull;
+        int pos = 0;
+#pragma unroll
+        for (int s = 16; s > 0; s >>= 1) {
+          const u64 v = __shfl_sync(0xFFFFFFFFu, y, pos + s - 1);
+          if (v < av[k]) pos += s;
+        }
+        const u64 v = __shfl_sync(0xFFFFFFFFu, y, pos);
+        hit |= pos < nv && v == av[k];
+      }
+      found |= (u32)hit << k;
+    }
+  }
+  u32 c = 0;
+#pragma unroll
+  for (int k = 0; k < ITEMS; k++) {
+    const bool kept = !((found >> k) & 1u) && a0 + k * 32 + lane < na;
+    c += __popc(__ballot_sync(0xFFFFFFFFu, kept));
+  }
+  if (lane == 0) wc[warp] = c;
+  __syncthreads();
+  u32 wex = 0, sum = 0;
+#pragma unroll
+  for (int w = 0; w < M2_THREADS / 32; w++) {
+    const u32 x = wc[w];
+    wex += w < warp ? x : 0;
+    sum += x;
+  }
+  if (warp == 0) {
+    const u64 ex = lookback_warp(lbk, tile, sum);
+    if (lane == 0) {
+      sbase = ex;
+      if ((u64)tile == (na - 1) / TILE) *dtotal = ex + sum;
+    }
+  }
+  __syncthreads();
+  u64 ob = sbase + wex;
+  const u32 lt = (1u << lane) - 1u;
+#pragma unroll
+  for (int k = 0; k < ITEMS; k++) {
+    const bool kept = !((found >> k) & 1u) && a0 + k * 32 + lane < na;
+    const u32 m = __ballot_sync(0xFFFFFFFFu, kept);
+    if (kept) out[ob + __popc(m & lt)] = swz(av[k]);
+    ob += __popc(m);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(M2_THREADS) diff2_tile_a_8(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl,
+                                                                      u64* out, u64* lb, u64* total) {
+  diff2a_tile<8>(a, na, b, nb, bl, out, lb, total);
+}
+extern "C" __global__ void __launch_bounds__(M2_THREADS) diff2_tile_a_16(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl,
+                                                                       u64* out, u64* lb, u64* total) {
+  diff2a_tile<16>(a, na, b, nb, bl, out, lb, total);
+}
