@@ -74,9 +74,6 @@ pub const KERNELS: &[KernelModule] = &[
             "diff2_merge_compact_12",
             "merge2_rows_16",
             "diff2_merge_compact_16",
-            "diff2_bpart",
-            "diff2_tile_a_8",
-            "diff2_tile_a_16",
         ],
     },
     KernelModule {

@@ -55,22 +55,6 @@ fn diff2_items() -> usize {
     static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *V.get_or_init(|| items_env("FIXLOG_DIFF2_ITEMS", DIFF2_ITEMS))
 }
-/// Rows of a per thread of the arity-2 difference that tiles over a only
-/// (`diff2_tile_a_N`, N = 8, 16; round 5); 0 selects the merge-path kernels
-/// above. `FIXLOG_DIFF2_TILEA` overrides it (read once per process).
-const DIFF2_TILEA: usize = 0;
-fn diff2_tilea() -> usize {
-    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *V.get_or_init(|| {
-        match std::env::var("FIXLOG_DIFF2_TILEA")
-            .ok()
-            .and_then(|s| s.parse().ok())
-        {
-            Some(v @ (0 | 8 | 16)) => v,
-            _ => DIFF2_TILEA,
-        }
-    })
-}
 #[derive(Clone, Copy)]
 enum ScanMode {
     U32,
@@ -566,54 +550,6 @@ impl Gpu {
             return self.copy(a);
         }
         let search = by_search.unwrap_or(a.n * 16 < b.n);
-        let ta = if a.arity == 2 { diff2_tilea() } else { 0 };
-        if !search && ta > 0 {
-            // tiles over a: b range of each tile by binary search, then a
-            // warp-wise membership test, compaction and look-back in one pass
-            let tile = 256 * ta;
-            let tiles = blocks(a.n, tile);
-            let defs = arity_defines(2);
-            let part = self.function(REL, &defs, "diff2_bpart")?;
-            let f = self.function(REL, &defs, &format!("diff2_tile_a_{ta}"))?;
-            let bl = self.alloc((tiles + 1) * 8)?;
-            launch!(
-                self,
-                part,
-                blocks(tiles + 1, 256),
-                BLOCK,
-                a.ptr,
-                a.n as u64,
-                b.ptr,
-                b.n as u64,
-                tile as u64,
-                tiles as u64,
-                bl.ptr()
-            );
-            let out = self.alloc(a.n * 8)?;
-            let lb = self.alloc((tiles + 2) * 8)?;
-            self.memset8(lb.ptr(), 0, (tiles + 2) * 8)?;
-            let total_ptr = lb.ptr() + (tiles as u64 + 1) * 8;
-            launch!(
-                self,
-                f,
-                tiles,
-                256,
-                a.ptr,
-                a.n as u64,
-                b.ptr,
-                b.n as u64,
-                bl.ptr(),
-                out.ptr(),
-                lb.ptr(),
-                total_ptr
-            );
-            let n = self.dtoh::<u64>(total_ptr, 1)?[0] as usize;
-            return Ok(Rel {
-                buf: out,
-                n,
-                arity: 2,
-            });
-        }
         if !search {
             // one fused pass: merge-path tiles, keep-flags, compaction, look-back
             let it = if a.arity == 2 { diff2_items() } else { 0 };
