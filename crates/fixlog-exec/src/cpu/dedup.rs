@@ -35,22 +35,37 @@ impl RowWindow for KeepAll {
 /// a tenth of them were repeats, the rest of the unit is written unchecked.
 const PROBE_ROWS: usize = 4096;
 
-/// Counts what a window saw, to stop checking where repeats are rare.
+/// A set of the rows a unit wrote recently.
+pub trait RecentRows {
+    /// Forgets every row.
+    fn clear(&mut self);
+    /// Whether row `idx` of `out` (width `w`) is not among the recent rows; records it.
+    fn is_new_row(&mut self, out: &[Value], w: usize, idx: usize) -> bool;
+}
+
+/// A [`RecentRows`] set used as a [`RowWindow`]: drops the rows it has seen, and stops
+/// checking for the rest of a unit when the first [`PROBE_ROWS`] rows held few repeats.
 #[derive(Default)]
-struct Probe {
+pub struct Probed<T> {
+    rows: T,
     seen: usize,
     kept: usize,
     off: bool,
 }
 
-impl Probe {
-    #[inline]
+impl<T: RecentRows> RowWindow for Probed<T> {
     fn reset(&mut self) {
-        *self = Probe::default();
+        self.rows.clear();
+        self.seen = 0;
+        self.kept = 0;
+        self.off = false;
     }
-    /// Records one decision; returns it.
     #[inline]
-    fn record(&mut self, kept: bool) -> bool {
+    fn keep(&mut self, out: &[Value], w: usize, idx: usize) -> bool {
+        if self.off {
+            return true;
+        }
+        let kept = self.rows.is_new_row(out, w, idx);
         self.seen += 1;
         self.kept += kept as usize;
         if self.seen == PROBE_ROWS && self.kept * 10 > self.seen * 9 {
@@ -73,26 +88,20 @@ pub struct PackedWindow {
     /// (units of a few rows are common in deep, sparse recursions).
     used: Vec<u32>,
     filled: usize,
-    probe: Probe,
 }
 
-impl RowWindow for PackedWindow {
-    fn reset(&mut self) {
-        self.clear();
-        self.probe.reset();
+impl RecentRows for PackedWindow {
+    fn clear(&mut self) {
+        PackedWindow::clear(self);
     }
     #[inline]
-    fn keep(&mut self, out: &[Value], w: usize, idx: usize) -> bool {
-        if self.probe.off {
-            return true;
-        }
+    fn is_new_row(&mut self, out: &[Value], w: usize, idx: usize) -> bool {
         let row = &out[idx * w..idx * w + w];
         let key = match w {
             1 => row[0] as u64,
             _ => ((row[0] as u64) << 32) | row[1] as u64,
         };
-        let kept = self.is_new(key);
-        self.probe.record(kept)
+        self.is_new(key)
     }
 }
 
@@ -105,7 +114,6 @@ impl Default for PackedWindow {
             table: vec![EMPTY; 1 << PACKED_LOG2],
             used: Vec::with_capacity(1 << (PACKED_LOG2 - 1)),
             filled: 0,
-            probe: Probe::default(),
         }
     }
 }
@@ -155,21 +163,15 @@ pub struct WindowDedup {
     stamp: Vec<u32>,
     generation: u32,
     filled: usize,
-    probe: Probe,
 }
 
-impl RowWindow for WindowDedup {
-    fn reset(&mut self) {
-        self.clear();
-        self.probe.reset();
+impl RecentRows for WindowDedup {
+    fn clear(&mut self) {
+        WindowDedup::clear(self);
     }
     #[inline]
-    fn keep(&mut self, out: &[Value], w: usize, idx: usize) -> bool {
-        if self.probe.off {
-            return true;
-        }
-        let kept = self.is_new(out, w, idx);
-        self.probe.record(kept)
+    fn is_new_row(&mut self, out: &[Value], w: usize, idx: usize) -> bool {
+        self.is_new(out, w, idx)
     }
 }
 
@@ -180,7 +182,6 @@ impl Default for WindowDedup {
             stamp: vec![0; 1 << SLOTS_LOG2],
             generation: 1,
             filled: 0,
-            probe: Probe::default(),
         }
     }
 }

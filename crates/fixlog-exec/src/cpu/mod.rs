@@ -774,8 +774,8 @@ impl Backend for CpuBackend {
         ctx: &EvalContext,
     ) -> ExecResult<CpuBatch> {
         thread_local! {
-            static PACKED: RefCell<dedup::PackedWindow> = RefCell::new(dedup::PackedWindow::default());
-            static WIDE: RefCell<dedup::WindowDedup> = RefCell::new(dedup::WindowDedup::default());
+            static PACKED: RefCell<dedup::Probed<dedup::PackedWindow>> = RefCell::default();
+            static WIDE: RefCell<dedup::Probed<dedup::WindowDedup>> = RefCell::default();
         }
         match project.len() {
             0 => self.join(input, inner, key, filters, project, ctx),
