@@ -48,7 +48,9 @@ impl std::error::Error for ExecError {}
 pub type ExecResult<T> = Result<T, ExecError>;
 
 pub trait Backend: Send + Sync {
-    type Relation: Send + Sync;
+    /// Cloning a relation must be cheap (shared storage): the driver clones `full` into
+    /// the first delta of a recursive stratum.
+    type Relation: Clone + Send + Sync;
     type Index: Send + Sync;
     type Batch: Send + Sync;
 

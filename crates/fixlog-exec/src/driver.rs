@@ -269,11 +269,7 @@ impl<B: Backend> Driver<'_, B> {
         }
         for &rel in &stratum.relations {
             // Everything is new at the start.
-            let arity = self.plan.relations[rel].types.len();
-            let all = self
-                .backend
-                .merge(&self.full[rel], &self.backend.empty_relation(arity))?;
-            self.delta[rel] = Some(all);
+            self.delta[rel] = Some(self.full[rel].clone());
         }
 
         let mut iterations = 0;
