@@ -12,7 +12,7 @@ DATA=${FIXLOG_DATA:-../shared/data}
 rm -rf .carry && mkdir -p .carry/data/graphs
 for b in gpu_selftest gpu_bench tc; do cp "$CARGO_TARGET_DIR/release/examples/$b" .carry/; done
 strip .carry/gpu_selftest .carry/gpu_bench .carry/tc 2>/dev/null || true
-cp crates/fixlog-cuda/scripts/cub_sort.py crates/fixlog-cuda/scripts/run.sh .carry/
+cp crates/fixlog-cuda/scripts/cub_sort.py crates/fixlog-cuda/scripts/ncu_summary.py crates/fixlog-cuda/scripts/run.sh .carry/
 cp "$DATA/ground_truth.tsv" .carry/data/
 cp "$DATA"/graphs/*.tsv.gz .carry/data/graphs/
 du -sh .carry

@@ -94,13 +94,22 @@ fn main() -> Result<(), CudaError> {
     println!("| primitive | arity | n | ms | Gelem/s | GB/s | % of copy | note |");
     println!("|---|---|---|---|---|---|---|---|");
     // FIXLOG_BENCH_MERGE=1: only unique, merge and difference, 10^8 and up
+    // (FIXLOG_BENCH_MIN_LOG lowers or raises the start)
     let merge_only = std::env::var("FIXLOG_BENCH_MERGE").is_ok_and(|v| v == "1");
-    for lg in 6..=max_log {
-        if merge_only && lg < 8 {
+    let min_log: u32 = std::env::var("FIXLOG_BENCH_MIN_LOG")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if merge_only { 8 } else { 6 });
+    for lg in min_log..=max_log {
+        if merge_only && lg < 7 {
             continue;
         }
         let n = 10usize.pow(lg);
-        let reps = if lg >= 9 { 3 } else { 5 };
+        // FIXLOG_BENCH_REPS: repetitions per figure (1 under a profiler)
+        let reps = std::env::var("FIXLOG_BENCH_REPS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(if lg >= 9 { 3 } else { 5 });
         // scan (u32)
         if !merge_only {
             let inp = random_rel(&gpu, n, 1, 3, 15)?;
@@ -223,6 +232,19 @@ fn main() -> Result<(), CudaError> {
                 || gpu.merge(x.view(), y.view()).map(|_| ()),
             )?;
             b.row("merge", 2, tot, ms, 16.0 * tot as f64, "two sorted halves");
+            let ms = b.time(
+                reps,
+                || Ok(()),
+                || gpu.merge_bounds(x.view(), y.view(), 2048).map(|_| ()),
+            )?;
+            b.row(
+                "merge-path partition only",
+                2,
+                tot,
+                ms,
+                16.0 * tot as f64,
+                "tile 2048: part of merge and difference",
+            );
             let mut dn = 0;
             let ms = b.time(
                 reps,
@@ -233,7 +255,7 @@ fn main() -> Result<(), CudaError> {
                 },
             )?;
             b.row(
-                "set difference (merge path)",
+                "set difference",
                 2,
                 tot,
                 ms,
@@ -242,7 +264,7 @@ fn main() -> Result<(), CudaError> {
             );
             let m = gpu.merge(x.view(), y.view())?;
             let q = x.view().slice(0, x.n / 64);
-            for (method, name) in [(false, "merge path"), (true, "binary search")] {
+            for (method, name) in [(false, "tiles"), (true, "binary search")] {
                 let ms = b.time(
                     reps,
                     || Ok(()),

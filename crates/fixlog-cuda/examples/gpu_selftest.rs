@@ -257,6 +257,36 @@ fn main() -> Result<(), CudaError> {
             }
         }
     }
+    // arity 2, large and overlapping (12-bit columns): many tiles per block
+    // of the persistent kernels, long runs of b between rows of a and back
+    for &(na, nb, mask) in &[
+        (12_000_007usize, 11_999_993usize, (1u32 << 12) - 1),
+        (3_000_000, 24_000_000, (1 << 12) - 1),
+        (24_000_000, 2_000_000, u32::MAX),
+    ] {
+        let sa = cpu::unique(&cpu::sort(&r.rows(na, 2, mask), 2), 2);
+        let sb = cpu::unique(&cpu::sort(&r.rows(nb, 2, mask), 2), 2);
+        let (ga, gb) = (gpu.upload(&sa, 2)?, gpu.upload(&sb, 2)?);
+        let m = gpu.merge(ga.view(), gb.view())?;
+        t.check(
+            &format!("merge a=2 {na}+{nb} mask={mask:#x}"),
+            gpu.download(m.view())? == cpu::merge(&sa, &sb, 2),
+        );
+        let want = cpu::difference(&sa, &sb, 2);
+        let d = gpu.difference_with(ga.view(), gb.view(), Some(false))?;
+        t.check(
+            &format!("difference a=2 {na}-{nb} mask={mask:#x}"),
+            gpu.download(d.view())? == want,
+        );
+        let d = gpu.difference(ga.view(), m.view())?;
+        t.check(&format!("difference a-(a+b) a=2 {na}"), d.n == 0);
+        // a starting at an odd row: 8-byte but not 16-byte aligned
+        let d = gpu.difference_with(ga.view().slice(1, ga.n), gb.view(), Some(false))?;
+        t.check(
+            &format!("difference a[1..]-b a=2 {na}-{nb} mask={mask:#x}"),
+            gpu.download(d.view())? == cpu::difference(&sa[2..], &sb, 2),
+        );
+    }
     t.group("merge + set difference", b);
 
     // ---- HISA ----

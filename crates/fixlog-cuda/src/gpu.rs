@@ -303,23 +303,7 @@ impl Gpu {
             }
         }
         let t = std::time::Instant::now();
-        let opts = CompileOptions {
-            arch: Some(self.arch),
-            include_paths: self.include_paths.clone(),
-            options,
-            name: Some(format!("{}.cu", m.name)),
-            ..Default::default()
-        };
-        let ptx =
-            cudarc::nvrtc::compile_ptx_with_opts(&src, opts).map_err(|e| CudaError::Compile {
-                module: format!("{} {}", m.name, defines),
-                log: match &e {
-                    cudarc::nvrtc::CompileError::CompileError { log, .. } => {
-                        log.to_string_lossy().into_owned()
-                    }
-                    other => format!("{other:?}"),
-                },
-            })?;
+        let ptx = compile_ptx(m, defines, self.arch, &self.include_paths)?;
         {
             let mut s = self.compile_stats.borrow_mut();
             s.compiled += 1;
@@ -399,10 +383,40 @@ impl Gpu {
     }
 }
 
-pub(crate) fn arity_defines(a: usize) -> String {
+/// NVRTC-compile one kernel module with `defines` (e.g. "-DARITY=2") for
+/// `arch` (e.g. "sm_90"); needs libnvrtc only, no device (the kernel_check
+/// example uses this to compile and register-check every kernel offline).
+pub fn compile_ptx(
+    m: &kernels::KernelModule,
+    defines: &str,
+    arch: &'static str,
+    include_paths: &[String],
+) -> Result<Ptx> {
+    let src = kernels::assemble(m);
+    let mut options: Vec<String> = defines.split_whitespace().map(String::from).collect();
+    options.push("-std=c++17".into());
+    let opts = CompileOptions {
+        arch: Some(arch),
+        include_paths: include_paths.to_vec(),
+        options,
+        name: Some(format!("{}.cu", m.name)),
+        ..Default::default()
+    };
+    cudarc::nvrtc::compile_ptx_with_opts(&src, opts).map_err(|e| CudaError::Compile {
+        module: format!("{} {}", m.name, defines),
+        log: match &e {
+            cudarc::nvrtc::CompileError::CompileError { log, .. } => {
+                log.to_string_lossy().into_owned()
+            }
+            other => format!("{other:?}"),
+        },
+    })
+}
+
+pub fn arity_defines(a: usize) -> String {
     format!("-DARITY={a}")
 }
-pub(crate) fn join_defines(ao: usize, ai: usize) -> String {
+pub fn join_defines(ao: usize, ai: usize) -> String {
     format!("-DARITY={ao} -DAO={ao} -DAI={ai}")
 }
 

@@ -35,26 +35,19 @@ fn merge_tile(arity: usize) -> usize {
         _ => 2,
     }
 }
-/// Rows per thread of the arity-2 merge and difference kernels on 64-bit keys
-/// (`merge2_rows_N`, `diff2_merge_compact_N`, N = 8, 12, 16); 0 selects the
-/// generic row kernels. `FIXLOG_MERGE2_ITEMS` / `FIXLOG_DIFF2_ITEMS` override
-/// them (read once per process).
-const MERGE2_ITEMS: usize = 8;
-const DIFF2_ITEMS: usize = 12;
-fn items_env(var: &str, default: usize) -> usize {
-    match std::env::var(var).ok().and_then(|s| s.parse().ok()) {
-        Some(v @ (0 | 8 | 12 | 16)) => v,
-        _ => default,
-    }
+/// Arity-2 merge and difference kernels (rows read as 64-bit keys). The
+/// defaults are the fastest measured (docs/gpu-results.md, round 6): the
+/// merge is persistent and pipelined (`merge2_pipe_8`); the difference
+/// scans b's range per tile of a (`diff2_tilea_N`). `FIXLOG_M2_ROUND4=1`
+/// selects round 4's one-tile-per-block merge-path kernels instead
+/// (`merge2_rows_8`, `diff2_merge_compact_12`), kept for comparison; read
+/// once per process.
+fn m2_round4() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("FIXLOG_M2_ROUND4").is_ok_and(|v| v == "1"))
 }
-fn merge2_items() -> usize {
-    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *V.get_or_init(|| items_env("FIXLOG_MERGE2_ITEMS", MERGE2_ITEMS))
-}
-fn diff2_items() -> usize {
-    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *V.get_or_init(|| items_env("FIXLOG_DIFF2_ITEMS", DIFF2_ITEMS))
-}
+/// Rows of b staged per `diff2_tilea_N` tile (3072 in rel.cu).
+const TILEA_CAP: f64 = 3072.0;
 #[derive(Clone, Copy)]
 enum ScanMode {
     U32,
@@ -453,10 +446,35 @@ impl Gpu {
             let s = if a.n == 0 { b } else { a };
             self.dtod(out.ptr(), s.ptr, s.n * s.arity * 4)?;
         } else {
-            let it = if a.arity == 2 { merge2_items() } else { 0 };
-            let (f, tile) = if it > 0 {
-                let name = format!("merge2_rows_{it}");
-                (self.function(REL, &arity_defines(2), &name)?, 256 * it)
+            if a.arity == 2 && !m2_round4() {
+                // persistent: one resident grid walks the tiles, pipelined
+                let f = self.function(REL, &arity_defines(2), "merge2_pipe_8")?;
+                let (bounds, tiles) = self.merge_bounds(a, b, 256 * 8)?;
+                let grid = self.resident_grid(&f, tiles)?;
+                launch!(
+                    self,
+                    f,
+                    grid,
+                    256,
+                    a.ptr,
+                    a.n as u64,
+                    b.ptr,
+                    b.n as u64,
+                    bounds.ptr(),
+                    tiles as u64,
+                    out.ptr()
+                );
+                return Ok(Rel {
+                    buf: out,
+                    n,
+                    arity: a.arity,
+                });
+            }
+            let (f, tile) = if a.arity == 2 {
+                (
+                    self.function(REL, &arity_defines(2), "merge2_rows_8")?,
+                    256 * 8,
+                )
             } else {
                 let f = self.function(REL, &arity_defines(a.arity), "merge_rows")?;
                 (f, merge_tile(a.arity))
@@ -482,8 +500,18 @@ impl Gpu {
         })
     }
 
-    /// Merge-path split of every merge tile boundary (one thread each).
-    fn merge_bounds(&self, a: View, b: View, tile: usize) -> Result<(DevBuf, usize)> {
+    /// Blocks of 256 threads of `f` that are resident at once on the whole
+    /// device (at most `tiles`): the grid of a persistent kernel.
+    fn resident_grid(&self, f: &cudarc::driver::CudaFunction, tiles: usize) -> Result<usize> {
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(256, 0, None)
+            .map_err(|e| CudaError::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
+        Ok((per_sm.max(1) as usize * self.sm_count() as usize).min(tiles))
+    }
+
+    /// Merge-path split of every merge tile boundary (one thread each):
+    /// `tiles + 1` u64 offsets into `a`, and `tiles`.
+    pub fn merge_bounds(&self, a: View, b: View, tile: usize) -> Result<(DevBuf, usize)> {
         let tiles = blocks(a.n + b.n, tile);
         let bounds = self.alloc((tiles + 1) * 8)?;
         let f = self.function(REL, &arity_defines(a.arity), "merge_partition")?;
@@ -539,8 +567,10 @@ impl Gpu {
         Ok(())
     }
 
-    /// `a − b` of sorted relations. `by_search`: None picks binary search when
-    /// |a| is much smaller than |b|, else the merge-path method.
+    /// `a − b` of sorted relations. `by_search`: None picks binary search of
+    /// each row of a in b when |a| is much smaller than |b|, else one fused
+    /// pass over tiles (arity 2: tiles of a with b's range scanned; other
+    /// arities: merge-path tiles of a ∪ b).
     pub fn difference_with(&self, a: View, b: View, by_search: Option<bool>) -> Result<Rel> {
         if a.arity != b.arity {
             return Err(CudaError::Invalid("difference: arity mismatch".into()));
@@ -551,17 +581,45 @@ impl Gpu {
         }
         let search = by_search.unwrap_or(a.n * 16 < b.n);
         if !search {
-            // one fused pass: merge-path tiles, keep-flags, compaction, look-back
-            let it = if a.arity == 2 { diff2_items() } else { 0 };
-            let (f, tile) = if it > 0 {
-                let name = format!("diff2_merge_compact_{it}");
-                (self.function(REL, &arity_defines(2), &name)?, 256 * it)
-            } else {
-                let f = self.function(REL, &arity_defines(a.arity), "diff_merge_compact")?;
-                (f, merge_tile(a.arity))
-            };
-            let (bounds, tiles) = self.merge_bounds(a, b, tile)?;
+            // one fused pass per tile: membership, compaction, look-back
             let out = self.alloc(a.n * a.arity * 4)?;
+            let (f, tiles, part) = if a.arity == 2 && !m2_round4() {
+                // tiles over a; rows of a per thread: the largest whose
+                // tile's b range usually fits the staged rows
+                let ratio = b.n as f64 / a.n as f64;
+                let it = [7usize, 4, 2, 1]
+                    .into_iter()
+                    .find(|&i| i as f64 * 256.0 * ratio <= 0.8 * TILEA_CAP)
+                    .unwrap_or(1);
+                let f = self.function(REL, &arity_defines(2), &format!("diff2_tilea_{it}"))?;
+                let tiles = blocks(a.n, 256 * it);
+                let bl = self.alloc((tiles + 1) * 8)?;
+                let fp = self.function(REL, &arity_defines(2), "diff2_bpart")?;
+                launch!(
+                    self,
+                    fp,
+                    blocks(tiles + 1, 256),
+                    BLOCK,
+                    a.ptr,
+                    b.ptr,
+                    b.n as u64,
+                    (256 * it) as u64,
+                    tiles as u64,
+                    bl.ptr()
+                );
+                (f, tiles, bl)
+            } else {
+                // merge-path tiles over a ∪ b
+                let (f, tile) = if a.arity == 2 {
+                    let f = self.function(REL, &arity_defines(2), "diff2_merge_compact_12")?;
+                    (f, 256 * 12)
+                } else {
+                    let f = self.function(REL, &arity_defines(a.arity), "diff_merge_compact")?;
+                    (f, merge_tile(a.arity))
+                };
+                let (bounds, tiles) = self.merge_bounds(a, b, tile)?;
+                (f, tiles, bounds)
+            };
             let lb = self.alloc((tiles + 2) * 8)?;
             self.memset8(lb.ptr(), 0, (tiles + 2) * 8)?;
             let total_ptr = lb.ptr() + (tiles as u64 + 1) * 8;
@@ -574,7 +632,7 @@ impl Gpu {
                 a.n as u64,
                 b.ptr,
                 b.n as u64,
-                bounds.ptr(),
+                part.ptr(),
                 out.ptr(),
                 lb.ptr(),
                 total_ptr

@@ -1,0 +1,58 @@
+//! Compile every kernel module, in every variant the primitives use, with
+//! NVRTC for one architecture and write the PTX files: compile errors and
+//! (with `ptxas -v`, see scripts/kernel-check.sh) register use and spills are
+//! seen here, without a GPU and before any device time is spent.
+//!
+//!   kernel_check OUT_DIR [ARCH=sm_90] [INCLUDE_DIR...]
+use fixlog_cuda::gpu::{arity_defines, compile_ptx, join_defines};
+use fixlog_cuda::kernels::{JOIN, KERNELS, SCAN};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(out) = args.first() else {
+        eprintln!("usage: kernel_check OUT_DIR [ARCH] [INCLUDE_DIR...]");
+        std::process::exit(2);
+    };
+    let arch: &'static str = Box::leak(
+        args.get(1)
+            .cloned()
+            .unwrap_or_else(|| "sm_90".into())
+            .into_boxed_str(),
+    );
+    let includes: Vec<String> = args.iter().skip(2).cloned().collect();
+    std::fs::create_dir_all(out).expect("create output folder");
+    let mut failed = 0;
+    let mut written = 0;
+    for m in KERNELS {
+        let variants: Vec<String> = match m.name {
+            SCAN => vec![String::new()],
+            JOIN => [(1, 1), (2, 2), (2, 3), (3, 2), (4, 4)]
+                .iter()
+                .map(|&(a, b)| join_defines(a, b))
+                .collect(),
+            _ => (1..=8).map(arity_defines).collect(),
+        };
+        for d in variants {
+            match compile_ptx(m, &d, arch, &includes) {
+                Ok(ptx) => {
+                    let tag = d.replace("-D", "").replace(['=', ' '], "");
+                    let f = format!(
+                        "{out}/{}{}{tag}.ptx",
+                        m.name,
+                        if tag.is_empty() { "" } else { "-" }
+                    );
+                    std::fs::write(&f, ptx.to_src()).expect("write ptx");
+                    written += 1;
+                }
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("{e}");
+                }
+            }
+        }
+    }
+    println!("{written} modules compiled for {arch}, {failed} failed");
+    if failed > 0 {
+        std::process::exit(1);
+    }
+}
