@@ -2,6 +2,9 @@
 //! device's measured copy bandwidth. Usage: gpu_bench [max_log10_n] (default 9).
 //! Timed with CUDA events around each operation (outputs come from the pool,
 //! so repetitions after the first allocate nothing); median of the reps.
+//! Environment: FIXLOG_BENCH_MERGE=1 only unique, merge and difference (from
+//! 10^8); FIXLOG_BENCH_MIN_LOG first size; FIXLOG_BENCH_REPS repetitions (1
+//! under a profiler); FIXLOG_M2_ROUND4=1 round 4's merge/difference kernels.
 
 use fixlog_cuda::cpu::{Col, JoinSpec};
 use fixlog_cuda::{CudaError, Gpu, Rel};
@@ -101,9 +104,6 @@ fn main() -> Result<(), CudaError> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(if merge_only { 8 } else { 6 });
     for lg in min_log..=max_log {
-        if merge_only && lg < 7 {
-            continue;
-        }
         let n = 10usize.pow(lg);
         // FIXLOG_BENCH_REPS: repetitions per figure (1 under a profiler)
         let reps = std::env::var("FIXLOG_BENCH_REPS")
