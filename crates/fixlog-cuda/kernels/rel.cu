@@ -492,14 +492,15 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 __device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
-template <int ITEMS, int DIFF>
-__device__ __forceinline__ void merge2_stage_async(u64* buf, const u64* a, const u64* b, u64 nb, u64 total, u64 t,
-                                                   u64 a0, u64 a1) {
+// Tile t's rows of a, then of b, into buf (raw rows, padded by SPAD).
+template <int ITEMS>
+__device__ __forceinline__ void merge2_stage_async(u64* buf, const u64* a, const u64* b, u64 total, u64 t, u64 a0,
+                                                   u64 a1) {
   constexpr int TILE = M2_THREADS * ITEMS;
   const u64 k0 = t * TILE, k1 = min(k0 + (u64)TILE, total);
   const u64 b0 = k0 - a0, b1 = k1 - a1;
   const int la = (int)(a1 - a0);
-  const int staged = la + (int)(b1 - b0) + ((DIFF && b1 < nb) ? 1 : 0);
+  const int staged = la + (int)(b1 - b0);
 #pragma unroll
   for (int k = 0; k <= ITEMS; k++) {
     const int i = k * M2_THREADS + threadIdx.x;
@@ -522,13 +523,13 @@ __device__ __forceinline__ void merge2_pipe(const u64* __restrict__ a, u64 na, c
   if (t < ntiles) {
     ta0 = bounds[t];
     ta1 = bounds[t + 1];
-    merge2_stage_async<ITEMS, 0>(sk, a, b, nb, total, t, ta0, ta1);
+    merge2_stage_async<ITEMS>(sk, a, b, total, t, ta0, ta1);
   }
   cp_async_commit();
   if (tn < ntiles) {
     tna0 = bounds[tn];
     tna1 = bounds[tn + 1];
-    merge2_stage_async<ITEMS, 0>(sk + BUF, a, b, nb, total, tn, tna0, tna1);
+    merge2_stage_async<ITEMS>(sk + BUF, a, b, total, tn, tna0, tna1);
   }
   cp_async_commit();
   int cur = 0;
@@ -545,7 +546,7 @@ __device__ __forceinline__ void merge2_pipe(const u64* __restrict__ a, u64 na, c
     const int la = (int)(ta1 - ta0), lb = (int)((k1 - ta1) - (k0 - ta0));
     merge2_compute<ITEMS, 0>(sk + cur * BUF, (u32)t, k0, k1, total, la, lb, lb, out, nullptr, nullptr, wc, &sbase);
     __syncthreads();  // buffer cur is free again
-    if (tq < ntiles) merge2_stage_async<ITEMS, 0>(sk + cur * BUF, a, b, nb, total, tq, tqa0, tqa1);
+    if (tq < ntiles) merge2_stage_async<ITEMS>(sk + cur * BUF, a, b, total, tq, tqa0, tqa1);
     cp_async_commit();  // possibly empty: one group per iteration keeps wait_group 1 exact
     t = tn; ta0 = tna0; ta1 = tna1;
     tn = tq; tna0 = tqa0; tna1 = tqa1;
@@ -580,6 +581,7 @@ extern "C" __global__ void __launch_bounds__(M2_THREADS) merge2_pipe_8(const u64
 // than 16 rows on). No merge of a with b and no merge-path search: 24% fewer
 // instructions than the merge kernel per row. Kept rows are compacted in
 // shared memory; the tile's offset comes from the decoupled look-back.
+#define TILEA_CAP 3072  // rows of b staged per tile (TILEA_CAP in ops.rs)
 #define BPAD(i) ((i) + ((i) >> 3))  // one pad per 8 keys: threads walk b about ITEMS apart
 
 // bl[t] = lower_bound(b, a[t * tile]) for t < ntiles; bl[ntiles] = nb.
@@ -717,25 +719,25 @@ __device__ __forceinline__ void diff2_tilea(const u64* __restrict__ a, u64 na, c
   for (int i = tid; i < (int)sum; i += 256) out[ob + i] = swz(sb[BPAD(i)]);
 }
 
-// ITEMS rows of a per thread (tile 256 * ITEMS), up to 3072 rows of b staged;
+// ITEMS rows of a per thread (tile 256 * ITEMS), up to TILEA_CAP rows of b staged;
 // registers bounded for 8 resident blocks per SM (full occupancy: 32
 // registers; ITEMS = 8 spills there, 7 does not and measured fastest, round
 // 6). The host takes the largest ITEMS whose tile's b range usually fits (b
 // up to 1.4, 2.4, 4.8, 9.6 times denser than a).
 extern "C" __global__ void __launch_bounds__(256, 8) diff2_tilea_7(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl,
                                                                    u64* out, u64* lb, u64* total) {
-  diff2_tilea<7, 3072>(a, na, b, nb, bl, out, lb, total);
+  diff2_tilea<7, TILEA_CAP>(a, na, b, nb, bl, out, lb, total);
 }
 extern "C" __global__ void __launch_bounds__(256, 8) diff2_tilea_4(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl,
                                                                    u64* out, u64* lb, u64* total) {
-  diff2_tilea<4, 3072>(a, na, b, nb, bl, out, lb, total);
+  diff2_tilea<4, TILEA_CAP>(a, na, b, nb, bl, out, lb, total);
 }
 extern "C" __global__ void __launch_bounds__(256, 8) diff2_tilea_2(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl,
                                                                    u64* out, u64* lb, u64* total) {
-  diff2_tilea<2, 3072>(a, na, b, nb, bl, out, lb, total);
+  diff2_tilea<2, TILEA_CAP>(a, na, b, nb, bl, out, lb, total);
 }
 extern "C" __global__ void __launch_bounds__(256, 8) diff2_tilea_1(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl,
                                                                    u64* out, u64* lb, u64* total) {
-  diff2_tilea<1, 3072>(a, na, b, nb, bl, out, lb, total);
+  diff2_tilea<1, TILEA_CAP>(a, na, b, nb, bl, out, lb, total);
 }
 

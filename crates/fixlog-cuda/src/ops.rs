@@ -46,7 +46,7 @@ fn m2_round4() -> bool {
     static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *V.get_or_init(|| std::env::var("FIXLOG_M2_ROUND4").is_ok_and(|v| v == "1"))
 }
-/// Rows of b staged per `diff2_tilea_N` tile (3072 in rel.cu).
+/// Rows of b staged per `diff2_tilea_N` tile (TILEA_CAP in rel.cu).
 const TILEA_CAP: f64 = 3072.0;
 #[derive(Clone, Copy)]
 enum ScanMode {
