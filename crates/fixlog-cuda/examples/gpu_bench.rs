@@ -4,7 +4,9 @@
 //! so repetitions after the first allocate nothing); median of the reps.
 //! Environment: FIXLOG_BENCH_MERGE=1 only unique, merge and difference (from
 //! 10^8); FIXLOG_BENCH_MIN_LOG first size; FIXLOG_BENCH_REPS repetitions (1
-//! under a profiler); FIXLOG_M2_ROUND4=1 round 4's merge/difference kernels.
+//! under a profiler); FIXLOG_M2_ROUND4=1 round 4's merge/difference kernels;
+//! FIXLOG_DIFF2_PF (L2 look-ahead of the difference, in tiles; 0 = off) and
+//! FIXLOG_BPART_ISTEPS (interpolation steps of its partition; 0 = bisection).
 
 use fixlog_cuda::cpu::{Col, JoinSpec};
 use fixlog_cuda::{CudaError, Gpu, Rel};

@@ -4,7 +4,7 @@
 //! Prints PASS/FAIL lines and `N passed, N failed`; exit code 1 on failure.
 
 use fixlog_cuda::cpu::{self, CmpOp, Col, JoinSpec, Operand, Rng};
-use fixlog_cuda::{CudaError, Gpu};
+use fixlog_cuda::{CudaError, Gpu, View};
 
 struct T {
     pass: usize,
@@ -285,6 +285,40 @@ fn main() -> Result<(), CudaError> {
         t.check(
             &format!("difference a[1..]-b a=2 {na}-{nb} mask={mask:#x}"),
             gpu.download(d.view())? == cpu::difference(&sa[2..], &sb, 2),
+        );
+    }
+    // unique(a) − b₁ − b₂ − b₃ with many equal rows in a (runs across tile
+    // edges), b₁ dense (more than 16 times a in the first two cases: not
+    // fused with unique), b₂ sparse, b₃ empty, in three orders; and unique
+    // of an 8- but not 16-byte aligned view
+    for &(na, mask, nd, dmask) in &[
+        (20_000usize, 255u32, 1_000_000usize, 1023u32),
+        (100_003, 255, 3_000_000, 4095),
+        (4_000_037, 1023, 2_000_000, 4095),
+    ] {
+        let sa = cpu::sort(&r.rows(na, 2, mask), 2);
+        let dense = cpu::unique(&cpu::sort(&r.rows(nd, 2, dmask), 2), 2);
+        let sparse = cpu::unique(&cpu::sort(&r.rows(na / 3, 2, mask), 2), 2);
+        let ga = gpu.upload(&sa, 2)?;
+        let (gd, gs) = (gpu.upload(&dense, 2)?, gpu.upload(&sparse, 2)?);
+        let ge = gpu.empty(2)?;
+        let want = cpu::difference(
+            &cpu::difference(&cpu::unique(&sa, 2), &dense, 2),
+            &sparse,
+            2,
+        );
+        for order in [[&gd, &gs, &ge], [&gs, &ge, &gd], [&ge, &gd, &gs]] {
+            let bs: Vec<View> = order.iter().map(|b| b.view()).collect();
+            let um = gpu.unique_minus(ga.view(), &bs)?;
+            t.check(
+                &format!("unique_minus a=2 {na} dup-heavy, dense/sparse/empty b"),
+                gpu.download(um.view())? == want,
+            );
+        }
+        let u = gpu.unique(ga.view().slice(1, ga.n))?;
+        t.check(
+            &format!("unique a=2 {na} from row 1"),
+            gpu.download(u.view())? == cpu::unique(&sa[2..], 2),
         );
     }
     t.group("merge + set difference", b);

@@ -8,7 +8,10 @@
 //   |a| << |b|): the kernels only CLEAR flags of tuples found in b, so several
 //   differences (and unique's flags) compose before one compaction.
 // * Difference in one pass: arity 2 scans b's range per tile of a
-//   (diff2_tilea_N); other arities merge-path tiles (diff_merge_compact).
+//   (diff2_tilea_N; diff2_tilea_u_N also drops repeated rows of a, which is
+//   unique in one pass when b is empty), each block prefetching the rows of
+//   the tile two waves ahead into L2; other arities merge-path tiles
+//   (diff_merge_compact).
 // Compaction and the one-pass differences count kept rows per tile and find
 // their output offset by a decoupled look-back over the preceding tiles.
 // Round 6 (docs/gpu-results.md) measured the alternatives that are gone:
@@ -29,6 +32,20 @@
 extern "C" __global__ void unique_flags(const u32* __restrict__ rows, u64 n, u32* __restrict__ flags) {
   u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) flags[i] = (i == 0) ? 1u : (row_eq(load_row(rows, i), load_row(rows, i - 1)) ? 0u : 1u);
+}
+
+// Bring [p, p + bytes) of global memory into L2 without waiting for it (one
+// bulk prefetch instruction per MiB; sm_90 and up, a no-op before).
+__device__ __forceinline__ void prefetch_l2(const void* p, u64 bytes) {
+#if __CUDA_ARCH__ >= 900
+  u64 s = (u64)__cvta_generic_to_global(p) & ~15ull;
+  const u64 e = ((u64)__cvta_generic_to_global(p) + bytes + 15) & ~15ull;
+  while (s < e) {
+    const u32 n = (u32)min(e - s, 1ull << 20);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(s), "r"(n) : "memory");
+    s += n;
+  }
+#endif
 }
 
 #define LBX_AGG (1ull << 62)
@@ -76,7 +93,7 @@ __device__ u64 lookback_warp(u64* lb, u32 tile, u64 agg) {
 // tile's output offset by look-back into *sbase (the last tile also writes
 // the total to *dtotal). Returns the tile's kept count. Callers must have
 // finished reading st; sync before reading st or *sbase.
-template <int ITEMS, int PADSH>
+template <int ITEMS, int PADSH, int NW = 8>
 __device__ __forceinline__ u32 tile_compact(u32 keep, const u64 (&vals)[ITEMS], u64* st, u32* wc, u64* sbase, u64* lbk,
                                             u32 tile, bool last, u64* dtotal) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -91,7 +108,7 @@ __device__ __forceinline__ u32 tile_compact(u32 keep, const u64 (&vals)[ITEMS], 
   __syncthreads();  // warp counts in; the caller's reads of st are done
   u32 wex = 0, sum = 0;
 #pragma unroll
-  for (int w = 0; w < 8; w++) {
+  for (int w = 0; w < NW; w++) {
     const u32 x = wc[w];
     wex += w < warp ? x : 0;
     sum += x;
@@ -141,7 +158,9 @@ __device__ __forceinline__ u32 warp0_scan(u32* wc, int cnt) {
 #define CT_TILE (256 * CT_ITEMS)
 
 // out = rows with a non-zero flag, in order; *total = their number.
-// lb: 1 + tiles u64, zero at launch.
+// lb: 1 + tiles u64, zero at launch. (Round 7: prefetching the tile's rows
+// into L2, with or without look-ahead, made it slower: it already keeps DRAM
+// 69% busy, flags included.)
 extern "C" __global__ void __launch_bounds__(256) compact_rows(const u32* __restrict__ rows, u64 n, const u32* __restrict__ flags,
                                                            u32* __restrict__ out, u64* lb, u64* total) {
   __shared__ u32 wc[CT_ITEMS * 8];
@@ -584,17 +603,58 @@ extern "C" __global__ void __launch_bounds__(M2_THREADS) merge2_pipe_8(const u64
 #define TILEA_CAP 3072  // rows of b staged per tile (TILEA_CAP in ops.rs)
 #define BPAD(i) ((i) + ((i) >> 3))  // one pad per 8 keys: threads walk b about ITEMS apart
 
-// bl[t] = lower_bound(b, a[t * tile]) for t < ntiles; bl[ntiles] = nb.
+// bl[t] = lower_bound(b, a[t * tile]) for t < ntiles, bl[ntiles] = nb; the
+// difference's nlb look-back words zeroed on the way (the host launches at
+// least nlb threads: one memset less). The search is latency-bound (one
+// thread per boundary, a chain of dependent loads): up to `isteps` guarded
+// interpolation steps first (two probes in flight at once, 2 sqrt(len) either
+// side of the interpolated position), then a binary search of what is left.
+// On evenly spread keys, 10^8 rows take about 10 rounds instead of 27; on
+// skewed keys every step still narrows one side.
 extern "C" __global__ void diff2_bpart(const u64* __restrict__ a, const u64* __restrict__ b, u64 nb, u64 tile, u64 ntiles,
-                                       u64* __restrict__ bl) {
+                                       u64* __restrict__ bl, u64* __restrict__ lbw, u64 nlb, u32 isteps) {
   const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < nlb) lbw[t] = 0;
   if (t > ntiles) return;
-  if (t == ntiles) {
+  if (t == ntiles || nb == 0) {
     bl[t] = nb;
     return;
   }
   const u64 key = swz(a[t * tile]);
+  // answer in [lo, hi]; b[lo - 1] < key (value kl), b[hi] >= key (value kh)
   u64 lo = 0, hi = nb;
+  const u64 k0 = swz(b[0]), kn = swz(b[nb - 1]);
+  if (key <= k0) {
+    hi = 0;
+  } else if (key > kn) {
+    lo = nb;
+  } else if (isteps > 0) {
+    lo = 1;
+    hi = nb - 1;
+    u64 kl = k0, kh = kn;
+    for (u32 s = 0; s < isteps && hi - lo > 32; s++) {
+      const double xl = (double)(lo - 1), xh = (double)hi;
+      const double x = xl + (double)(key - kl) / (double)(kh - kl) * (xh - xl);
+      const u64 d = (u64)(2.0 * sqrt((double)(hi - lo))) + 4;
+      const u64 c = (u64)min(max(x, (double)lo), (double)(hi - 1));
+      const u64 p1 = c > lo + d ? c - d : lo, p2 = min(c + d, hi - 1);
+      const u64 v1 = swz(b[p1]), v2 = swz(b[p2]);  // both loads in flight
+      if (v1 >= key) {
+        hi = p1;
+        kh = v1;
+      } else {
+        lo = p1 + 1;
+        kl = v1;
+        if (v2 >= key) {
+          hi = min(hi, p2);
+          kh = v2;
+        } else {
+          lo = p2 + 1;
+          kl = v2;
+        }
+      }
+    }
+  }
   while (lo < hi) {
     const u64 mid = (lo + hi) >> 1;
     if (swz(b[mid]) < key) lo = mid + 1; else hi = mid;
@@ -653,12 +713,14 @@ __device__ __forceinline__ u32 tilea_members(const u64* sb, int n, const u64 (&a
   return found;
 }
 
-template <int ITEMS, int CAP>
+template <int ITEMS, int CAP, bool UNIQ>
 __device__ __forceinline__ void diff2_tilea(const u64* __restrict__ a, u64 na, const u64* __restrict__ b, u64 nb,
-                                            const u64* __restrict__ bl, u64* __restrict__ out, u64* lbk, u64* dtotal) {
-  constexpr int TILE = 256 * ITEMS;
+                                            const u64* __restrict__ bl, u64* __restrict__ out, u64* lbk, u64* dtotal,
+                                            u64 pf) {
+  constexpr int THREADS = 256;
+  constexpr int TILE = THREADS * ITEMS;
   __shared__ u64 sb[BPAD(CAP > TILE ? CAP : TILE) + 1];
-  __shared__ u32 wc[8];
+  __shared__ u32 wc[THREADS / 32];
   __shared__ u64 sbase;
   const int tid = threadIdx.x;
   // tile = block index: blocks are dispatched in increasing order, so the
@@ -683,6 +745,14 @@ __device__ __forceinline__ void diff2_tilea(const u64* __restrict__ a, u64 na, c
   }
   const u64 b0 = bl[tile];
   const u64 bend = min(bl[tile + 1] + 1, nb);  // one past: equal rows of a across the tile edge
+  const u64 ntiles = (na + TILE - 1) / TILE;
+  if (pf > 0 && tid == THREADS - 1 && tile + pf < ntiles) {
+    // look ahead: tile + pf's rows into L2 now, so its block finds them
+    // there (DRAM streams while blocks compute and wait on look-backs)
+    const u64 t2 = tile + pf, q0 = bl[t2], q1 = min(bl[t2 + 1] + 1, nb);
+    prefetch_l2(a + t2 * TILE, min((u64)TILE, na - t2 * TILE) * 8);
+    if (q1 > q0 && q1 - q0 <= CAP) prefetch_l2(b + q0, (q1 - q0) * 8);  // else searched, not read
+  }
   const u64 nbr = bend > b0 ? bend - b0 : 0;
   u32 found = 0;
   if (nbr <= CAP) {
@@ -692,8 +762,8 @@ __device__ __forceinline__ void diff2_tilea(const u64* __restrict__ a, u64 na, c
     // loop that loads and stores a few rows at a time waits a memory round
     // trip per few rows
 #pragma unroll
-    for (int k = 0; k < (CAP + 255) / 256; k++) {
-      const int i = k * 256 + tid;
+    for (int k = 0; k < (CAP + THREADS - 1) / THREADS; k++) {
+      const int i = k * THREADS + tid;
       if (i < n) cp_async8(&sb[BPAD(i)], bc + i);
     }
     cp_async_commit();
@@ -710,34 +780,61 @@ __device__ __forceinline__ void diff2_tilea(const u64* __restrict__ a, u64 na, c
       if (p < bend && swz(b[p]) == ak[k]) found |= 1u << k;
     }
   }
+  if (UNIQ) {
+    // a row equal to the one before it is not kept (the row before the
+    // thread's first is the previous thread's last: a cache hit)
+    const u64 g0 = a0 + (u64)i0;
+    if (g0 > 0 && i0 < la && swz(a[g0 - 1]) == ak[0]) found |= 1u;
+#pragma unroll
+    for (int k = 1; k < ITEMS; k++) found |= (u32)(ak[k] == ak[k - 1]) << k;
+  }
   u32 keep = 0;
 #pragma unroll
   for (int k = 0; k < ITEMS; k++) keep |= (u32)(i0 + k < la && !((found >> k) & 1u)) << k;
-  const u32 sum = tile_compact<ITEMS, 3>(keep, ak, sb, wc, &sbase, lbk, tile, a0 + (u64)la == na, dtotal);  // BPAD
+  const u32 sum =
+      tile_compact<ITEMS, 3, THREADS / 32>(keep, ak, sb, wc, &sbase, lbk, tile, a0 + (u64)la == na, dtotal);  // BPAD
   __syncthreads();
   const u64 ob = sbase;
-  for (int i = tid; i < (int)sum; i += 256) out[ob + i] = swz(sb[BPAD(i)]);
+  for (int i = tid; i < (int)sum; i += THREADS) out[ob + i] = swz(sb[BPAD(i)]);
 }
 
 // ITEMS rows of a per thread (tile 256 * ITEMS), up to TILEA_CAP rows of b staged;
 // registers bounded for 8 resident blocks per SM (full occupancy: 32
 // registers; ITEMS = 8 spills there, 7 does not and measured fastest, round
 // 6). The host takes the largest ITEMS whose tile's b range usually fits (b
-// up to 1.4, 2.4, 4.8, 9.6 times denser than a).
-extern "C" __global__ void __launch_bounds__(256, 8) diff2_tilea_7(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl,
-                                                                   u64* out, u64* lb, u64* total) {
-  diff2_tilea<7, TILEA_CAP>(a, na, b, nb, bl, out, lb, total);
+// up to 1.4, 2.4, 4.8, 9.6 times denser than a). diff2_tilea_u_N: unique(a)
+// - b in the same pass (b may be empty: unique alone); a run-time flag
+// instead of the template parameter measured 4% slower (round 7). Round 7 measured
+// 128-thread blocks (16 per SM): slower (0.537 against 0.501 ms at 10^8).
+extern "C" __global__ void __launch_bounds__(256, 8)
+    diff2_tilea_7(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl, u64* out, u64* lb, u64* total, u64 pf) {
+  diff2_tilea<7, TILEA_CAP, false>(a, na, b, nb, bl, out, lb, total, pf);
 }
-extern "C" __global__ void __launch_bounds__(256, 8) diff2_tilea_4(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl,
-                                                                   u64* out, u64* lb, u64* total) {
-  diff2_tilea<4, TILEA_CAP>(a, na, b, nb, bl, out, lb, total);
+extern "C" __global__ void __launch_bounds__(256, 8)
+    diff2_tilea_4(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl, u64* out, u64* lb, u64* total, u64 pf) {
+  diff2_tilea<4, TILEA_CAP, false>(a, na, b, nb, bl, out, lb, total, pf);
 }
-extern "C" __global__ void __launch_bounds__(256, 8) diff2_tilea_2(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl,
-                                                                   u64* out, u64* lb, u64* total) {
-  diff2_tilea<2, TILEA_CAP>(a, na, b, nb, bl, out, lb, total);
+extern "C" __global__ void __launch_bounds__(256, 8)
+    diff2_tilea_2(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl, u64* out, u64* lb, u64* total, u64 pf) {
+  diff2_tilea<2, TILEA_CAP, false>(a, na, b, nb, bl, out, lb, total, pf);
 }
-extern "C" __global__ void __launch_bounds__(256, 8) diff2_tilea_1(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl,
-                                                                   u64* out, u64* lb, u64* total) {
-  diff2_tilea<1, TILEA_CAP>(a, na, b, nb, bl, out, lb, total);
+extern "C" __global__ void __launch_bounds__(256, 8)
+    diff2_tilea_1(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl, u64* out, u64* lb, u64* total, u64 pf) {
+  diff2_tilea<1, TILEA_CAP, false>(a, na, b, nb, bl, out, lb, total, pf);
 }
-
+extern "C" __global__ void __launch_bounds__(256, 8)
+    diff2_tilea_u_7(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl, u64* out, u64* lb, u64* total, u64 pf) {
+  diff2_tilea<7, TILEA_CAP, true>(a, na, b, nb, bl, out, lb, total, pf);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+    diff2_tilea_u_4(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl, u64* out, u64* lb, u64* total, u64 pf) {
+  diff2_tilea<4, TILEA_CAP, true>(a, na, b, nb, bl, out, lb, total, pf);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+    diff2_tilea_u_2(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl, u64* out, u64* lb, u64* total, u64 pf) {
+  diff2_tilea<2, TILEA_CAP, true>(a, na, b, nb, bl, out, lb, total, pf);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+    diff2_tilea_u_1(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl, u64* out, u64* lb, u64* total, u64 pf) {
+  diff2_tilea<1, TILEA_CAP, true>(a, na, b, nb, bl, out, lb, total, pf);
+}

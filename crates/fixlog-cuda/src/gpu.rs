@@ -74,6 +74,112 @@ impl std::fmt::Debug for DevBuf {
     }
 }
 
+/// Words in the mapped count page (counts alive at once).
+const MAPPED_WORDS: usize = 64;
+/// Written by the host before a kernel runs; a count still equal to it was
+/// never written.
+const UNWRITTEN: u64 = u64::MAX;
+
+/// Pinned host words mapped into the device's address space, where kernels
+/// write the counts the host needs next (an operator's output size). The
+/// host reads one after a stream sync: no device-to-host copy queued behind
+/// the kernel, which costs a few microseconds per operator.
+struct MappedWords {
+    ctx: Arc<CudaContext>,
+    host: *mut u64,
+    dev: u64,
+    used: std::cell::Cell<u64>,
+}
+
+impl MappedWords {
+    /// `None` where the device cannot map host memory (counts then go
+    /// through a device word and a copy).
+    fn new(ctx: &Arc<CudaContext>) -> Option<MappedWords> {
+        // SAFETY: plain pinned allocation, freed in Drop; the words are
+        // written before any kernel reads or the host reads them.
+        unsafe {
+            let host = result::malloc_host(MAPPED_WORDS * 8, sys::CU_MEMHOSTALLOC_DEVICEMAP).ok()?
+                as *mut u64;
+            let mut dev: sys::CUdeviceptr = 0;
+            if sys::cuMemHostGetDevicePointer_v2(&mut dev, host.cast(), 0)
+                != sys::CUresult::CUDA_SUCCESS
+            {
+                let _ = result::free_host(host.cast());
+                return None;
+            }
+            Some(MappedWords {
+                ctx: ctx.clone(),
+                host,
+                dev,
+                used: std::cell::Cell::new(0),
+            })
+        }
+    }
+}
+
+impl Drop for MappedWords {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: allocated by malloc_host; no kernel is running (Gpu drops
+        // after its last synchronising call, or the context is torn down).
+        let _ = unsafe { result::free_host(self.host.cast()) };
+    }
+}
+
+/// Where a kernel writes a count the host reads next (see `Gpu::count_out`).
+pub struct CountOut<'a> {
+    gpu: &'a Gpu,
+    place: CountPlace,
+}
+
+enum CountPlace {
+    /// word index in the mapped page
+    Mapped(usize),
+    /// a device word, copied back (no mapped page, or every word in use)
+    Device(DevBuf),
+}
+
+impl CountOut<'_> {
+    /// The device address to pass to the kernel (a u64).
+    pub fn ptr(&self) -> u64 {
+        match &self.place {
+            CountPlace::Mapped(i) => self
+                .gpu
+                .mapped
+                .as_ref()
+                .map_or(0, |m| m.dev + 8 * *i as u64),
+            CountPlace::Device(buf) => buf.ptr(),
+        }
+    }
+    /// Waits for the queued work and returns the count; an error if no
+    /// kernel wrote it.
+    pub fn read(self) -> Result<u64> {
+        let v = match &self.place {
+            CountPlace::Mapped(i) => {
+                self.gpu.sync()?;
+                let m = self.gpu.mapped.as_ref().expect("mapped words");
+                // SAFETY: the word lies in our pinned page; the stream is idle.
+                unsafe { std::ptr::read_volatile(m.host.add(*i)) }
+            }
+            CountPlace::Device(buf) => self.gpu.dtoh::<u64>(buf.ptr(), 1)?[0],
+        };
+        if v == UNWRITTEN {
+            return Err(CudaError::Invalid(
+                "a kernel finished without writing its output count".into(),
+            ));
+        }
+        Ok(v)
+    }
+}
+
+impl Drop for CountOut<'_> {
+    fn drop(&mut self) {
+        if let (CountPlace::Mapped(i), Some(m)) = (&self.place, &self.gpu.mapped) {
+            m.used.set(m.used.get() & !(1u64 << i));
+        }
+    }
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CompileStats {
     pub compiled: u32,
@@ -86,6 +192,7 @@ pub struct Gpu {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     pool: SharedPool,
+    mapped: Option<MappedWords>,
     modules: RefCell<HashMap<String, Arc<CudaModule>>>,
     funcs: RefCell<HashMap<(String, String), CudaFunction>>,
     arch: &'static str,
@@ -171,10 +278,12 @@ impl Gpu {
             DriverAlloc { ctx: ctx.clone() },
             limit,
         )));
+        let mapped = MappedWords::new(&ctx);
         Ok(Gpu {
             ctx,
             stream,
             pool,
+            mapped,
             modules: RefCell::new(HashMap::new()),
             funcs: RefCell::new(HashMap::new()),
             arch,
@@ -228,6 +337,31 @@ impl Gpu {
             bytes,
             class,
             pool: self.pool.clone(),
+        })
+    }
+    /// A u64 for a kernel to write a count into, read back by the host with
+    /// `CountOut::read`: a word of the mapped host page (no copy), else a
+    /// device word. Set to a marker first, so a count never written is an
+    /// error, not a stale value.
+    pub fn count_out(&self) -> Result<CountOut<'_>> {
+        if let Some(m) = &self.mapped {
+            let used = m.used.get();
+            if used != u64::MAX {
+                let i = used.trailing_ones() as usize;
+                m.used.set(used | 1u64 << i);
+                // SAFETY: word i of our pinned page; no kernel holds it (free bit).
+                unsafe { std::ptr::write_volatile(m.host.add(i), UNWRITTEN) };
+                return Ok(CountOut {
+                    gpu: self,
+                    place: CountPlace::Mapped(i),
+                });
+            }
+        }
+        let buf = self.alloc(8)?;
+        self.memset8(buf.ptr(), 0xff, 8)?;
+        Ok(CountOut {
+            gpu: self,
+            place: CountPlace::Device(buf),
         })
     }
     pub fn alloc_u32(&self, n: usize) -> Result<DevBuf> {

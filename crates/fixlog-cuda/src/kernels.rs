@@ -76,6 +76,10 @@ pub const KERNELS: &[KernelModule] = &[
             "diff2_tilea_4",
             "diff2_tilea_2",
             "diff2_tilea_1",
+            "diff2_tilea_u_7",
+            "diff2_tilea_u_4",
+            "diff2_tilea_u_2",
+            "diff2_tilea_u_1",
         ],
     },
     KernelModule {

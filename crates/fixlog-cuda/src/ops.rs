@@ -46,6 +46,28 @@ fn m2_round4() -> bool {
     static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *V.get_or_init(|| std::env::var("FIXLOG_M2_ROUND4").is_ok_and(|v| v == "1"))
 }
+/// Tuning switches of the arity-2 difference, for measurements (defaults:
+/// the fastest in round 7): interpolation steps of `diff2_bpart`'s search
+/// (FIXLOG_BPART_ISTEPS, default 3; 0 = binary search only) and tiles of
+/// look-ahead of `diff2_tilea`'s L2 prefetch (FIXLOG_DIFF2_PF, default two
+/// per SM; 0 = none).
+fn diff2_tuning() -> (u32, Option<u64>) {
+    (
+        env_u64("FIXLOG_BPART_ISTEPS").unwrap_or(3) as u32,
+        env_u64("FIXLOG_DIFF2_PF"),
+    )
+}
+
+fn env_u64(k: &str) -> Option<u64> {
+    std::env::var(k).ok().and_then(|v| v.parse().ok())
+}
+
+/// Smallest input of `unique_minus` (arity 2) that takes the fused
+/// unique-difference pass: it reads the count back once more than the
+/// keep-flag path, which costs more than it saves on small inputs (the
+/// many small iterations of a transitive closure).
+const FUSED_UNIQUE_MIN_ROWS: usize = 1 << 20;
+
 /// Rows of b staged per `diff2_tilea_N` tile (TILEA_CAP in rel.cu).
 const TILEA_CAP: f64 = 3072.0;
 #[derive(Clone, Copy)]
@@ -227,9 +249,9 @@ impl Gpu {
         if n == 0 {
             return Ok(0);
         }
-        let total = self.alloc(8)?;
+        let total = self.count_out()?;
         self.scan_into(inp, n, out, total.ptr(), mode)?;
-        Ok(self.dtoh::<u64>(total.ptr(), 1)?[0])
+        total.read()
     }
 
     /// Set `n` u32 at `ptr` to `v`.
@@ -250,9 +272,9 @@ impl Gpu {
         // one pass (decoupled look-back); the output is sized for every row
         let out = self.alloc(v.n * v.arity * 4)?;
         let tiles = blocks(v.n, CT_TILE);
-        let lb = self.alloc((tiles + 2) * 8)?;
-        self.memset8(lb.ptr(), 0, (tiles + 2) * 8)?;
-        let total_ptr = lb.ptr() + (tiles as u64 + 1) * 8;
+        let lb = self.alloc((tiles + 1) * 8)?;
+        self.memset8(lb.ptr(), 0, (tiles + 1) * 8)?;
+        let total = self.count_out()?;
         let f = self.function(REL, &arity_defines(v.arity), "compact_rows")?;
         launch!(
             self,
@@ -264,12 +286,12 @@ impl Gpu {
             flags,
             out.ptr(),
             lb.ptr(),
-            total_ptr
+            total.ptr(),
+            env_u64("FIXLOG_CT_PF").unwrap_or(2 * self.sm_count() as u64)
         );
-        let total = self.dtoh::<u64>(total_ptr, 1)?[0] as usize;
         Ok(Rel {
             buf: out,
-            n: total,
+            n: total.read()? as usize,
             arity: v.arity,
         })
     }
@@ -412,6 +434,10 @@ impl Gpu {
     pub fn unique(&self, v: View) -> Result<Rel> {
         if v.n == 0 {
             return self.empty(v.arity);
+        }
+        if v.arity == 2 && !m2_round4() {
+            // one pass: no keep-flags written and read back
+            return self.diff2_tiles(v, v.slice(0, 0), true);
         }
         let flags = self.alloc_u32(v.n)?;
         let f = self.function(REL, &arity_defines(v.arity), "unique_flags")?;
@@ -581,48 +607,23 @@ impl Gpu {
         }
         let search = by_search.unwrap_or(a.n * 16 < b.n);
         if !search {
-            // one fused pass per tile: membership, compaction, look-back
+            if a.arity == 2 && !m2_round4() {
+                return self.diff2_tiles(a, b, false);
+            }
+            // one fused pass per merge-path tile of a ∪ b: membership,
+            // compaction, look-back
             let out = self.alloc(a.n * a.arity * 4)?;
-            let (f, tiles, part) = if a.arity == 2 && !m2_round4() {
-                // tiles over a; rows of a per thread: the largest whose
-                // tile's b range usually fits the staged rows
-                let ratio = b.n as f64 / a.n as f64;
-                let it = [7usize, 4, 2, 1]
-                    .into_iter()
-                    .find(|&i| i as f64 * 256.0 * ratio <= 0.8 * TILEA_CAP)
-                    .unwrap_or(1);
-                let f = self.function(REL, &arity_defines(2), &format!("diff2_tilea_{it}"))?;
-                let tiles = blocks(a.n, 256 * it);
-                let bl = self.alloc((tiles + 1) * 8)?;
-                let fp = self.function(REL, &arity_defines(2), "diff2_bpart")?;
-                launch!(
-                    self,
-                    fp,
-                    blocks(tiles + 1, 256),
-                    BLOCK,
-                    a.ptr,
-                    b.ptr,
-                    b.n as u64,
-                    (256 * it) as u64,
-                    tiles as u64,
-                    bl.ptr()
-                );
-                (f, tiles, bl)
+            let total = self.count_out()?;
+            let (f, tile) = if a.arity == 2 {
+                let f = self.function(REL, &arity_defines(2), "diff2_merge_compact_12")?;
+                (f, 256 * 12)
             } else {
-                // merge-path tiles over a ∪ b
-                let (f, tile) = if a.arity == 2 {
-                    let f = self.function(REL, &arity_defines(2), "diff2_merge_compact_12")?;
-                    (f, 256 * 12)
-                } else {
-                    let f = self.function(REL, &arity_defines(a.arity), "diff_merge_compact")?;
-                    (f, merge_tile(a.arity))
-                };
-                let (bounds, tiles) = self.merge_bounds(a, b, tile)?;
-                (f, tiles, bounds)
+                let f = self.function(REL, &arity_defines(a.arity), "diff_merge_compact")?;
+                (f, merge_tile(a.arity))
             };
-            let lb = self.alloc((tiles + 2) * 8)?;
-            self.memset8(lb.ptr(), 0, (tiles + 2) * 8)?;
-            let total_ptr = lb.ptr() + (tiles as u64 + 1) * 8;
+            let (bounds, tiles) = self.merge_bounds(a, b, tile)?;
+            let lb = self.alloc((tiles + 1) * 8)?;
+            self.memset8(lb.ptr(), 0, (tiles + 1) * 8)?;
             launch!(
                 self,
                 f,
@@ -632,15 +633,14 @@ impl Gpu {
                 a.n as u64,
                 b.ptr,
                 b.n as u64,
-                part.ptr(),
+                bounds.ptr(),
                 out.ptr(),
                 lb.ptr(),
-                total_ptr
+                total.ptr()
             );
-            let n = self.dtoh::<u64>(total_ptr, 1)?[0] as usize;
             return Ok(Rel {
                 buf: out,
-                n,
+                n: total.read()? as usize,
                 arity: a.arity,
             });
         }
@@ -650,12 +650,102 @@ impl Gpu {
         self.compact(a, flags.ptr())
     }
 
-    /// `unique(a) − b₁ − b₂ − …` for sorted `a` and sorted `bs`, with one
-    /// compaction: unique's keep-flags are cleared by each difference.
+    /// Arity 2, one pass over tiles of a (`diff2_tilea[_u]_N`): `a − b`, or
+    /// `unique(a) − b` with `uniq` (b may be empty: unique alone). Needs
+    /// a.n > 0; b not much denser than a (a range larger than a tile's
+    /// stage is searched in global memory, correct but slow).
+    fn diff2_tiles(&self, a: View, b: View, uniq: bool) -> Result<Rel> {
+        debug_assert!(a.arity == 2 && b.arity == 2 && a.n > 0);
+        let out = self.alloc(a.n * 8)?;
+        let total = self.count_out()?;
+        // rows of a per thread: the largest whose tile's b range usually
+        // fits the staged rows
+        let ratio = b.n as f64 / a.n as f64;
+        let it = [7usize, 4, 2, 1]
+            .into_iter()
+            .find(|&i| (i * 256) as f64 * ratio <= 0.8 * TILEA_CAP)
+            .unwrap_or(1);
+        let name = format!("diff2_tilea_{}{it}", if uniq { "u_" } else { "" });
+        let f = self.function(REL, &arity_defines(2), &name)?;
+        let tiles = blocks(a.n, 256 * it);
+        let bl = self.alloc((tiles + 1) * 8)?;
+        // look-back words (lb[0] unused here, lb[1 + t] per tile), zeroed
+        // by the partition kernel
+        let nlb = tiles + 1;
+        let lb = self.alloc(nlb * 8)?;
+        let fp = self.function(REL, &arity_defines(2), "diff2_bpart")?;
+        let (isteps, pf) = diff2_tuning();
+        let pf = pf.unwrap_or(2 * self.sm_count() as u64);
+        launch!(
+            self,
+            fp,
+            blocks(tiles + 1, 256),
+            BLOCK,
+            a.ptr,
+            b.ptr,
+            b.n as u64,
+            (256 * it) as u64,
+            tiles as u64,
+            bl.ptr(),
+            lb.ptr(),
+            nlb as u64,
+            isteps
+        );
+        launch!(
+            self,
+            f,
+            tiles,
+            256,
+            a.ptr,
+            a.n as u64,
+            b.ptr,
+            b.n as u64,
+            bl.ptr(),
+            out.ptr(),
+            lb.ptr(),
+            total.ptr(),
+            pf
+        );
+        Ok(Rel {
+            buf: out,
+            n: total.read()? as usize,
+            arity: 2,
+        })
+    }
+
+    /// `unique(a) − b₁ − b₂ − …` for sorted `a` and sorted `bs`: one
+    /// compaction, after unique's keep-flags are cleared by each difference.
+    /// Arity 2 from 2^20 rows: unique and the largest difference in one pass
+    /// over tiles of a first, then the keep-flags path on what is left.
     pub fn unique_minus(&self, a: View, bs: &[View]) -> Result<Rel> {
         check_arity(a.arity)?;
+        if bs.iter().any(|b| b.arity != a.arity) {
+            return Err(CudaError::Invalid("difference: arity mismatch".into()));
+        }
         if a.n == 0 {
             return self.empty(a.arity);
+        }
+        if a.arity == 2 && !m2_round4() && a.n >= FUSED_UNIQUE_MIN_ROWS {
+            // unique fused with the largest difference the tile pass suits
+            // (b not much denser than a), then the other differences on
+            // what is left, which is usually much smaller
+            let first = (0..bs.len())
+                .filter(|&i| bs[i].n > 0 && a.n * 16 >= bs[i].n)
+                .max_by_key(|&i| bs[i].n);
+            let r = self.diff2_tiles(a, first.map_or(a.slice(0, 0), |i| bs[i]), true)?;
+            let rest: Vec<View> = (0..bs.len())
+                .filter(|&i| Some(i) != first && bs[i].n > 0)
+                .map(|i| bs[i])
+                .collect();
+            if rest.is_empty() || r.n == 0 {
+                return Ok(r);
+            }
+            let flags = self.alloc_u32(r.n)?;
+            self.fill_u32(flags.ptr(), r.n, 1)?;
+            for b in rest {
+                self.difference_flags(r.view(), b, flags.ptr(), r.n * 16 < b.n)?;
+            }
+            return self.compact(r.view(), flags.ptr());
         }
         let flags = self.alloc_u32(a.n)?;
         let f = self.function(REL, &arity_defines(a.arity), "unique_flags")?;
