@@ -9,8 +9,8 @@
 //   differences (and unique's flags) compose before one compaction.
 // * Difference in one pass: arity 2 scans b's range per tile of a
 //   (diff2_tilea_N; diff2_tilea_u_N also drops repeated rows of a, which is
-//   unique in one pass when b is empty), each block prefetching the rows of
-//   the tile two waves ahead into L2; other arities merge-path tiles
+//   unique in one pass when b is empty), each block prefetching into L2 the
+//   rows of the tile pf = 2 x SMs ahead; other arities merge-path tiles
 //   (diff_merge_compact).
 // Compaction and the one-pass differences count kept rows per tile and find
 // their output offset by a decoupled look-back over the preceding tiles.
@@ -38,8 +38,9 @@ extern "C" __global__ void unique_flags(const u32* __restrict__ rows, u64 n, u32
 // bulk prefetch instruction per MiB; sm_90 and up, a no-op before).
 __device__ __forceinline__ void prefetch_l2(const void* p, u64 bytes) {
 #if __CUDA_ARCH__ >= 900
-  u64 s = (u64)__cvta_generic_to_global(p) & ~15ull;
-  const u64 e = ((u64)__cvta_generic_to_global(p) + bytes + 15) & ~15ull;
+  const u64 g = (u64)__cvta_generic_to_global(p);
+  u64 s = g & ~15ull;
+  const u64 e = (g + bytes + 15) & ~15ull;
   while (s < e) {
     const u32 n = (u32)min(e - s, 1ull << 20);
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(s), "r"(n) : "memory");
@@ -93,7 +94,7 @@ __device__ u64 lookback_warp(u64* lb, u32 tile, u64 agg) {
 // tile's output offset by look-back into *sbase (the last tile also writes
 // the total to *dtotal). Returns the tile's kept count. Callers must have
 // finished reading st; sync before reading st or *sbase.
-template <int ITEMS, int PADSH, int NW = 8>
+template <int ITEMS, int PADSH>
 __device__ __forceinline__ u32 tile_compact(u32 keep, const u64 (&vals)[ITEMS], u64* st, u32* wc, u64* sbase, u64* lbk,
                                             u32 tile, bool last, u64* dtotal) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -108,7 +109,7 @@ __device__ __forceinline__ u32 tile_compact(u32 keep, const u64 (&vals)[ITEMS], 
   __syncthreads();  // warp counts in; the caller's reads of st are done
   u32 wex = 0, sum = 0;
 #pragma unroll
-  for (int w = 0; w < NW; w++) {
+  for (int w = 0; w < 8; w++) {
     const u32 x = wc[w];
     wex += w < warp ? x : 0;
     sum += x;
@@ -717,10 +718,9 @@ template <int ITEMS, int CAP, bool UNIQ>
 __device__ __forceinline__ void diff2_tilea(const u64* __restrict__ a, u64 na, const u64* __restrict__ b, u64 nb,
                                             const u64* __restrict__ bl, u64* __restrict__ out, u64* lbk, u64* dtotal,
                                             u64 pf) {
-  constexpr int THREADS = 256;
-  constexpr int TILE = THREADS * ITEMS;
+  constexpr int TILE = 256 * ITEMS;
   __shared__ u64 sb[BPAD(CAP > TILE ? CAP : TILE) + 1];
-  __shared__ u32 wc[THREADS / 32];
+  __shared__ u32 wc[8];
   __shared__ u64 sbase;
   const int tid = threadIdx.x;
   // tile = block index: blocks are dispatched in increasing order, so the
@@ -746,7 +746,7 @@ __device__ __forceinline__ void diff2_tilea(const u64* __restrict__ a, u64 na, c
   const u64 b0 = bl[tile];
   const u64 bend = min(bl[tile + 1] + 1, nb);  // one past: equal rows of a across the tile edge
   const u64 ntiles = (na + TILE - 1) / TILE;
-  if (pf > 0 && tid == THREADS - 1 && tile + pf < ntiles) {
+  if (pf > 0 && tid == 255 && tile + pf < ntiles) {
     // look ahead: tile + pf's rows into L2 now, so its block finds them
     // there (DRAM streams while blocks compute and wait on look-backs)
     const u64 t2 = tile + pf, q0 = bl[t2], q1 = min(bl[t2 + 1] + 1, nb);
@@ -762,8 +762,8 @@ __device__ __forceinline__ void diff2_tilea(const u64* __restrict__ a, u64 na, c
     // loop that loads and stores a few rows at a time waits a memory round
     // trip per few rows
 #pragma unroll
-    for (int k = 0; k < (CAP + THREADS - 1) / THREADS; k++) {
-      const int i = k * THREADS + tid;
+    for (int k = 0; k < (CAP + 255) / 256; k++) {
+      const int i = k * 256 + tid;
       if (i < n) cp_async8(&sb[BPAD(i)], bc + i);
     }
     cp_async_commit();
@@ -791,11 +791,10 @@ __device__ __forceinline__ void diff2_tilea(const u64* __restrict__ a, u64 na, c
   u32 keep = 0;
 #pragma unroll
   for (int k = 0; k < ITEMS; k++) keep |= (u32)(i0 + k < la && !((found >> k) & 1u)) << k;
-  const u32 sum =
-      tile_compact<ITEMS, 3, THREADS / 32>(keep, ak, sb, wc, &sbase, lbk, tile, a0 + (u64)la == na, dtotal);  // BPAD
+  const u32 sum = tile_compact<ITEMS, 3>(keep, ak, sb, wc, &sbase, lbk, tile, a0 + (u64)la == na, dtotal);  // BPAD
   __syncthreads();
   const u64 ob = sbase;
-  for (int i = tid; i < (int)sum; i += THREADS) out[ob + i] = swz(sb[BPAD(i)]);
+  for (int i = tid; i < (int)sum; i += 256) out[ob + i] = swz(sb[BPAD(i)]);
 }
 
 // ITEMS rows of a per thread (tile 256 * ITEMS), up to TILEA_CAP rows of b staged;
@@ -803,9 +802,9 @@ __device__ __forceinline__ void diff2_tilea(const u64* __restrict__ a, u64 na, c
 // registers; ITEMS = 8 spills there, 7 does not and measured fastest, round
 // 6). The host takes the largest ITEMS whose tile's b range usually fits (b
 // up to 1.4, 2.4, 4.8, 9.6 times denser than a). diff2_tilea_u_N: unique(a)
-// - b in the same pass (b may be empty: unique alone); a run-time flag
-// instead of the template parameter measured 4% slower (round 7). Round 7 measured
-// 128-thread blocks (16 per SM): slower (0.537 against 0.501 ms at 10^8).
+// - b in the same pass (b may be empty: unique alone). Round 7 measured a
+// run-time flag instead of the template parameter (4% slower) and 128-thread
+// blocks, 16 per SM (0.537 against 0.501 ms at 10^8).
 extern "C" __global__ void __launch_bounds__(256, 8)
     diff2_tilea_7(const u64* a, u64 na, const u64* b, u64 nb, const u64* bl, u64* out, u64* lb, u64* total, u64 pf) {
   diff2_tilea<7, TILEA_CAP, false>(a, na, b, nb, bl, out, lb, total, pf);

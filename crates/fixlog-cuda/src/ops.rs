@@ -35,10 +35,11 @@ fn merge_tile(arity: usize) -> usize {
         _ => 2,
     }
 }
-/// Arity-2 merge and difference kernels (rows read as 64-bit keys). The
-/// defaults are the fastest measured (docs/gpu-results.md, round 6): the
-/// merge is persistent and pipelined (`merge2_pipe_8`); the difference
-/// scans b's range per tile of a (`diff2_tilea_N`). `FIXLOG_M2_ROUND4=1`
+/// Arity-2 merge, difference and unique kernels (rows read as 64-bit keys).
+/// The defaults are the fastest measured (docs/gpu-results.md, rounds 6-7):
+/// the merge is persistent and pipelined (`merge2_pipe_8`); the difference
+/// and unique scan b's range per tile of a (`diff2_tilea[_u]_N`).
+/// `FIXLOG_M2_ROUND4=1`
 /// selects round 4's one-tile-per-block merge-path kernels instead
 /// (`merge2_rows_8`, `diff2_merge_compact_12`), kept for comparison; read
 /// once per process.
@@ -286,8 +287,7 @@ impl Gpu {
             flags,
             out.ptr(),
             lb.ptr(),
-            total.ptr(),
-            env_u64("FIXLOG_CT_PF").unwrap_or(2 * self.sm_count() as u64)
+            total.ptr()
         );
         Ok(Rel {
             buf: out,
@@ -725,48 +725,42 @@ impl Gpu {
         if a.n == 0 {
             return self.empty(a.arity);
         }
-        if a.arity == 2 && !m2_round4() && a.n >= FUSED_UNIQUE_MIN_ROWS {
+        let mut rest: Vec<View> = bs.iter().copied().filter(|b| b.n > 0).collect();
+        // the rows the differences apply to, one keep-flag each
+        let (fused, flags) = if a.arity == 2 && !m2_round4() && a.n >= FUSED_UNIQUE_MIN_ROWS {
             // unique fused with the largest difference the tile pass suits
-            // (b not much denser than a), then the other differences on
-            // what is left, which is usually much smaller
-            let first = (0..bs.len())
-                .filter(|&i| bs[i].n > 0 && a.n * 16 >= bs[i].n)
-                .max_by_key(|&i| bs[i].n);
-            let r = self.diff2_tiles(a, first.map_or(a.slice(0, 0), |i| bs[i]), true)?;
-            let rest: Vec<View> = (0..bs.len())
-                .filter(|&i| Some(i) != first && bs[i].n > 0)
-                .map(|i| bs[i])
-                .collect();
+            // (b not much denser than a); the others apply to what is left,
+            // which is usually much smaller
+            let first = (0..rest.len())
+                .filter(|&i| a.n * 16 >= rest[i].n)
+                .max_by_key(|&i| rest[i].n);
+            let b = first.map_or(a.slice(0, 0), |i| rest.remove(i));
+            let r = self.diff2_tiles(a, b, true)?;
             if rest.is_empty() || r.n == 0 {
                 return Ok(r);
             }
             let flags = self.alloc_u32(r.n)?;
             self.fill_u32(flags.ptr(), r.n, 1)?;
-            for b in rest {
-                self.difference_flags(r.view(), b, flags.ptr(), r.n * 16 < b.n)?;
-            }
-            return self.compact(r.view(), flags.ptr());
+            (Some(r), flags)
+        } else {
+            let flags = self.alloc_u32(a.n)?;
+            let f = self.function(REL, &arity_defines(a.arity), "unique_flags")?;
+            launch!(
+                self,
+                f,
+                blocks(a.n, 256),
+                BLOCK,
+                a.ptr,
+                a.n as u64,
+                flags.ptr()
+            );
+            (None, flags)
+        };
+        let base = fused.as_ref().map_or(a, |r| r.view());
+        for b in rest {
+            self.difference_flags(base, b, flags.ptr(), base.n * 16 < b.n)?;
         }
-        let flags = self.alloc_u32(a.n)?;
-        let f = self.function(REL, &arity_defines(a.arity), "unique_flags")?;
-        launch!(
-            self,
-            f,
-            blocks(a.n, 256),
-            BLOCK,
-            a.ptr,
-            a.n as u64,
-            flags.ptr()
-        );
-        for b in bs {
-            if b.arity != a.arity {
-                return Err(CudaError::Invalid("difference: arity mismatch".into()));
-            }
-            if b.n > 0 {
-                self.difference_flags(a, *b, flags.ptr(), a.n * 16 < b.n)?;
-            }
-        }
-        self.compact(a, flags.ptr())
+        self.compact(base, flags.ptr())
     }
 
     pub fn difference(&self, a: View, b: View) -> Result<Rel> {
