@@ -5,7 +5,7 @@
 //!
 //!   kernel_check OUT_DIR [ARCH=sm_90] [INCLUDE_DIR...]
 use fixlog_cuda::gpu::{arity_defines, compile_ptx, join_defines};
-use fixlog_cuda::kernels::{JOIN, KERNELS, SCAN};
+use fixlog_cuda::kernels::{JOIN, KERNELS, MISC, SCAN};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,7 +25,7 @@ fn main() {
     let mut written = 0;
     for m in KERNELS {
         let variants: Vec<String> = match m.name {
-            SCAN => vec![String::new()],
+            SCAN | MISC => vec![String::new()],
             JOIN => [(1, 1), (2, 2), (2, 3), (3, 2), (4, 4)]
                 .iter()
                 .map(|&(a, b)| join_defines(a, b))

@@ -417,10 +417,18 @@ impl Gpu {
 
     fn compile(&self, m: &kernels::KernelModule, defines: &str) -> Result<Ptx> {
         let src = kernels::assemble(m);
-        let mut options: Vec<String> = defines.split_whitespace().map(String::from).collect();
+        let options: Vec<String> = defines.split_whitespace().map(String::from).collect();
+        self.compile_cached(m.name, &src, &options)
+    }
+
+    /// NVRTC-compiles `src` (with `-std=c++17` and `options`) for this device, or loads
+    /// the PTX from the disk cache, keyed by the source, options, include paths and
+    /// device.
+    fn compile_cached(&self, name: &str, src: &str, options: &[String]) -> Result<Ptx> {
+        let mut options = options.to_vec();
         options.push("-std=c++17".into());
         let key = fnv1a(&[
-            &src,
+            src,
             &options.join(" "),
             &self.include_paths.join(":"),
             self.arch,
@@ -429,7 +437,7 @@ impl Gpu {
         let file = self
             .cache_dir
             .as_ref()
-            .map(|d| d.join(format!("{}-{:016x}.ptx", m.name, key)));
+            .map(|d| d.join(format!("{name}-{key:016x}.ptx")));
         if let Some(f) = &file {
             if let Ok(text) = std::fs::read_to_string(f) {
                 self.compile_stats.borrow_mut().disk_hits += 1;
@@ -437,7 +445,7 @@ impl Gpu {
             }
         }
         let t = std::time::Instant::now();
-        let ptx = compile_ptx(m, defines, self.arch, &self.include_paths)?;
+        let ptx = compile_source_ptx(name, src, &options, self.arch, &self.include_paths)?;
         {
             let mut s = self.compile_stats.borrow_mut();
             s.compiled += 1;
@@ -454,6 +462,21 @@ impl Gpu {
             }
         }
         Ok(ptx)
+    }
+
+    /// Compiles (or loads from the disk cache) a generated module and loads it.
+    pub fn load_source(&self, name: &str, src: &str, options: &[String]) -> Result<Arc<CudaModule>> {
+        let ptx = self.compile_cached(name, src, options)?;
+        self.ctx
+            .load_module(ptx)
+            .map_err(|e| CudaError::driver(&format!("cuModuleLoadData({name})"), e))
+    }
+
+    /// A kernel of a module loaded with [`Gpu::load_source`].
+    pub fn module_function(&self, module: &Arc<CudaModule>, function: &str) -> Result<CudaFunction> {
+        module
+            .load_function(function)
+            .map_err(|e| CudaError::driver(&format!("cuModuleGetFunction({function})"), e))
     }
 
     /// The kernel `function` of `module`, compiled with `defines` (e.g. "-DARITY=2").
@@ -496,7 +519,7 @@ impl Gpu {
     pub fn warm_up(&self, arities: &[usize]) -> Result<()> {
         for m in kernels::KERNELS {
             match m.name {
-                kernels::SCAN => {
+                kernels::SCAN | kernels::MISC => {
                     self.function(m.name, "", m.functions[0])?;
                 }
                 kernels::JOIN => {
@@ -529,15 +552,26 @@ pub fn compile_ptx(
     let src = kernels::assemble(m);
     let mut options: Vec<String> = defines.split_whitespace().map(String::from).collect();
     options.push("-std=c++17".into());
+    compile_source_ptx(m.name, &src, &options, arch, include_paths)
+}
+
+/// NVRTC-compiles a source text with `options` for `arch`; needs libnvrtc only.
+pub fn compile_source_ptx(
+    name: &str,
+    src: &str,
+    options: &[String],
+    arch: &'static str,
+    include_paths: &[String],
+) -> Result<Ptx> {
     let opts = CompileOptions {
         arch: Some(arch),
         include_paths: include_paths.to_vec(),
-        options,
-        name: Some(format!("{}.cu", m.name)),
+        options: options.to_vec(),
+        name: Some(format!("{name}.cu")),
         ..Default::default()
     };
-    cudarc::nvrtc::compile_ptx_with_opts(&src, opts).map_err(|e| CudaError::Compile {
-        module: format!("{} {}", m.name, defines),
+    cudarc::nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| CudaError::Compile {
+        module: format!("{name} {}", options.join(" ")),
         log: match &e {
             cudarc::nvrtc::CompileError::CompileError { log, .. } => {
                 log.to_string_lossy().into_owned()

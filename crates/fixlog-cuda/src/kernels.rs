@@ -26,6 +26,7 @@ pub const SORT: &str = "sort";
 pub const REL: &str = "rel";
 pub const HISA: &str = "hisa";
 pub const JOIN: &str = "join";
+pub const MISC: &str = "misc";
 
 /// The kernel table: every kernel the Rust side launches is listed here.
 pub const KERNELS: &[KernelModule] = &[
@@ -96,6 +97,11 @@ pub const KERNELS: &[KernelModule] = &[
             "join_write_lb",
             "join_write_dedup",
         ],
+    },
+    KernelModule {
+        name: MISC,
+        source: include_str!("../kernels/misc.cu"),
+        functions: &["rows_number", "rows_permute"],
     },
 ];
 

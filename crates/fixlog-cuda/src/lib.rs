@@ -25,9 +25,11 @@
 //!
 //! Every driver and NVRTC result is checked and converted to [`CudaError`].
 
+pub mod codegen;
 pub mod cpu;
 pub mod error;
 pub mod kernels;
+pub mod placement;
 pub mod pool;
 pub mod probe;
 
@@ -36,11 +38,15 @@ pub mod probe;
 pub mod gpu;
 #[cfg(feature = "cuda")]
 pub mod ops;
+#[cfg(feature = "cuda")]
+pub mod backend;
 
 pub use error::{CudaError, Result};
 pub use probe::{probe, Probe};
 
 #[cfg(feature = "cuda")]
+pub use backend::{run, CudaOptions};
+#[cfg(feature = "cuda")]
 pub use gpu::{DevBuf, Gpu};
 #[cfg(feature = "cuda")]
-pub use ops::{Hisa, Rel, View};
+pub use ops::{Hisa, HisaTable, Rel, View};

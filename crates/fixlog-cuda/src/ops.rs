@@ -141,6 +141,15 @@ pub struct Hisa {
     pub mask: u32,
 }
 
+/// The hash table of a HISA, apart from its rows (see [`Gpu::hisa_table`]).
+pub struct HisaTable {
+    pub kc: usize,
+    pub nkeys: usize,
+    pub starts: DevBuf,
+    pub table: DevBuf,
+    pub mask: u32,
+}
+
 impl Gpu {
     // ---------- data movement ----------
 
@@ -771,19 +780,33 @@ impl Gpu {
 
     /// Build a HISA over a sorted relation, keyed by its first `kc` columns.
     pub fn build_hisa(&self, rel: Rel, kc: usize) -> Result<Hisa> {
-        if kc == 0 || kc > rel.arity {
+        let t = self.hisa_table(rel.view(), kc)?;
+        Ok(Hisa {
+            rel,
+            kc,
+            nkeys: t.nkeys,
+            starts: t.starts,
+            table: t.table,
+            mask: t.mask,
+        })
+    }
+
+    /// The hash table of a HISA over sorted rows of any arity, keyed by their first
+    /// `kc` columns (the rows stay where they are).
+    pub fn hisa_table(&self, rows: View, kc: usize) -> Result<HisaTable> {
+        if kc == 0 || kc > rows.arity {
             return Err(CudaError::Invalid(format!(
                 "key width {kc} for arity {}",
-                rel.arity
+                rows.arity
             )));
         }
-        if rel.n >= u32::MAX as usize {
+        if rows.n >= u32::MAX as usize {
             return Err(CudaError::Invalid(
                 "HISA relation too large for u32 offsets".into(),
             ));
         }
-        let n = rel.n;
-        let defs = arity_defines(rel.arity);
+        let n = rows.n;
+        let defs = arity_defines(rows.arity);
         let flags = self.alloc_u32(n.max(1))?;
         let offs = self.alloc_u32(n.max(1))?;
         let nkeys = if n == 0 {
@@ -795,7 +818,7 @@ impl Gpu {
                 f,
                 blocks(n, 256),
                 BLOCK,
-                rel.buf.ptr(),
+                rows.ptr,
                 n as u64,
                 kc as u32,
                 flags.ptr()
@@ -827,7 +850,7 @@ impl Gpu {
                 f,
                 blocks(nkeys, 256),
                 BLOCK,
-                rel.buf.ptr(),
+                rows.ptr,
                 starts.ptr(),
                 nkeys as u32,
                 kc as u32,
@@ -835,8 +858,7 @@ impl Gpu {
                 (size - 1) as u32
             );
         }
-        Ok(Hisa {
-            rel,
+        Ok(HisaTable {
             kc,
             nkeys,
             starts,

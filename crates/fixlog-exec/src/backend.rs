@@ -2,10 +2,10 @@
 //!
 //! The semi-naive driver ([`crate::driver`]) owns the loop: which rule variants run,
 //! when deltas are formed, when the fixpoint is reached. A backend owns the data and
-//! the bulk operators on it. The CPU backend ([`crate::cpu`]) keeps relations in host
-//! memory and runs the operators on all cores with rayon; the CUDA backend keeps them in
-//! device memory and runs kernels. Both run the same [`fixlog_plan::Plan`] and must give
-//! identical results.
+//! the bulk operators on it. The CPU backend (crate `fixlog-cpu`) keeps relations in
+//! host memory and runs the operators on all cores; the CUDA backend (crate
+//! `fixlog-cuda`) keeps them in device memory and runs kernels. Both run the same
+//! [`fixlog_plan::Plan`] and must give identical results.
 //!
 //! Three kinds of data:
 //! - [`Backend::Relation`]: a set of tuples of one arity, sorted lexicographically in
@@ -14,7 +14,24 @@
 //!   the columns) with a hash table from the key prefix to the first tuple with that
 //!   key (HISA); its columns are still *numbered* as in the relation, so the plan's
 //!   column references never see the permutation;
-//! - [`Backend::Batch`]: a multiset of tuples in no order, flowing between operators.
+//! - [`Backend::Batch`]: a multiset of tuples in no particular order, flowing between
+//!   operators.
+//!
+//! # Prepared operators
+//!
+//! Expressions and conditions are lowered once per run, not on every call: before
+//! evaluating, the driver describes every operator of the plan as an [`OpSpec`] and
+//! calls [`Backend::prepare`] once with all of them; the backend returns one
+//! [`Backend::Code`] per spec (compiled closures on the CPU; generated kernels, or a
+//! note that the operator runs on the host, on the GPU). Pipeline operators then take
+//! their code instead of the plan's expressions.
+//!
+//! # Failure
+//!
+//! Every method that can fail on some backend returns [`ExecResult`]: a device can run
+//! out of memory or fail a call at any point. Running out of memory is
+//! [`ExecError::OutOfMemory`], which the driver answers by running a pipeline over
+//! smaller pieces of its input.
 
 use fixlog_logical::{AggFunc, ColType, SymbolTable, Value};
 use fixlog_plan::{Cond, PExpr};
@@ -47,25 +64,125 @@ impl std::error::Error for ExecError {}
 
 pub type ExecResult<T> = Result<T, ExecError>;
 
-pub trait Backend: Send + Sync {
+/// An internal invariant that does not hold: a bug, reported as an error, never a panic.
+pub fn internal(what: &str) -> ExecError {
+    ExecError::Backend(format!("internal error: {what}"))
+}
+
+/// One operator of the plan, with everything a backend needs to lower its expressions:
+/// the arity of its input and, for joins, the layout of the inner index. Columns are
+/// numbered as in [`fixlog_plan::Op`] (the joined tuple).
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpSpec {
+    /// Filter and project the tuples of a relation of `arity` columns.
+    Scan {
+        arity: usize,
+        filters: Vec<Cond>,
+        project: Vec<PExpr>,
+    },
+    /// Filter and project a batch of `arity` columns.
+    Filter {
+        arity: usize,
+        filters: Vec<Cond>,
+        project: Vec<PExpr>,
+    },
+    /// Join a batch of `input_arity` columns with an index whose rows are stored in
+    /// `order` (relation columns) and keyed on the first `key_len` of them. `distinct`:
+    /// the output is only used as a set, so repeated tuples may be dropped early.
+    Join {
+        input_arity: usize,
+        order: Vec<usize>,
+        key_len: usize,
+        key: Vec<PExpr>,
+        filters: Vec<Cond>,
+        project: Vec<PExpr>,
+        distinct: bool,
+    },
+    /// Keep the input tuples whose key matches nothing in the index.
+    AntiJoin {
+        input_arity: usize,
+        order: Vec<usize>,
+        key_len: usize,
+        key: Vec<PExpr>,
+    },
+    /// Combine each input tuple with its group's aggregate (`input ++ [value]`), then
+    /// filter and project (see [`Backend::aggregate`]).
+    Aggregate {
+        input_arity: usize,
+        func: AggFunc,
+        ty: ColType,
+        filters: Vec<Cond>,
+        project: Vec<PExpr>,
+    },
+}
+
+impl OpSpec {
+    /// Arity of the batch the operator produces.
+    pub fn output_arity(&self) -> usize {
+        match self {
+            OpSpec::Scan { project, .. }
+            | OpSpec::Filter { project, .. }
+            | OpSpec::Join { project, .. }
+            | OpSpec::Aggregate { project, .. } => project.len(),
+            OpSpec::AntiJoin { input_arity, .. } => *input_arity,
+        }
+    }
+}
+
+/// How large the batches of a pipeline run piece by piece should be (see
+/// [`crate::driver`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PieceBudget {
+    /// Rows of the first piece of a pipeline's input.
+    pub first_piece_rows: usize,
+    /// The most tuples any batch of one piece should hold.
+    pub max_batch_rows: usize,
+}
+
+impl Default for PieceBudget {
+    fn default() -> Self {
+        PieceBudget {
+            first_piece_rows: 1 << 16,
+            max_batch_rows: 1 << 24,
+        }
+    }
+}
+
+pub trait Backend {
     /// Cloning a relation must be cheap (shared storage): the driver clones `full` into
     /// the first delta of a recursive stratum.
-    type Relation: Clone + Send + Sync;
-    type Index: Send + Sync;
-    type Batch: Send + Sync;
+    type Relation: Clone;
+    type Index;
+    type Batch;
+    /// An operator lowered by [`Backend::prepare`].
+    type Code;
 
     fn name(&self) -> &'static str;
+
+    /// Lowers every operator of a run, once, before evaluation: one code per spec, in
+    /// order.
+    fn prepare(&self, ops: &[OpSpec], ctx: &EvalContext) -> ExecResult<Vec<Self::Code>>;
+
+    /// Batch sizes for running pipelines piece by piece.
+    fn piece_budget(&self) -> PieceBudget {
+        PieceBudget::default()
+    }
 
     // ---- moving data in and out -------------------------------------------------
 
     /// A relation from row-major tuples in any order, with duplicates allowed.
     fn relation_from_rows(&self, arity: usize, rows: Vec<Value>) -> ExecResult<Self::Relation>;
-    fn empty_relation(&self, arity: usize) -> Self::Relation;
+    fn empty_relation(&self, arity: usize) -> ExecResult<Self::Relation>;
     /// Row-major tuples in sorted order.
-    fn relation_rows(&self, rel: &Self::Relation) -> Vec<Value>;
+    fn relation_rows(&self, rel: &Self::Relation) -> ExecResult<Vec<Value>>;
     fn relation_len(&self, rel: &Self::Relation) -> usize;
     fn relation_arity(&self, rel: &Self::Relation) -> usize;
 
+    /// A batch of `len` tuples from row-major values (`len` is needed for arity 0).
+    fn batch_from_rows(&self, arity: usize, rows: Vec<Value>, len: usize)
+        -> ExecResult<Self::Batch>;
+    /// A batch's tuples, row-major, in batch order.
+    fn batch_rows(&self, batch: &Self::Batch) -> ExecResult<Vec<Value>>;
     fn batch_len(&self, batch: &Self::Batch) -> usize;
     fn batch_arity(&self, batch: &Self::Batch) -> usize;
 
@@ -73,13 +190,28 @@ pub trait Backend: Send + Sync {
 
     /// Sort and remove duplicates.
     fn sort_unique(&self, batch: Self::Batch) -> ExecResult<Self::Relation>;
+    /// The tuples of `batch` that are not in `old`, sorted and deduplicated: the new
+    /// tuples a rule derived. A backend may fuse the two steps.
+    fn sort_unique_minus(
+        &self,
+        batch: Self::Batch,
+        old: &Self::Relation,
+    ) -> ExecResult<Self::Relation> {
+        let candidates = self.sort_unique(batch)?;
+        self.difference(&candidates, old)
+    }
+    /// The tuples of a relation as a batch (sorted, which the next join may use).
+    fn relation_batch(&self, rel: &Self::Relation) -> ExecResult<Self::Batch>;
     /// The first `rows` tuples of a batch and the rest (for running a pipeline on a
     /// large input piece by piece).
-    fn split_batch(&self, batch: Self::Batch, rows: usize) -> (Self::Batch, Self::Batch);
-    /// One batch holding the tuples of all (of equal arity).
-    fn concat(&self, arity: usize, batches: Vec<Self::Batch>) -> ExecResult<Self::Batch>;
+    fn split_batch(&self, batch: Self::Batch, rows: usize)
+        -> ExecResult<(Self::Batch, Self::Batch)>;
     /// `a ∪ b`.
     fn merge(&self, a: &Self::Relation, b: &Self::Relation) -> ExecResult<Self::Relation>;
+    /// `a ∪ b` where the caller guarantees that `b` and `a` share no tuple (the
+    /// semi-naive `full ∪ (new − full)`), so no membership test is needed.
+    fn merge_disjoint(&self, a: &Self::Relation, b: &Self::Relation)
+        -> ExecResult<Self::Relation>;
     /// `a − b`.
     fn difference(&self, a: &Self::Relation, b: &Self::Relation) -> ExecResult<Self::Relation>;
 
@@ -99,66 +231,48 @@ pub trait Backend: Send + Sync {
     // ---- pipeline operators (see `fixlog_plan::Op` for column numbering) ------------
 
     /// One tuple of arity 0.
-    fn unit(&self) -> Self::Batch;
+    fn unit(&self) -> ExecResult<Self::Batch>;
+    /// `code` from an [`OpSpec::Scan`].
     fn scan(
         &self,
         rel: &Self::Relation,
-        filters: &[Cond],
-        project: &[PExpr],
+        code: &Self::Code,
         ctx: &EvalContext,
     ) -> ExecResult<Self::Batch>;
+    /// `code` from an [`OpSpec::Join`].
     fn join(
         &self,
         input: &Self::Batch,
         inner: &Self::Index,
-        key: &[PExpr],
-        filters: &[Cond],
-        project: &[PExpr],
+        code: &Self::Code,
         ctx: &EvalContext,
     ) -> ExecResult<Self::Batch>;
-    /// [`Backend::join`] for a batch that will only be used as a set (a rule's result,
-    /// deduplicated afterwards): the backend may drop repeated output tuples early.
-    /// The default keeps them all.
-    fn join_distinct(
+    /// `code` from an [`OpSpec::AntiJoin`].
+    fn antijoin(
         &self,
         input: &Self::Batch,
         inner: &Self::Index,
-        key: &[PExpr],
-        filters: &[Cond],
-        project: &[PExpr],
-        ctx: &EvalContext,
-    ) -> ExecResult<Self::Batch> {
-        self.join(input, inner, key, filters, project, ctx)
-    }
-    fn antijoin(
-        &self,
-        input: Self::Batch,
-        inner: &Self::Index,
-        key: &[PExpr],
+        code: &Self::Code,
         ctx: &EvalContext,
     ) -> ExecResult<Self::Batch>;
+    /// `code` from an [`OpSpec::Filter`].
     fn filter(
         &self,
         input: &Self::Batch,
-        filters: &[Cond],
-        project: &[PExpr],
+        code: &Self::Code,
         ctx: &EvalContext,
     ) -> ExecResult<Self::Batch>;
     /// The input with one more column: the row number 0..len.
     fn with_row_numbers(&self, input: &Self::Batch) -> ExecResult<Self::Batch>;
     /// Group `groups` (`[row number]` for count, `[row number, value]` otherwise) by row
-    /// number, aggregate each group, and for each input row form the joined tuple
-    /// `input ++ [aggregate]`, filter and project it (see `fixlog_plan::Op::Aggregate`
-    /// for empty groups).
-    #[allow(clippy::too_many_arguments)]
+    /// number, aggregate each group ([`crate::aggregate`]), and for each input row form
+    /// the joined tuple `input ++ [aggregate]`, filter and project it (`code` from an
+    /// [`OpSpec::Aggregate`]; see `fixlog_plan::Op::Aggregate` for empty groups).
     fn aggregate(
         &self,
         input: &Self::Batch,
         groups: Self::Batch,
-        func: AggFunc,
-        ty: ColType,
-        filters: &[Cond],
-        project: &[PExpr],
+        code: &Self::Code,
         ctx: &EvalContext,
     ) -> ExecResult<Self::Batch>;
 }

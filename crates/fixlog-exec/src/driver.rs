@@ -1,6 +1,7 @@
 //! The semi-naive driver: runs a [`Plan`] to its fixpoint on any [`Backend`].
 //!
-//! For each stratum in order:
+//! Before evaluating, every operator of the plan is described as an [`OpSpec`] and
+//! lowered once by [`Backend::prepare`] ([`Prepared`]). Then, for each stratum in order:
 //! 1. `full` of each of its relations starts as its facts (program facts, inserted
 //!    facts, input files);
 //! 2. the stratum's non-recursive rules run once over full versions, and their results
@@ -13,17 +14,26 @@
 //!
 //! The driver decides *what* runs; the backend decides *how*. Indexes over relations of
 //! earlier strata are built on first use and kept.
+//!
+//! Two decisions bound memory and work without the backend knowing about them:
+//! - **Piece by piece.** A pipeline's first operator's output is cut into pieces; each
+//!   piece runs through the rest of the pipeline and its result is deduplicated and
+//!   subtracted from `full` at once. The piece size adapts so that no batch of a piece
+//!   exceeds the backend's [`PieceBudget`], and a piece that runs out of memory is run
+//!   again in halves.
+//! - **Set results.** A rule's result is a set, so every join of a rule pipeline may drop
+//!   repeated tuples early (`OpSpec::Join::distinct`), and a join's output that feeds
+//!   another join is sorted and deduplicated first.
 
-use crate::backend::{Backend, EvalContext, ExecError, ExecResult};
+use crate::backend::{internal, Backend, EvalContext, ExecError, ExecResult, OpSpec};
+use crate::runs::push_run;
 use fixlog_logical::{Program, RelId, SymbolTable, Value};
 use fixlog_plan::{Op, PExpr, Plan, RulePlan, Version};
 use std::time::{Duration, Instant};
 
-/// The most tuples a batch of one piece of a pipeline should hold (see
-/// `Driver::run_rule`): 16M tuples, 128 MiB at arity 2.
-const PIECE_TARGET: usize = 1 << 24;
-/// Rows of the first piece of a pipeline's input.
-const FIRST_PIECE_ROWS: usize = 1 << 16;
+/// Growth factor of the stack of a rule's new tuples within one iteration (see
+/// [`crate::runs`]): merging often keeps the stack short, and the runs are small.
+const NEW_RUNS_GROWTH: usize = 2;
 
 /// Tuples of one relation, row-major.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -59,8 +69,6 @@ impl Tuples {
 
 #[derive(Clone, Debug, Default)]
 pub struct DriverOptions {
-    /// Worker threads (`None`: all cores).
-    pub jobs: Option<usize>,
     /// Show progress on stderr (only drawn when stderr is a terminal).
     pub progress: bool,
     /// Which relations' tuples to return (by relation id); `None`: all.
@@ -81,28 +89,36 @@ pub struct StratumStats {
 pub struct PhaseTimes {
     /// Loading facts into relations.
     pub load: Duration,
+    /// Preparing the operators (compiling kernels on the GPU).
+    pub prepare: Duration,
     /// Scans, joins, anti-joins, filters, aggregates.
     pub join: Duration,
-    /// Sorting and deduplicating rule results.
+    /// Sorting and deduplicating rule results and subtracting `full` from them.
     pub dedup: Duration,
-    /// `new := results − full`.
-    pub difference: Duration,
     /// `full := full ∪ new`.
     pub merge: Duration,
     /// Building and extending indexes.
     pub index: Duration,
+    /// Copying the results out of the backend.
+    pub unload: Duration,
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct RunStats {
+    /// The backend's name (`cpu`, `cuda`).
     pub backend: String,
-    pub threads: usize,
+    /// Where it ran: threads for the CPU, the device for CUDA.
+    pub device: String,
     pub strata: Vec<StratumStats>,
     /// (relation, size) in declaration order.
     pub relation_sizes: Vec<(String, usize)>,
     pub phases: PhaseTimes,
     /// Tuples produced by rules before deduplication (how much work the joins did).
     pub derived: usize,
+    /// Pieces run again in halves after running out of memory.
+    pub memory_retries: usize,
+    /// The backend's peak memory, in bytes, where it measures one (device memory).
+    pub peak_memory: Option<usize>,
     pub total: Duration,
 }
 
@@ -123,30 +139,280 @@ pub struct RunResult {
     pub stats: RunStats,
 }
 
-/// Runs `plan` on the CPU backend with `options.jobs` threads.
-pub fn run_cpu(
-    program: &Program,
-    plan: &Plan,
-    initial: Vec<Tuples>,
-    symbols: &SymbolTable,
-    options: &DriverOptions,
-) -> ExecResult<RunResult> {
-    let threads = options.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .build()
-        .map_err(|e| ExecError::Backend(format!("cannot start worker threads: {e}")))?;
-    pool.install(|| {
-        let backend = crate::cpu::CpuBackend::new();
-        let mut result = run(&backend, program, plan, initial, symbols, options)?;
-        result.stats.threads = threads;
-        Ok(result)
-    })
+// ---- the prepared plan --------------------------------------------------------------
+
+/// An operator of the plan with the index of its code in [`Prepared::codes`].
+enum POp {
+    Unit,
+    Scan {
+        rel: RelId,
+        version: Version,
+        code: usize,
+    },
+    Join {
+        index: usize,
+        code: usize,
+        /// Sort and deduplicate the input first (a join's output feeding this join, in
+        /// a pipeline whose result is a set).
+        sort_input: bool,
+    },
+    AntiJoin {
+        index: usize,
+        code: usize,
+    },
+    Filter {
+        code: usize,
+    },
+    Aggregate {
+        sub: Vec<POp>,
+        /// Correlated: input ++ [aggregate] filtered and projected. Uncorrelated: the
+        /// aggregate of a unit input, projected to the value alone.
+        code: usize,
+        /// Uncorrelated aggregates: the join of every input tuple with the value.
+        join_value: Option<usize>,
+    },
 }
+
+/// The plan's operators, each lowered once by the backend.
+pub struct Prepared<C> {
+    codes: Vec<C>,
+    /// Per stratum: init pipelines, recursive pipelines.
+    strata: LoweredStrata,
+}
+
+struct Lowering<'p> {
+    plan: &'p Plan,
+    specs: Vec<OpSpec>,
+}
+
+impl Lowering<'_> {
+    fn add(&mut self, spec: OpSpec) -> usize {
+        self.specs.push(spec);
+        self.specs.len() - 1
+    }
+
+    /// `input`: arity of the batch the pipeline receives (`None` for a top-level
+    /// pipeline, which starts from nothing). `set_result`: the pipeline's result is
+    /// only used as a set.
+    fn pipeline(
+        &mut self,
+        ops: &[Op],
+        input: Option<usize>,
+        set_result: bool,
+    ) -> ExecResult<Vec<POp>> {
+        let mut arity = input;
+        let mut out = Vec::with_capacity(ops.len());
+        for (n, op) in ops.iter().enumerate() {
+            let need_input = || arity.ok_or_else(|| internal("an operator has no input"));
+            let (pop, next_arity) = match op {
+                Op::Unit => (POp::Unit, 0),
+                Op::Scan {
+                    rel,
+                    version,
+                    filters,
+                    project,
+                } => {
+                    let spec = OpSpec::Scan {
+                        arity: self.rel_arity(*rel)?,
+                        filters: filters.clone(),
+                        project: project.clone(),
+                    };
+                    let code = self.add(spec);
+                    (
+                        POp::Scan {
+                            rel: *rel,
+                            version: *version,
+                            code,
+                        },
+                        project.len(),
+                    )
+                }
+                Op::Join {
+                    index,
+                    version,
+                    key,
+                    filters,
+                    project,
+                } => {
+                    if *version == Version::Delta {
+                        return Err(internal("the planner scans deltas; it never joins them"));
+                    }
+                    let ix = self.index(*index)?;
+                    let spec = OpSpec::Join {
+                        input_arity: need_input()?,
+                        order: ix.order.clone(),
+                        key_len: ix.key_len,
+                        key: key.clone(),
+                        filters: filters.clone(),
+                        project: project.clone(),
+                        distinct: set_result,
+                    };
+                    let code = self.add(spec);
+                    let sort_input = set_result && n > 0 && matches!(ops[n - 1], Op::Join { .. });
+                    (
+                        POp::Join {
+                            index: *index,
+                            code,
+                            sort_input,
+                        },
+                        project.len(),
+                    )
+                }
+                Op::AntiJoin { index, key } => {
+                    let ix = self.index(*index)?;
+                    let a = need_input()?;
+                    let spec = OpSpec::AntiJoin {
+                        input_arity: a,
+                        order: ix.order.clone(),
+                        key_len: ix.key_len,
+                        key: key.clone(),
+                    };
+                    let code = self.add(spec);
+                    (
+                        POp::AntiJoin {
+                            index: *index,
+                            code,
+                        },
+                        a,
+                    )
+                }
+                Op::Filter { filters, project } => {
+                    let spec = OpSpec::Filter {
+                        arity: need_input()?,
+                        filters: filters.clone(),
+                        project: project.clone(),
+                    };
+                    (
+                        POp::Filter {
+                            code: self.add(spec),
+                        },
+                        project.len(),
+                    )
+                }
+                Op::Aggregate {
+                    func,
+                    ty,
+                    correlated,
+                    sub,
+                    filters,
+                    project,
+                } => {
+                    let a = need_input()?;
+                    if *correlated {
+                        let sub = self.pipeline(sub, Some(a + 1), false)?;
+                        let code = self.add(OpSpec::Aggregate {
+                            input_arity: a,
+                            func: *func,
+                            ty: *ty,
+                            filters: filters.clone(),
+                            project: project.clone(),
+                        });
+                        (
+                            POp::Aggregate {
+                                sub,
+                                code,
+                                join_value: None,
+                            },
+                            project.len(),
+                        )
+                    } else {
+                        // Computed once over a unit input, then joined to every input
+                        // tuple through an index with an empty key (a cross product
+                        // with at most one tuple).
+                        let sub = self.pipeline(sub, Some(1), false)?;
+                        let code = self.add(OpSpec::Aggregate {
+                            input_arity: 0,
+                            func: *func,
+                            ty: *ty,
+                            filters: Vec::new(),
+                            project: vec![PExpr::Col(0)],
+                        });
+                        let join = self.add(OpSpec::Join {
+                            input_arity: a,
+                            order: vec![0],
+                            key_len: 0,
+                            key: Vec::new(),
+                            filters: filters.clone(),
+                            project: project.clone(),
+                            distinct: false,
+                        });
+                        (
+                            POp::Aggregate {
+                                sub,
+                                code,
+                                join_value: Some(join),
+                            },
+                            project.len(),
+                        )
+                    }
+                }
+            };
+            out.push(pop);
+            arity = Some(next_arity);
+        }
+        Ok(out)
+    }
+
+    fn rel_arity(&self, rel: RelId) -> ExecResult<usize> {
+        self.plan
+            .relations
+            .get(rel)
+            .map(|r| r.types.len())
+            .ok_or_else(|| internal("an operator reads an unknown relation"))
+    }
+
+    fn index(&self, id: usize) -> ExecResult<&fixlog_plan::IndexSpec> {
+        self.plan
+            .indexes
+            .get(id)
+            .ok_or_else(|| internal("an operator reads an unknown index"))
+    }
+}
+
+/// Describes every operator of `plan` and lowers them all with one call of
+/// [`Backend::prepare`].
+pub fn prepare<B: Backend>(
+    backend: &B,
+    plan: &Plan,
+    ctx: &EvalContext,
+) -> ExecResult<Prepared<B::Code>> {
+    let (specs, strata) = op_specs(plan)?;
+    let codes = backend.prepare(&specs, ctx)?;
+    if codes.len() != specs.len() {
+        return Err(internal("the backend prepared a different number of operators"));
+    }
+    Ok(Prepared { codes, strata })
+}
+
+type LoweredStrata = Vec<(Vec<Vec<POp>>, Vec<Vec<POp>>)>;
+
+fn op_specs(plan: &Plan) -> ExecResult<(Vec<OpSpec>, LoweredStrata)> {
+    let mut lowering = Lowering {
+        plan,
+        specs: Vec::new(),
+    };
+    let mut strata = Vec::with_capacity(plan.strata.len());
+    for stratum in &plan.strata {
+        let mut lower = |rules: &[RulePlan]| -> ExecResult<Vec<Vec<POp>>> {
+            rules
+                .iter()
+                .map(|r| lowering.pipeline(&r.ops, None, true))
+                .collect()
+        };
+        let init = lower(&stratum.init)?;
+        let recursive = lower(&stratum.recursive_rules)?;
+        strata.push((init, recursive));
+    }
+    Ok((lowering.specs, strata))
+}
+
+/// Every operator of `plan` as the backend is asked to prepare it, in plan order (for
+/// `explain`, which shows where each runs).
+pub fn plan_op_specs(plan: &Plan) -> ExecResult<Vec<OpSpec>> {
+    Ok(op_specs(plan)?.0)
+}
+
+// ---- running ------------------------------------------------------------------------
 
 /// Runs `plan` to its fixpoint on `backend`.
 pub fn run<B: Backend>(
@@ -158,10 +424,18 @@ pub fn run<B: Backend>(
     options: &DriverOptions,
 ) -> ExecResult<RunResult> {
     let start = Instant::now();
+    let ctx = EvalContext { symbols };
+    let t = Instant::now();
+    let prepared = prepare(backend, plan, &ctx)?;
+    let prepare_time = t.elapsed();
+    let budget = backend.piece_budget();
     let mut driver = Driver {
         backend,
         plan,
-        ctx: EvalContext { symbols },
+        prepared: &prepared,
+        ctx,
+        first_piece_rows: budget.first_piece_rows.max(1),
+        max_batch_rows: budget.max_batch_rows.max(1),
         full: Vec::new(),
         delta: (0..plan.relations.len()).map(|_| None).collect(),
         indexes: (0..plan.indexes.len()).map(|_| None).collect(),
@@ -171,14 +445,19 @@ pub fn run<B: Backend>(
         },
         progress: Progress::new(options.progress),
     };
+    driver.stats.phases.prepare = prepare_time;
     let t = Instant::now();
     for (rel, tuples) in initial.into_iter().enumerate() {
-        let arity = plan.relations[rel].types.len();
+        let arity = plan
+            .relations
+            .get(rel)
+            .map(|r| r.types.len())
+            .ok_or_else(|| internal("facts for an unknown relation"))?;
         let relation = if arity == 0 {
             if tuples.len > 0 {
-                backend.sort_unique(backend.unit())?
+                backend.sort_unique(backend.unit()?)?
             } else {
-                backend.empty_relation(0)
+                backend.empty_relation(0)?
             }
         } else {
             backend.relation_from_rows(arity, tuples.rows)?
@@ -205,23 +484,36 @@ pub fn run<B: Backend>(
 
     // Free the indexes before copying rows out, and each relation as soon as its rows
     // are out, so that the peak is not the whole database twice.
+    let t = Instant::now();
     driver.indexes.clear();
     driver.delta.clear();
     let full = std::mem::take(&mut driver.full);
     let mut stats = driver.stats;
     let mut relations = Vec::with_capacity(full.len());
     for (rel, r) in full.into_iter().enumerate() {
-        stats.relation_sizes.push((
-            program.relations[rel].name.clone(),
-            backend.relation_len(&r),
-        ));
-        let keep = options.keep_rows.as_ref().is_none_or(|k| k[rel]);
-        relations.push(keep.then(|| Tuples {
-            arity: backend.relation_arity(&r),
-            len: backend.relation_len(&r),
-            rows: backend.relation_rows(&r),
-        }));
+        let name = program
+            .relations
+            .get(rel)
+            .map(|r| r.name.clone())
+            .unwrap_or_default();
+        stats
+            .relation_sizes
+            .push((name, backend.relation_len(&r)));
+        let keep = options
+            .keep_rows
+            .as_ref()
+            .is_none_or(|k| k.get(rel).copied().unwrap_or(true));
+        relations.push(if keep {
+            Some(Tuples {
+                arity: backend.relation_arity(&r),
+                len: backend.relation_len(&r),
+                rows: backend.relation_rows(&r)?,
+            })
+        } else {
+            None
+        });
     }
+    stats.phases.unload = t.elapsed();
     stats.total = start.elapsed();
     Ok(RunResult { relations, stats })
 }
@@ -229,7 +521,10 @@ pub fn run<B: Backend>(
 struct Driver<'a, B: Backend> {
     backend: &'a B,
     plan: &'a Plan,
+    prepared: &'a Prepared<B::Code>,
     ctx: EvalContext<'a>,
+    first_piece_rows: usize,
+    max_batch_rows: usize,
     full: Vec<B::Relation>,
     delta: Vec<Option<B::Relation>>,
     indexes: Vec<Option<B::Index>>,
@@ -251,9 +546,14 @@ impl<B: Backend> Driver<'_, B> {
             names.join(", ")
         );
         self.progress.set(&label, "running rules");
+        let prepared = self.prepared;
+        let (init_ops, recursive_ops) = prepared
+            .strata
+            .get(n)
+            .ok_or_else(|| internal("a stratum was not prepared"))?;
 
         // Rules that run once.
-        let results = self.run_rules(&stratum.init, &stratum.relations)?;
+        let results = self.run_rules(&stratum.init, init_ops, &stratum.relations)?;
         for (rel, new) in results {
             self.add_to_full(rel, new)?;
         }
@@ -275,7 +575,8 @@ impl<B: Backend> Driver<'_, B> {
         let mut iterations = 0;
         loop {
             iterations += 1;
-            let results = self.run_rules(&stratum.recursive_rules, &stratum.relations)?;
+            let results =
+                self.run_rules(&stratum.recursive_rules, recursive_ops, &stratum.relations)?;
             let mut derived = 0usize;
             let mut news = Vec::new();
             for (rel, new) in results {
@@ -315,22 +616,29 @@ impl<B: Backend> Driver<'_, B> {
     fn run_rules(
         &mut self,
         rules: &[RulePlan],
+        pipelines: &[Vec<POp>],
         relations: &[RelId],
     ) -> ExecResult<Vec<(RelId, B::Relation)>> {
         let mut per_rel: Vec<Vec<B::Relation>> = relations.iter().map(|_| Vec::new()).collect();
-        for rule in rules {
+        for (rule, ops) in rules.iter().zip(pipelines) {
             let slot = relations
                 .iter()
                 .position(|&r| r == rule.head)
                 .ok_or_else(|| internal("a rule's head is outside its stratum"))?;
-            self.run_rule(rule, &mut per_rel[slot])?;
+            self.run_rule(rule, ops, &mut per_rel[slot])?;
         }
         let mut out = Vec::new();
         for (&rel, runs) in relations.iter().zip(per_rel) {
             let t = Instant::now();
             let arity = self.plan.relations[rel].types.len();
-            let mut new = self.backend.empty_relation(arity);
-            for run in runs {
+            // Each run was subtracted from `full` only: runs of different rules or
+            // pieces may share tuples, so they are merged as sets.
+            let mut iter = runs.into_iter();
+            let mut new = match iter.next() {
+                Some(first) => first,
+                None => self.backend.empty_relation(arity)?,
+            };
+            for run in iter {
                 new = self.backend.merge(&new, &run)?;
             }
             self.stats.phases.dedup += t.elapsed();
@@ -340,26 +648,31 @@ impl<B: Backend> Driver<'_, B> {
     }
 
     /// Runs one rule's pipeline and adds what it derives that is new to `acc` (a stack
-    /// of sorted runs, merged while the newest is at least half the size of the one
-    /// below, so merging costs O(n log pieces)).
+    /// of sorted runs, see [`crate::runs`]).
     ///
     /// A pipeline whose first operator produces many tuples runs piece by piece: the
     /// first operator's output is cut into pieces, each piece runs through the rest of
     /// the pipeline and its results are deduplicated and subtracted from `full` at once.
-    /// The piece size adapts so that no batch of a piece exceeds [`PIECE_TARGET`]
-    /// tuples, which bounds the memory of joins whose output explodes.
-    fn run_rule(&mut self, rule: &RulePlan, acc: &mut Vec<B::Relation>) -> ExecResult<()> {
+    /// The piece size adapts so that no batch of a piece exceeds the backend's budget,
+    /// which bounds the memory of joins whose output explodes; a piece that runs out
+    /// of memory is run again in two halves.
+    fn run_rule(
+        &mut self,
+        rule: &RulePlan,
+        ops: &[POp],
+        acc: &mut Vec<B::Relation>,
+    ) -> ExecResult<()> {
         // Build the indexes this pipeline needs before running it.
         let mut needed = Vec::new();
-        collect_indexes(&rule.ops, &mut needed);
+        collect_indexes(ops, &mut needed);
         for id in needed {
             self.ensure_index(id)?;
         }
-        if let Some(Op::Scan {
+        if let Some(POp::Scan {
             rel,
             version: Version::Delta,
             ..
-        }) = rule.ops.first()
+        }) = ops.first()
         {
             match &self.delta[*rel] {
                 Some(d) if self.backend.relation_len(d) > 0 => {}
@@ -367,25 +680,55 @@ impl<B: Backend> Driver<'_, B> {
             }
         }
         let t = Instant::now();
-        let (first, rest) = rule.ops.split_at(1);
-        let (mut remaining, _) = self.run_ops(first, None, rest.is_empty())?;
+        let (first, rest) = ops.split_at(1.min(ops.len()));
+        let (remaining, _) = self.run_ops(first, None)?;
+        self.stats.phases.join += t.elapsed();
         if rest.is_empty() {
-            self.stats.phases.join += t.elapsed();
             return self.absorb(rule.head, remaining, acc);
         }
-        let mut piece_rows = FIRST_PIECE_ROWS;
-        while self.backend.batch_len(&remaining) > 0 {
+        let b = self.backend;
+        let mut piece_rows = self.first_piece_rows;
+        // Pieces still to run, the next on top; the bottom one is the unsplit rest.
+        let mut pending = vec![remaining];
+        while let Some(top) = pending.pop() {
+            if b.batch_len(&top) == 0 {
+                continue;
+            }
+            let (piece, rest_rows) = b.split_batch(top, piece_rows)?;
+            if b.batch_len(&rest_rows) > 0 {
+                pending.push(rest_rows);
+            }
             let t = Instant::now();
-            let (piece, rest_rows) = self.backend.split_batch(remaining, piece_rows);
-            remaining = rest_rows;
-            let (out, peak) = self.run_ops(rest, Some(piece), true)?;
+            let outcome = self
+                .run_ops(rest, Some(&piece))
+                .and_then(|(out, peak)| Ok((self.absorb(rule.head, out, acc)?, peak)));
             self.stats.phases.join += t.elapsed();
-            self.absorb(rule.head, out, acc)?;
-            if peak > PIECE_TARGET {
-                piece_rows =
-                    (piece_rows as u128 * PIECE_TARGET as u128 / peak as u128).max(1) as usize;
-            } else if peak < PIECE_TARGET / 4 {
-                piece_rows = piece_rows.saturating_mul(2);
+            match outcome {
+                Ok(((), peak)) => {
+                    if peak > self.max_batch_rows {
+                        piece_rows = (piece_rows as u128 * self.max_batch_rows as u128
+                            / peak as u128)
+                            .max(1) as usize;
+                    } else if peak < self.max_batch_rows / 4 {
+                        piece_rows = piece_rows.saturating_mul(2);
+                    }
+                }
+                Err(ExecError::OutOfMemory(why)) => {
+                    let n = b.batch_len(&piece);
+                    if n <= 1 {
+                        return Err(ExecError::OutOfMemory(format!(
+                            "{why}; while deriving `{}` from a single input tuple",
+                            self.plan.relations[rule.head].name
+                        )));
+                    }
+                    // Run it again in two halves, and start smaller from now on.
+                    self.stats.memory_retries += 1;
+                    let (left, right) = b.split_batch(piece, n / 2)?;
+                    pending.push(right);
+                    pending.push(left);
+                    piece_rows = (n / 2).max(1);
+                }
+                Err(e) => return Err(e),
             }
         }
         Ok(())
@@ -404,126 +747,89 @@ impl<B: Backend> Driver<'_, B> {
         }
         self.stats.derived += n;
         let t = Instant::now();
-        let candidates = self.backend.sort_unique(batch)?;
-        self.stats.phases.dedup += t.elapsed();
-        let t = Instant::now();
-        let new = self.backend.difference(&candidates, &self.full[rel])?;
-        self.stats.phases.difference += t.elapsed();
-        if self.backend.relation_len(&new) == 0 {
-            return Ok(());
-        }
-        let t = Instant::now();
-        acc.push(new);
-        while acc.len() >= 2 {
-            let n = acc.len();
-            if self.backend.relation_len(&acc[n - 1]) * 2 < self.backend.relation_len(&acc[n - 2]) {
-                break;
-            }
-            let top = acc.pop().expect("two runs");
-            let below = acc.pop().expect("two runs");
-            acc.push(self.backend.merge(&below, &top)?);
-        }
+        let new = self.backend.sort_unique_minus(batch, &self.full[rel])?;
+        let b = self.backend;
+        push_run(
+            acc,
+            new,
+            NEW_RUNS_GROWTH,
+            |r| b.relation_len(r),
+            |below, top| b.merge(&below, &top),
+        )?;
         self.stats.phases.dedup += t.elapsed();
         Ok(())
     }
 
-    /// Runs a pipeline; returns its result and the largest batch it made.
-    /// `set_result`: the result is only used as a set (a rule's result, not an
-    /// aggregate's groups), so the last join may drop repeats early.
-    fn run_ops(
-        &self,
-        ops: &[Op],
-        input: Option<B::Batch>,
-        set_result: bool,
-    ) -> ExecResult<(B::Batch, usize)> {
+    /// Runs a pipeline; returns its result and the largest batch it made. `input`:
+    /// the batch the first operator consumes (none for a pipeline that starts with
+    /// `Unit` or a scan).
+    fn run_ops(&self, ops: &[POp], input: Option<&B::Batch>) -> ExecResult<(B::Batch, usize)> {
         let b = self.backend;
         let ctx = &self.ctx;
+        let codes = &self.prepared.codes;
+        let code = |i: usize| {
+            codes
+                .get(i)
+                .ok_or_else(|| internal("an operator was not prepared"))
+        };
         let mut peak = 0;
-        let mut batch = input;
-        for (n, op) in ops.iter().enumerate() {
+        let mut batch: Option<B::Batch> = None;
+        for op in ops {
             let next = match op {
-                Op::Unit => b.unit(),
-                Op::Scan {
-                    rel,
-                    version,
-                    filters,
-                    project,
-                } => {
+                POp::Unit => b.unit()?,
+                POp::Scan { rel, version, code: c } => {
                     let relation = match version {
                         Version::Full => &self.full[*rel],
                         Version::Delta => self.delta[*rel].as_ref().ok_or_else(|| {
                             internal("a delta variant ran outside its stratum's loop")
                         })?,
                     };
-                    b.scan(relation, filters, project, ctx)?
+                    b.scan(relation, code(*c)?, ctx)?
                 }
-                Op::Join {
+                POp::Join {
                     index,
-                    version,
-                    key,
-                    filters,
-                    project,
+                    code: c,
+                    sort_input,
                 } => {
-                    if *version == Version::Delta {
-                        return Err(internal("the planner scans deltas; it never joins them"));
-                    }
-                    let mut input = batch.take().ok_or_else(|| internal("join without input"))?;
-                    if set_result && n > 0 && matches!(ops[n - 1], Op::Join { .. }) {
-                        // The output of a join feeding another join, in a pipeline whose
-                        // result is a set: sorting and deduplicating it removes the
-                        // repeats that projecting away join variables made, and puts
-                        // rows with the same leading values together, so the next
-                        // join's repeated outputs are adjacent and dropped early.
-                        let arity = b.batch_arity(&input);
-                        let sorted = b.sort_unique(input)?;
-                        let identity: Vec<PExpr> = (0..arity).map(PExpr::Col).collect();
-                        input = b.scan(&sorted, &[], &identity, ctx)?;
-                    }
                     let inner = self.index(*index)?;
-                    if set_result {
-                        b.join_distinct(&input, inner, key, filters, project, ctx)?
-                    } else {
-                        b.join(&input, inner, key, filters, project, ctx)?
+                    match batch.take() {
+                        Some(owned) if *sort_input => {
+                            // The output of a join feeding another join, in a pipeline
+                            // whose result is a set: sorting and deduplicating it removes
+                            // the repeats that projecting away join variables made, and
+                            // puts rows with the same leading values together, so the
+                            // next join's repeated outputs are adjacent and dropped early.
+                            let sorted = b.relation_batch(&b.sort_unique(owned)?)?;
+                            b.join(&sorted, inner, code(*c)?, ctx)?
+                        }
+                        Some(owned) => b.join(&owned, inner, code(*c)?, ctx)?,
+                        None => b.join(current(&batch, input)?, inner, code(*c)?, ctx)?,
                     }
                 }
-                Op::AntiJoin { index, key } => {
-                    let input = batch
-                        .take()
-                        .ok_or_else(|| internal("anti-join without input"))?;
-                    b.antijoin(input, self.index(*index)?, key, ctx)?
+                POp::AntiJoin { index, code: c } => {
+                    b.antijoin(current(&batch, input)?, self.index(*index)?, code(*c)?, ctx)?
                 }
-                Op::Filter { filters, project } => {
-                    let input = batch
-                        .as_ref()
-                        .ok_or_else(|| internal("filter without input"))?;
-                    b.filter(input, filters, project, ctx)?
-                }
-                Op::Aggregate {
-                    func,
-                    ty,
-                    correlated,
+                POp::Filter { code: c } => b.filter(current(&batch, input)?, code(*c)?, ctx)?,
+                POp::Aggregate {
                     sub,
-                    filters,
-                    project,
+                    code: c,
+                    join_value,
                 } => {
-                    let input = batch
-                        .as_ref()
-                        .ok_or_else(|| internal("aggregate without input"))?;
-                    if *correlated {
-                        let numbered = b.with_row_numbers(input)?;
-                        let (groups, _) = self.run_ops(sub, Some(numbered), false)?;
-                        b.aggregate(input, groups, *func, *ty, filters, project, ctx)?
-                    } else {
-                        // Computed once over a unit input, then joined to every input
-                        // tuple through an index with an empty key (a cross product
-                        // with at most one tuple).
-                        let unit = b.unit();
-                        let (groups, _) =
-                            self.run_ops(sub, Some(b.with_row_numbers(&unit)?), false)?;
-                        let value =
-                            b.aggregate(&unit, groups, *func, *ty, &[], &[PExpr::Col(0)], ctx)?;
-                        let value = b.build_index(&b.sort_unique(value)?, &[0], 0)?;
-                        b.join(input, &value, &[], filters, project, ctx)?
+                    let input = current(&batch, input)?;
+                    match join_value {
+                        None => {
+                            let numbered = b.with_row_numbers(input)?;
+                            let (groups, _) = self.run_ops(sub, Some(&numbered))?;
+                            b.aggregate(input, groups, code(*c)?, ctx)?
+                        }
+                        Some(j) => {
+                            let unit = b.unit()?;
+                            let numbered = b.with_row_numbers(&unit)?;
+                            let (groups, _) = self.run_ops(sub, Some(&numbered))?;
+                            let value = b.aggregate(&unit, groups, code(*c)?, ctx)?;
+                            let value = b.build_index(&b.sort_unique(value)?, &[0], 0)?;
+                            b.join(input, &value, code(*j)?, ctx)?
+                        }
                     }
                 }
             };
@@ -535,8 +841,9 @@ impl<B: Backend> Driver<'_, B> {
     }
 
     fn index(&self, id: usize) -> ExecResult<&B::Index> {
-        self.indexes[id]
-            .as_ref()
+        self.indexes
+            .get(id)
+            .and_then(|i| i.as_ref())
             .ok_or_else(|| internal("index used before it was built"))
     }
 
@@ -553,13 +860,14 @@ impl<B: Backend> Driver<'_, B> {
         Ok(())
     }
 
-    /// `full[rel] ∪= new`, extending built indexes over `rel`; returns `new`.
+    /// `full[rel] ∪= new` (`new` is disjoint from `full`), extending built indexes over
+    /// `rel`; returns `new`.
     fn add_to_full(&mut self, rel: RelId, new: B::Relation) -> ExecResult<B::Relation> {
         if self.backend.relation_len(&new) == 0 {
             return Ok(new);
         }
         let t = Instant::now();
-        self.full[rel] = self.backend.merge(&self.full[rel], &new)?;
+        self.full[rel] = self.backend.merge_disjoint(&self.full[rel], &new)?;
         self.stats.phases.merge += t.elapsed();
         let t = Instant::now();
         for (id, spec) in self.plan.indexes.iter().enumerate() {
@@ -574,18 +882,23 @@ impl<B: Backend> Driver<'_, B> {
     }
 }
 
-fn collect_indexes(ops: &[Op], out: &mut Vec<usize>) {
+/// The batch an operator consumes: the previous operator's output, or the pipeline's
+/// input for the first.
+fn current<'b, T>(batch: &'b Option<T>, input: Option<&'b T>) -> ExecResult<&'b T> {
+    batch
+        .as_ref()
+        .or(input)
+        .ok_or_else(|| internal("an operator has no input"))
+}
+
+fn collect_indexes(ops: &[POp], out: &mut Vec<usize>) {
     for op in ops {
         match op {
-            Op::Join { index, .. } | Op::AntiJoin { index, .. } => out.push(*index),
-            Op::Aggregate { sub, .. } => collect_indexes(sub, out),
+            POp::Join { index, .. } | POp::AntiJoin { index, .. } => out.push(*index),
+            POp::Aggregate { sub, .. } => collect_indexes(sub, out),
             _ => {}
         }
     }
-}
-
-fn internal(what: &str) -> ExecError {
-    ExecError::Backend(format!("internal error: {what}"))
 }
 
 /// Progress on stderr: a spinner line with the stratum, iteration and delta sizes, drawn

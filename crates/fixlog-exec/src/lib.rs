@@ -1,8 +1,18 @@
-//! Fixlog's executor: the operator interface ([`backend::Backend`]), the
-//! backend-independent semi-naive driver, and the CPU backend.
+//! Fixlog's executor core: the operator interface ([`backend::Backend`]) that every
+//! backend implements, the backend-independent semi-naive [`driver`], and the pieces
+//! both backends share so that they cannot disagree: the policy that keeps growing
+//! relations as sorted runs ([`runs`]) and the value of an aggregate ([`aggregate`]).
+//!
+//! The backends live in their own crates: `fixlog-cpu` (all cores) and `fixlog-cuda`
+//! (NVIDIA GPUs); the `fixlog` crate chooses between them.
 
+pub mod aggregate;
 pub mod backend;
-pub mod cpu;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod driver;
+pub mod runs;
 
-pub use backend::{Backend, EvalContext, ExecError, ExecResult};
+pub use backend::{
+    internal, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget,
+};

@@ -9,6 +9,17 @@ use fixlog_syntax::SourceMap;
 use std::fmt::Write;
 
 pub fn explain(program: &Program, plan: &Plan, sources: &SourceMap) -> String {
+    explain_with_notes(program, plan, sources, &|_| None)
+}
+
+/// [`explain`], with a note after each operator where `note` gives one (the CUDA
+/// backend says there whether the operator runs on the device or on the host).
+pub fn explain_with_notes(
+    program: &Program,
+    plan: &Plan,
+    sources: &SourceMap,
+    note: &dyn Fn(&Op) -> Option<String>,
+) -> String {
     let mut out = String::new();
     for (n, stratum) in plan.strata.iter().enumerate() {
         let names: Vec<&str> = stratum
@@ -55,7 +66,7 @@ pub fn explain(program: &Program, plan: &Plan, sources: &SourceMap) -> String {
                         );
                     }
                 }
-                write_ops(&mut out, plan, &rule_plan.ops, 4);
+                write_ops(&mut out, plan, &rule_plan.ops, 4, note);
                 let _ = writeln!(
                     out,
                     "    ──▶ insert into {}",
@@ -88,12 +99,19 @@ fn index_name(plan: &Plan, ix: &IndexSpec) -> String {
     )
 }
 
-fn write_ops(out: &mut String, plan: &Plan, ops: &[Op], indent: usize) {
+fn write_ops(
+    out: &mut String,
+    plan: &Plan,
+    ops: &[Op],
+    indent: usize,
+    note: &dyn Fn(&Op) -> Option<String>,
+) {
     let pad = " ".repeat(indent);
     for op in ops {
+        let mark = note(op).map(|n| format!("   [{n}]")).unwrap_or_default();
         match op {
             Op::Unit => {
-                let _ = writeln!(out, "{pad}unit (one empty tuple)");
+                let _ = writeln!(out, "{pad}unit (one empty tuple){mark}");
             }
             Op::Scan {
                 rel,
@@ -103,7 +121,7 @@ fn write_ops(out: &mut String, plan: &Plan, ops: &[Op], indent: usize) {
             } => {
                 let _ = writeln!(
                     out,
-                    "{pad}scan {}{}{} → {}",
+                    "{pad}scan {}{}{} → {}{mark}",
                     version_mark(*version),
                     plan.relations[*rel].name,
                     filters_text(filters),
@@ -120,7 +138,7 @@ fn write_ops(out: &mut String, plan: &Plan, ops: &[Op], indent: usize) {
                 let ix = &plan.indexes[*index];
                 let _ = writeln!(
                     out,
-                    "{pad}join {}{} on key {} using index #{index} {}{} → {}",
+                    "{pad}join {}{} on key {} using index #{index} {}{} → {}{mark}",
                     version_mark(*version),
                     plan.relations[ix.rel].name,
                     exprs(key),
@@ -133,7 +151,7 @@ fn write_ops(out: &mut String, plan: &Plan, ops: &[Op], indent: usize) {
                 let ix = &plan.indexes[*index];
                 let _ = writeln!(
                     out,
-                    "{pad}anti-join (negation) {} on key {} using index #{index} {}",
+                    "{pad}anti-join (negation) {} on key {} using index #{index} {}{mark}",
                     plan.relations[ix.rel].name,
                     exprs(key),
                     index_name(plan, ix)
@@ -142,7 +160,7 @@ fn write_ops(out: &mut String, plan: &Plan, ops: &[Op], indent: usize) {
             Op::Filter { filters, project } => {
                 let _ = writeln!(
                     out,
-                    "{pad}filter{} → {}",
+                    "{pad}filter{} → {}{mark}",
                     filters_text(filters),
                     exprs(project)
                 );
@@ -161,10 +179,10 @@ fn write_ops(out: &mut String, plan: &Plan, ops: &[Op], indent: usize) {
                     "once (uncorrelated)"
                 };
                 let _ = writeln!(out, "{pad}aggregate {func:?} ({ty:?}) {per} over:");
-                write_ops(out, plan, sub, indent + 4);
+                write_ops(out, plan, sub, indent + 4, note);
                 let _ = writeln!(
                     out,
-                    "{pad}  then{} → {}",
+                    "{pad}  then{} → {}{mark}",
                     filters_text(filters),
                     exprs(project)
                 );

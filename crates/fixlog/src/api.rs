@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use crate::io;
-use fixlog_exec::driver::{self, DriverOptions, Tuples};
+use fixlog_exec::driver::{DriverOptions, RunResult, Tuples};
 use fixlog_logical::{ColType, Program, RelId, Value};
 use fixlog_plan::Plan;
 use fixlog_syntax::SourceMap;
@@ -21,10 +21,29 @@ pub enum Datum {
     Symbol(String),
 }
 
+/// Which backend evaluates a program.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendKind {
+    /// The GPU when this build has CUDA support and a usable driver and device are
+    /// present, the CPU otherwise (and if the GPU fails to start).
+    #[default]
+    Auto,
+    /// Every CPU core.
+    Cpu,
+    /// The first CUDA device; an error where there is none.
+    Cuda,
+}
+
 /// How to run a program.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
-    /// Worker threads; `None` uses every core.
+    /// Which backend runs the program.
+    pub backend: BackendKind,
+    /// The most device memory the CUDA backend may use, in bytes (`None`: 90% of what
+    /// is free when it starts). Running out of it is not an error: work is split.
+    pub gpu_memory_limit: Option<usize>,
+    /// Worker threads of the CPU backend (and of the CUDA backend's host work); `None`
+    /// uses every core.
     pub jobs: Option<usize>,
     /// Directory of `.input` files (Soufflé's `-F`). `None`: `.input` directives are
     /// ignored and only facts from the program and from [`Fixlog::insert`] are used.
@@ -97,6 +116,14 @@ impl Fixlog {
         fixlog_plan::explain(&self.program, &self.plan, &self.sources)
     }
 
+    /// [`Fixlog::explain`] with, for every operator, where the CUDA backend runs it
+    /// (`fixlog explain --backend cuda`).
+    pub fn explain_cuda(&self) -> String {
+        fixlog_plan::explain::explain_with_notes(&self.program, &self.plan, &self.sources, &|op| {
+            Some(fixlog_cuda::placement::note(op))
+        })
+    }
+
     /// Adds facts to a relation. Each tuple must have the relation's arity and each
     /// datum its column's type.
     pub fn insert(
@@ -144,7 +171,7 @@ impl Fixlog {
             .ok_or_else(|| Error::BadInput(format!("no relation named `{name}`")))
     }
 
-    /// Evaluates the program to its fixpoint on the CPU backend.
+    /// Evaluates the program to its fixpoint on the backend `options.backend` chooses.
     pub fn run(&self, options: &RunOptions) -> Result<Database, Error> {
         let symbols = Arc::new(self.program.symbols.clone());
         // Initial facts: program facts, inserted facts, input files.
@@ -160,7 +187,6 @@ impl Fixlog {
             }
         }
         let driver_options = DriverOptions {
-            jobs: options.jobs,
             progress: options.progress,
             keep_rows: options.outputs_only.then(|| {
                 self.program
@@ -170,19 +196,109 @@ impl Fixlog {
                     .collect()
             }),
         };
-        let result = driver::run_cpu(
-            &self.program,
-            &self.plan,
-            initial,
-            &symbols,
-            &driver_options,
-        )?;
+        let (result, choice) = self.run_on_backend(initial, &symbols, &driver_options, options)?;
         Ok(Database {
             program: self.program.clone(),
             symbols,
             relations: result.relations,
             stats: result.stats,
+            choice,
         })
+    }
+
+    fn run_on_backend(
+        &self,
+        initial: Vec<Tuples>,
+        symbols: &fixlog_logical::SymbolTable,
+        driver: &DriverOptions,
+        options: &RunOptions,
+    ) -> Result<(RunResult, BackendChoice), Error> {
+        let cpu = |initial, reason: String| -> Result<(RunResult, BackendChoice), Error> {
+            let r = fixlog_cpu::run(
+                &self.program,
+                &self.plan,
+                initial,
+                symbols,
+                driver,
+                options.jobs,
+            )?;
+            let choice = BackendChoice {
+                backend: BackendKind::Cpu,
+                reason,
+            };
+            Ok((r, choice))
+        };
+        match options.backend {
+            BackendKind::Cpu => cpu(initial, "--backend cpu".into()),
+            BackendKind::Cuda => {
+                let probe = fixlog_cuda::probe();
+                if !probe.available {
+                    return Err(Error::NoGpu(probe.reason));
+                }
+                let r = self.run_cuda(initial, symbols, driver, options)?;
+                Ok((
+                    r,
+                    BackendChoice {
+                        backend: BackendKind::Cuda,
+                        reason: probe.reason,
+                    },
+                ))
+            }
+            BackendKind::Auto => {
+                let probe = fixlog_cuda::probe();
+                if !probe.available {
+                    return cpu(initial, probe.reason);
+                }
+                // Keep the facts for the CPU in case the GPU cannot start.
+                match self.run_cuda(initial.clone(), symbols, driver, options) {
+                    Ok(r) => Ok((
+                        r,
+                        BackendChoice {
+                            backend: BackendKind::Cuda,
+                            reason: probe.reason,
+                        },
+                    )),
+                    Err(Error::Exec(e)) => {
+                        cpu(initial, format!("the GPU ({}) failed: {e}", probe.reason))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    fn run_cuda(
+        &self,
+        initial: Vec<Tuples>,
+        symbols: &fixlog_logical::SymbolTable,
+        driver: &DriverOptions,
+        options: &RunOptions,
+    ) -> Result<RunResult, Error> {
+        let cuda = fixlog_cuda::CudaOptions {
+            device: 0,
+            memory_limit: options.gpu_memory_limit,
+            host_threads: options.jobs,
+        };
+        Ok(fixlog_cuda::run(
+            &self.program,
+            &self.plan,
+            initial,
+            symbols,
+            driver,
+            &cuda,
+        )?)
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn run_cuda(
+        &self,
+        _initial: Vec<Tuples>,
+        _symbols: &fixlog_logical::SymbolTable,
+        _driver: &DriverOptions,
+        _options: &RunOptions,
+    ) -> Result<RunResult, Error> {
+        Err(Error::NoGpu(fixlog_cuda::probe().reason))
     }
 }
 
@@ -193,6 +309,23 @@ fn program_error(diagnostics: fixlog_syntax::Diagnostics, sources: &SourceMap) -
     }
 }
 
+/// Which backend ran a program, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendChoice {
+    pub backend: BackendKind,
+    /// Why this backend: the device found, or why there is none.
+    pub reason: String,
+}
+
+impl std::fmt::Display for BackendChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.backend {
+            BackendKind::Cuda => write!(f, "running on the GPU: {}", self.reason),
+            _ => write!(f, "running on the CPU: {}", self.reason),
+        }
+    }
+}
+
 /// The result of a run: every relation's tuples.
 pub struct Database {
     program: Program,
@@ -200,9 +333,15 @@ pub struct Database {
     /// Sorted, deduplicated tuples per relation (raw order); `None` where not kept.
     relations: Vec<Option<Tuples>>,
     stats: RunStats,
+    choice: BackendChoice,
 }
 
 impl Database {
+    /// Which backend ran the program, and why.
+    pub fn backend(&self) -> &BackendChoice {
+        &self.choice
+    }
+
     pub fn stats(&self) -> &RunStats {
         &self.stats
     }

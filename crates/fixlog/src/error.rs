@@ -37,6 +37,9 @@ pub enum Error {
     /// Facts given through the API do not fit the relation.
     #[error("{0}")]
     BadInput(String),
+    /// `--backend cuda` where no GPU can be used (the reason says why).
+    #[error("no usable GPU: {0}")]
+    NoGpu(String),
     /// The executor failed (out of memory, device error).
     #[error("evaluation failed: {0}")]
     Exec(#[from] fixlog_exec::ExecError),

@@ -29,5 +29,5 @@ pub mod api;
 pub mod error;
 pub mod io;
 
-pub use api::{Database, Datum, Fixlog, RunOptions, RunStats};
+pub use api::{BackendChoice, BackendKind, Database, Datum, Fixlog, RunOptions, RunStats};
 pub use error::Error;

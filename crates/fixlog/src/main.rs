@@ -1,7 +1,7 @@
 //! The `fixlog` command line. A thin layer over the library API (`fixlog::Fixlog`).
 
 use clap::{Parser, Subcommand, ValueEnum};
-use fixlog::{Error, Fixlog, RunOptions, RunStats};
+use fixlog::{BackendKind, Error, Fixlog, RunOptions, RunStats};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -10,7 +10,7 @@ use std::time::Instant;
 #[command(
     name = "fixlog",
     version,
-    about = "Soufflé-compatible Datalog on every CPU core"
+    about = "Soufflé-compatible Datalog on NVIDIA GPUs and every CPU core"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -32,6 +32,13 @@ enum Command {
         /// Worker threads (default: all cores).
         #[arg(short = 'j', long = "jobs")]
         jobs: Option<usize>,
+        /// Where to evaluate: `auto` uses the GPU when one is usable, else the CPU.
+        #[arg(long, value_enum, default_value = "auto")]
+        backend: BackendArg,
+        /// Most device memory the GPU may use (bytes; K, M, G, T suffixes are powers of
+        /// 1024). Default: 90% of the free memory.
+        #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
+        gpu_memory_limit: Option<usize>,
         /// Print statistics on stderr at the end: sizes, iterations, time per phase.
         #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text")]
         stats: Option<StatsFormat>,
@@ -40,7 +47,51 @@ enum Command {
         quiet: bool,
     },
     /// Print the strata and the plan of every rule variant.
-    Explain { program: PathBuf },
+    Explain {
+        program: PathBuf,
+        /// With `cuda` (or `auto` on a machine with a usable GPU), say for each operator
+        /// whether it runs on the device or on the host.
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: BackendArg,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendArg {
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+impl From<BackendArg> for BackendKind {
+    fn from(b: BackendArg) -> BackendKind {
+        match b {
+            BackendArg::Auto => BackendKind::Auto,
+            BackendArg::Cpu => BackendKind::Cpu,
+            BackendArg::Cuda => BackendKind::Cuda,
+        }
+    }
+}
+
+/// `123`, `64K`, `512M`, `4G`, `1T` (powers of 1024; `KiB`, `MB` etc. accepted too).
+fn parse_bytes(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let n: usize = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size in bytes (e.g. 4G, 512M, 1000000)"))?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(format!("`{text}`: unknown unit `{unit}` (use K, M, G or T)")),
+    };
+    n.checked_mul(1usize << shift)
+        .filter(|&b| b > 0)
+        .ok_or_else(|| format!("`{text}` is not a usable size"))
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -77,9 +128,18 @@ fn souffle_style_args(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStri
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
-        Command::Explain { program } => {
+        Command::Explain { program, backend } => {
             let program = Fixlog::from_file(&program)?;
-            print!("{}", program.explain());
+            let gpu = match backend {
+                BackendArg::Cpu => false,
+                BackendArg::Cuda => true,
+                BackendArg::Auto => fixlog_cuda::probe().available,
+            };
+            if gpu {
+                print!("{}", program.explain_cuda());
+            } else {
+                print!("{}", program.explain());
+            }
             Ok(())
         }
         Command::Run {
@@ -87,6 +147,8 @@ fn run(cli: Cli) -> Result<(), Error> {
             fact_dir,
             output_dir,
             jobs,
+            backend,
+            gpu_memory_limit,
             stats,
             quiet,
         } => {
@@ -96,12 +158,17 @@ fn run(cli: Cli) -> Result<(), Error> {
             let start = Instant::now();
             let program = Fixlog::from_file(&program)?;
             let options = RunOptions {
+                backend: backend.into(),
+                gpu_memory_limit,
                 jobs,
                 facts_dir: Some(fact_dir),
                 progress: !quiet,
                 outputs_only: true,
             };
             let db = program.run(&options)?;
+            if matches!(backend, BackendArg::Auto) && !quiet {
+                eprintln!("fixlog: {}", db.backend());
+            }
             let t = Instant::now();
             db.write_outputs(&output_dir)?;
             print!("{}", db.printsizes());
@@ -119,10 +186,11 @@ fn run(cli: Cli) -> Result<(), Error> {
 fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> String {
     let mut s = String::new();
     s.push_str(&format!(
-        "backend {} with {} threads; total {:.3} s\n",
+        "backend {} ({}); total {:.3} s, evaluation {:.3} s\n",
         stats.backend,
-        stats.threads,
-        start.elapsed().as_secs_f64()
+        stats.device,
+        start.elapsed().as_secs_f64(),
+        stats.total.as_secs_f64()
     ));
     s.push_str("stratum  iterations  seconds  relations\n");
     for (i, st) in stats.strata.iter().enumerate() {
@@ -138,19 +206,32 @@ fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
         "tuples derived before deduplication: {}\n",
         stats.derived
     ));
+    if let Some(peak) = stats.peak_memory {
+        s.push_str(&format!(
+            "peak device memory: {:.1} MiB\n",
+            peak as f64 / (1u64 << 20) as f64
+        ));
+    }
+    if stats.memory_retries > 0 {
+        s.push_str(&format!(
+            "pieces run again in halves after running out of memory: {}\n",
+            stats.memory_retries
+        ));
+    }
     s.push_str("relation sizes:\n");
     for (name, size) in &stats.relation_sizes {
         s.push_str(&format!("  {name}\t{size}\n"));
     }
     let p = &stats.phases;
     s.push_str(&format!(
-        "phases (s): load {:.3}, join {:.3}, dedup {:.3}, difference {:.3}, merge {:.3}, index {:.3}, write {:.3}\n",
+        "phases (s): load {:.3}, prepare {:.3}, join {:.3}, dedup {:.3}, merge {:.3}, index {:.3}, unload {:.3}, write {:.3}\n",
         p.load.as_secs_f64(),
+        p.prepare.as_secs_f64(),
         p.join.as_secs_f64(),
         p.dedup.as_secs_f64(),
-        p.difference.as_secs_f64(),
         p.merge.as_secs_f64(),
         p.index.as_secs_f64(),
+        p.unload.as_secs_f64(),
         write.as_secs_f64()
     ));
     s
@@ -160,7 +241,9 @@ fn stats_json(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
     let p = &stats.phases;
     serde_json::json!({
         "backend": stats.backend,
-        "threads": stats.threads,
+        "device": stats.device,
+        "memory_retries": stats.memory_retries,
+        "peak_device_memory": stats.peak_memory,
         "seconds": start.elapsed().as_secs_f64(),
         "eval_seconds": stats.total.as_secs_f64(),
         "derived": stats.derived,
@@ -173,9 +256,10 @@ fn stats_json(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
         "relations": stats.relation_sizes.iter().map(|(n, s)| (n.clone(), serde_json::json!(s))).collect::<serde_json::Map<_, _>>(),
         "phases": {
             "load": p.load.as_secs_f64(),
+            "prepare": p.prepare.as_secs_f64(),
             "join": p.join.as_secs_f64(),
             "dedup": p.dedup.as_secs_f64(),
-            "difference": p.difference.as_secs_f64(),
+            "unload": p.unload.as_secs_f64(),
             "merge": p.merge.as_secs_f64(),
             "index": p.index.as_secs_f64(),
             "write": write.as_secs_f64(),

@@ -114,10 +114,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
     let mut recursive_idb = false;
     for jobs in [1, 4] {
         let db = fixlog
-            .run(&RunOptions {
-                jobs: Some(jobs),
-                ..RunOptions::default()
-            })
+            .run(&support::options(Some(jobs)))
             .map_err(|e| TestCaseError::fail(format!("run failed (jobs={jobs}): {e}\n{text}")))?;
         for (id, relation) in program.relations.iter().enumerate() {
             let types = relation.types();
@@ -250,7 +247,7 @@ fn outputs_only_keeps_output_relations_and_counts_the_rest() {
     let db = program
         .run(&RunOptions {
             outputs_only: true,
-            ..RunOptions::default()
+            ..support::options(None)
         })
         .unwrap();
     assert_eq!(db.len("p"), Some(3));

@@ -9,6 +9,8 @@
 //!
 //! The expected files were computed by hand; see the comments in each program.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -67,6 +69,9 @@ fn run_case(case: &Path, jobs: usize) -> Vec<String> {
         })
         .collect();
     args.extend(["-j".to_string(), jobs.to_string()]);
+    if args.first().is_some_and(|a| a == "run") {
+        args.extend(["--backend".to_string(), support::backend_arg().to_string()]);
+    }
     let output = Command::new(env!("CARGO_BIN_EXE_fixlog"))
         .args(&args)
         .current_dir(work.path())

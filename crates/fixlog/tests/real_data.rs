@@ -6,6 +6,8 @@
 //! convention (see `shared/data/MANIFEST.md`): loop passes after the non-recursive rules,
 //! counting the final pass that derives nothing — what `RunStats` reports.
 
+mod support;
+
 use fixlog::{Fixlog, RunOptions};
 use std::path::PathBuf;
 
@@ -86,11 +88,11 @@ fn check(query: &str, graph: &str) {
         Fixlog::from_source(&format!("{query}.dl"), &text).unwrap_or_else(|e| panic!("{e}"));
     let db = program
         .run(&RunOptions {
-            jobs: Some(2),
             facts_dir: Some(dir),
             progress: false,
             // Only sizes are checked: keep no tuples (what the CLI does for `.printsize`).
             outputs_only: true,
+            ..support::options(Some(2))
         })
         .unwrap_or_else(|e| panic!("{e}"));
     let size = db.len(relation).unwrap();

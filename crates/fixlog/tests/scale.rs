@@ -3,7 +3,9 @@
 //! (BFS for reachability, adjacency-list loops for same generation) at 1, 2, 4 and 8
 //! threads.
 
-use fixlog::{Datum, Fixlog, RunOptions};
+mod support;
+
+use fixlog::{Datum, Fixlog};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A deterministic pseudo-random edge list over `0..nodes` (duplicates and self-loops
@@ -165,10 +167,7 @@ fn reachability_aggregates_negation_and_sg_at_scale() {
         .unwrap();
     for jobs in [1, 2, 4, 8] {
         let db = program
-            .run(&RunOptions {
-                jobs: Some(jobs),
-                ..RunOptions::default()
-            })
+            .run(&support::options(Some(jobs)))
             .unwrap();
         for (rel, want) in [
             ("path", &path),
@@ -223,10 +222,7 @@ fn symbol_graph_at_scale() {
         .unwrap();
     for jobs in [1, 4] {
         let db = program
-            .run(&RunOptions {
-                jobs: Some(jobs),
-                ..RunOptions::default()
-            })
+            .run(&support::options(Some(jobs)))
             .unwrap();
         let got: Vec<(String, String)> = db
             .relation("path")

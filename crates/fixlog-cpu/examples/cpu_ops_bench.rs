@@ -1,15 +1,15 @@
 //! Micro-benchmark of the CPU backend's operators on arity-2 relations.
 //!
 //! ```text
-//! cargo run --release -p fixlog-exec --example cpu_ops_bench [-- -j THREADS] [--tc EDGES.tsv]
+//! cargo run --release -p fixlog-cpu --example cpu_ops_bench [-- -j THREADS] [--tc EDGES.tsv]
 //! ```
 //!
 //! Prints one line per operator and size: seconds and millions of tuples per second.
 //! With `--tc`, also runs a semi-naive transitive closure
 //! (`path(x,z) :- path(x,y), edge(y,z)`) over a `src<TAB>dst` edge list.
 
-use fixlog_exec::cpu::{CpuBackend, CpuBatch};
-use fixlog_exec::{Backend, EvalContext};
+use fixlog_cpu::{CpuBackend, CpuBatch, CpuCode};
+use fixlog_exec::{Backend, EvalContext, OpSpec};
 use fixlog_logical::SymbolTable;
 use fixlog_plan::PExpr;
 use rayon::prelude::*;
@@ -80,6 +80,28 @@ fn main() {
     });
 }
 
+/// The scan of (x, y) and the join `(x, y) ⋈ edge(y, z) → (x, z)`, prepared.
+fn tc_codes(be: &CpuBackend) -> (CpuCode, CpuCode) {
+    let scan = OpSpec::Scan {
+        arity: 2,
+        filters: vec![],
+        project: vec![PExpr::Col(0), PExpr::Col(1)],
+    };
+    let join = OpSpec::Join {
+        input_arity: 2,
+        order: vec![0, 1],
+        key_len: 1,
+        key: vec![PExpr::Col(1)],
+        filters: vec![],
+        project: vec![PExpr::Col(0), PExpr::Col(3)],
+        distinct: false,
+    };
+    (
+        be.prepare_one(&scan).unwrap(),
+        be.prepare_one(&join).unwrap(),
+    )
+}
+
 fn ops() {
     let be = CpuBackend;
     let syms = SymbolTable::new();
@@ -131,20 +153,9 @@ fn ops() {
         let (idx2, s) = time(|| be.build_index(&full, &[1, 0], 1).unwrap());
         line("build_index (n, permuted)", n, s, be.index_len(&idx2));
         drop(idx2);
-        let input = be
-            .scan(&full, &[], &[PExpr::Col(0), PExpr::Col(1)], &ctx)
-            .unwrap();
-        let (j, s) = time(|| {
-            be.join(
-                &input,
-                &idx,
-                &[PExpr::Col(1)],
-                &[],
-                &[PExpr::Col(0), PExpr::Col(3)],
-                &ctx,
-            )
-            .unwrap()
-        });
+        let (scan, join) = tc_codes(&be);
+        let input = be.scan(&full, &scan, &ctx).unwrap();
+        let (j, s) = time(|| be.join(&input, &idx, &join, &ctx).unwrap());
         let jn = be.batch_len(&j);
         line("join (input rows/s)", n, s, jn);
         println!(
@@ -175,6 +186,7 @@ fn transitive_closure(path: &str) {
             }
         }
     }
+    let (scan, join) = tc_codes(&be);
     let t0 = Instant::now();
     let edge = be.relation_from_rows(2, data).unwrap();
     let idx = be.build_index(&edge, &[0, 1], 1).unwrap();
@@ -185,18 +197,8 @@ fn transitive_closure(path: &str) {
     while be.relation_len(&delta) > 0 {
         iters += 1;
         let (j, s) = time(|| {
-            let d = be
-                .scan(&delta, &[], &[PExpr::Col(0), PExpr::Col(1)], &ctx)
-                .unwrap();
-            be.join(
-                &d,
-                &idx,
-                &[PExpr::Col(1)],
-                &[],
-                &[PExpr::Col(0), PExpr::Col(3)],
-                &ctx,
-            )
-            .unwrap()
+            let d = be.scan(&delta, &scan, &ctx).unwrap();
+            be.join(&d, &idx, &join, &ctx).unwrap()
         });
         tj += s;
         let (new, s) = time(|| be.sort_unique(j).unwrap());
@@ -204,7 +206,7 @@ fn transitive_closure(path: &str) {
         let (d, s) = time(|| be.difference(&new, &full).unwrap());
         td += s;
         drop(new);
-        let (f, s) = time(|| be.merge(&full, &d).unwrap());
+        let (f, s) = time(|| be.merge_disjoint(&full, &d).unwrap());
         tm += s;
         full = f;
         delta = d;

@@ -188,6 +188,7 @@ impl CCond {
 }
 
 /// A compiled filter list plus projection.
+#[derive(Debug)]
 pub struct Pipeline {
     pub filters: Vec<CCond>,
     pub project: Vec<CExpr>,

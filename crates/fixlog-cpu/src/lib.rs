@@ -1,0 +1,618 @@
+//! The CPU backend: every operator of [`Backend`] on all cores with rayon.
+//!
+//! - [`storage`]: relations and indexes are small LSM trees of sorted row-major runs
+//!   (the policy of `fixlog_exec::runs`), batches are lists of segments;
+//! - [`code`]: each operator's expressions compiled once per run;
+//! - [`rows`]: sort, unique, union and difference kernels on row arrays (parallel LSD
+//!   radix sort over the bits that vary; merges split by binary search);
+//! - [`hisa`]: the hash table from a key prefix to its range of rows;
+//! - [`dedup`]: the cache-sized window a distinct join drops repeats through;
+//! - [`eval`]: expressions and conditions over the two rows an operator reads.
+//!
+//! [`run`] is the entry point: it runs a plan with the semi-naive driver inside a
+//! thread pool of the requested size.
+//!
+//! # Determinism
+//!
+//! Every parallel split depends on input sizes only, never on the number of threads,
+//! and per-unit outputs are kept in unit order; sets are canonical anyway.
+
+pub mod code;
+pub mod dedup;
+pub mod eval;
+pub mod hisa;
+pub mod rows;
+pub mod storage;
+
+pub use code::CpuCode;
+pub use storage::{CpuBatch, CpuIndex, CpuRelation};
+
+use code::{inverse, wrong_code, KeyCode};
+use eval::Pipeline;
+use fixlog_exec::driver::{self, DriverOptions, RunResult, Tuples};
+use fixlog_exec::{aggregate, Backend, EvalContext, ExecError, ExecResult, OpSpec};
+use fixlog_logical::{Program, SymbolTable, Value};
+use fixlog_plan::Plan;
+use rayon::prelude::*;
+use std::cell::RefCell;
+use std::sync::Arc;
+use storage::{
+    add_index_run, add_run, permute_rows, single_run, too_big, IndexRun, Run, Seg,
+};
+
+/// Runs `plan` on the CPU backend with `jobs` threads (`None`: all cores).
+pub fn run(
+    program: &Program,
+    plan: &Plan,
+    initial: Vec<Tuples>,
+    symbols: &SymbolTable,
+    options: &DriverOptions,
+    jobs: Option<usize>,
+) -> ExecResult<RunResult> {
+    let threads = jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| ExecError::Backend(format!("cannot start worker threads: {e}")))?;
+    pool.install(|| {
+        let backend = CpuBackend::new();
+        let mut result = driver::run(&backend, program, plan, initial, symbols, options)?;
+        result.stats.device = format!(
+            "{threads} thread{}",
+            if threads == 1 { "" } else { "s" }
+        );
+        Ok(result)
+    })
+}
+
+/// The CPU backend. Stateless: call its methods inside the rayon pool that should run
+/// them (`ThreadPool::install`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CpuBackend;
+
+impl CpuBackend {
+    pub fn new() -> CpuBackend {
+        CpuBackend
+    }
+
+    /// Prepares one operator (the CPU needs no run-wide step).
+    pub fn prepare_one(&self, spec: &OpSpec) -> ExecResult<CpuCode> {
+        CpuCode::prepare(spec)
+    }
+}
+
+// ---- parallel units --------------------------------------------------------------------
+
+/// Units of parallel work over pieces of `(data, rows)`: `(piece, lo, hi)`. The unit
+/// size depends on the total only, never on the thread count.
+fn work_units(pieces: &[usize]) -> Vec<(usize, usize, usize)> {
+    let total: usize = pieces.iter().sum();
+    let chunk = (total / 512).clamp(16, 4096);
+    let mut units = Vec::new();
+    for (p, &n) in pieces.iter().enumerate() {
+        let mut lo = 0;
+        while lo < n {
+            let hi = (lo + chunk).min(n);
+            units.push((p, lo, hi));
+            lo = hi;
+        }
+    }
+    units
+}
+
+/// Runs `f` on every unit in parallel, each appending rows to its own segment, and
+/// returns the segments in unit order.
+fn map_units<F>(arity: usize, units: &[(usize, usize, usize)], f: F) -> CpuBatch
+where
+    F: Fn((usize, usize, usize), &mut Vec<Value>) -> usize + Sync,
+{
+    let segs: Vec<Seg> = units
+        .par_iter()
+        .map(|&u| {
+            let mut data = Vec::new();
+            let rows = f(u, &mut data);
+            Seg { data, rows }
+        })
+        .collect();
+    CpuBatch::from_segs(arity, segs)
+}
+
+/// Filters and projects every row of `segs` (rows of `arity` values).
+fn map_rows(arity: usize, segs: &[(&[Value], usize)], pipe: &Pipeline, ctx: &EvalContext)
+    -> CpuBatch {
+    let sizes: Vec<usize> = segs.iter().map(|s| s.1).collect();
+    let units = work_units(&sizes);
+    map_units(pipe.project.len(), &units, |(p, lo, hi), out| {
+        let data = segs[p].0;
+        let mut n = 0;
+        for i in lo..hi {
+            let r = &data[i * arity..i * arity + arity];
+            n += pipe.emit(r, &[], ctx.symbols, out) as usize;
+        }
+        n
+    })
+}
+
+fn check_arity(what: &str, expected: usize, got: usize) -> ExecResult<()> {
+    if expected != got {
+        return Err(ExecError::Backend(format!(
+            "internal error: {what} prepared for arity {expected} given arity {got}"
+        )));
+    }
+    Ok(())
+}
+
+fn check_order(index: &CpuIndex, order: &[usize]) -> ExecResult<()> {
+    if index.order != order {
+        return Err(ExecError::Backend(format!(
+            "internal error: a join prepared for index order {order:?} given order {:?}",
+            index.order
+        )));
+    }
+    Ok(())
+}
+
+/// The join loop: for each input row (in parallel over fixed units), every inner row
+/// with an equal key is filtered and projected into the unit's output; `window` (one per
+/// thread, reset per unit) decides whether each written row stays (see [`dedup`]).
+fn join_rows<W: dedup::RowWindow + 'static>(
+    input: &CpuBatch,
+    inner: &CpuIndex,
+    key: &KeyCode,
+    pipe: &Pipeline,
+    ow: usize,
+    ctx: &EvalContext,
+    window: &'static std::thread::LocalKey<RefCell<W>>,
+) -> CpuBatch {
+    let a = input.arity;
+    let w = inner.arity;
+    let sizes: Vec<usize> = input.segs.iter().map(|s| s.rows).collect();
+    let units = work_units(&sizes);
+    let klen = key.len();
+    map_units(ow, &units, |(p, lo, hi), out| {
+        window.with(|window| {
+            let mut window = window.borrow_mut();
+            window.reset();
+            let data = &input.segs[p].data;
+            let mut kbuf = vec![0; klen];
+            let mut n = 0;
+            for i in lo..hi {
+                let r = &data[i * a..i * a + a];
+                if !key.eval(r, ctx, &mut kbuf) {
+                    continue;
+                }
+                for ir in &inner.runs {
+                    let (s, e) = inner.range(ir, &kbuf);
+                    let d = &ir.run.data;
+                    for j in s..e {
+                        let b = &d[j * w..j * w + w];
+                        if pipe.emit(r, b, ctx.symbols, out) {
+                            if window.keep(out, ow, n) {
+                                n += 1;
+                            } else {
+                                out.truncate(n * ow);
+                            }
+                        }
+                    }
+                }
+            }
+            n
+        })
+    })
+}
+
+impl Backend for CpuBackend {
+    type Relation = CpuRelation;
+    type Index = CpuIndex;
+    type Batch = CpuBatch;
+    type Code = CpuCode;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn prepare(&self, ops: &[OpSpec], _ctx: &EvalContext) -> ExecResult<Vec<CpuCode>> {
+        ops.iter().map(CpuCode::prepare).collect()
+    }
+
+    /// `rows` in any order, duplicates allowed. For arity 0 the rows cannot say how many
+    /// tuples there are: the result is the empty relation (use [`Backend::unit`] and
+    /// [`Backend::sort_unique`] for the relation holding the empty tuple).
+    fn relation_from_rows(&self, arity: usize, rows: Vec<Value>) -> ExecResult<CpuRelation> {
+        if arity == 0 {
+            return Ok(CpuRelation::empty(0));
+        }
+        if !rows.len().is_multiple_of(arity) {
+            return Err(ExecError::Backend(format!(
+                "{} values do not make rows of arity {arity}",
+                rows.len()
+            )));
+        }
+        let len = rows.len() / arity;
+        self.sort_unique(CpuBatch::from_rows(arity, rows, len))
+    }
+
+    fn empty_relation(&self, arity: usize) -> ExecResult<CpuRelation> {
+        Ok(CpuRelation::empty(arity))
+    }
+
+    fn relation_rows(&self, rel: &CpuRelation) -> ExecResult<Vec<Value>> {
+        Ok(single_run(rel).data.clone())
+    }
+
+    fn relation_len(&self, rel: &CpuRelation) -> usize {
+        rel.len()
+    }
+
+    fn relation_arity(&self, rel: &CpuRelation) -> usize {
+        rel.arity
+    }
+
+    fn batch_from_rows(&self, arity: usize, rows: Vec<Value>, len: usize) -> ExecResult<CpuBatch> {
+        if rows.len() != arity * len {
+            return Err(ExecError::Backend(format!(
+                "{} values do not make {len} rows of arity {arity}",
+                rows.len()
+            )));
+        }
+        Ok(CpuBatch::from_rows(arity, rows, len))
+    }
+
+    fn batch_rows(&self, batch: &CpuBatch) -> ExecResult<Vec<Value>> {
+        Ok(batch.rows())
+    }
+
+    fn batch_len(&self, batch: &CpuBatch) -> usize {
+        batch.len
+    }
+
+    fn batch_arity(&self, batch: &CpuBatch) -> usize {
+        batch.arity
+    }
+
+    fn sort_unique(&self, batch: CpuBatch) -> ExecResult<CpuRelation> {
+        let arity = batch.arity;
+        let mut rel = CpuRelation::empty(arity);
+        if batch.len == 0 {
+            return Ok(rel);
+        }
+        if arity == 0 {
+            rel.runs.push(Arc::new(Run::unit()));
+            return Ok(rel);
+        }
+        let mut data = if batch.segs.len() == 1 {
+            batch
+                .segs
+                .into_iter()
+                .next()
+                .map(|s| s.data)
+                .unwrap_or_default()
+        } else {
+            rows::concat_parts(batch.segs.into_iter().map(|s| s.data).collect())
+        };
+        let len = rows::sort_unique(arity, &mut data);
+        too_big(len)?;
+        rel.runs.push(Arc::new(Run { data, len }));
+        Ok(rel)
+    }
+
+    fn relation_batch(&self, rel: &CpuRelation) -> ExecResult<CpuBatch> {
+        let segs = rel
+            .runs
+            .iter()
+            .map(|r| Seg {
+                data: r.data.clone(),
+                rows: r.len,
+            })
+            .collect();
+        Ok(CpuBatch::from_segs(rel.arity, segs))
+    }
+
+    fn split_batch(&self, batch: CpuBatch, rows: usize) -> ExecResult<(CpuBatch, CpuBatch)> {
+        Ok(batch.split_at(rows))
+    }
+
+    fn merge(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
+        if b.is_empty() || a.arity == 0 {
+            return if a.is_empty() { Ok(b.clone()) } else { Ok(a.clone()) };
+        }
+        if a.is_empty() {
+            return Ok(b.clone());
+        }
+        // b − a, appended as a new run of a.
+        let arity = a.arity;
+        let b1 = single_run(b);
+        let bs: Vec<&[Value]> = a.runs.iter().map(|r| &r.data[..]).collect();
+        let new_run = Arc::new(Run::new(arity, rows::difference_many(arity, &b1.data, &bs)));
+        let mut runs = a.runs.clone();
+        add_run(arity, &mut runs, new_run)?;
+        Ok(CpuRelation { arity, runs })
+    }
+
+    fn merge_disjoint(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
+        if b.is_empty() || a.arity == 0 {
+            return if a.is_empty() { Ok(b.clone()) } else { Ok(a.clone()) };
+        }
+        let mut runs = a.runs.clone();
+        add_run(a.arity, &mut runs, single_run(b))?;
+        Ok(CpuRelation {
+            arity: a.arity,
+            runs,
+        })
+    }
+
+    fn difference(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
+        let arity = a.arity;
+        if a.is_empty() || b.is_empty() {
+            return Ok(a.clone());
+        }
+        if arity == 0 {
+            return Ok(CpuRelation::empty(0));
+        }
+        let a1 = single_run(a);
+        let bs: Vec<&[Value]> = b.runs.iter().map(|r| &r.data[..]).collect();
+        let run = Arc::new(Run::new(arity, rows::difference_many(arity, &a1.data, &bs)));
+        let mut rel = CpuRelation::empty(arity);
+        add_run(arity, &mut rel.runs, run)?;
+        Ok(rel)
+    }
+
+    fn build_index(
+        &self,
+        rel: &CpuRelation,
+        order: &[usize],
+        key_len: usize,
+    ) -> ExecResult<CpuIndex> {
+        let arity = rel.arity;
+        if order.len() != arity || key_len > arity {
+            return Err(ExecError::Backend(format!(
+                "index order {order:?} (key {key_len}) is not a permutation of {arity} columns"
+            )));
+        }
+        inverse(order)?;
+        let identity = order.iter().enumerate().all(|(p, &c)| p == c);
+        let mut index = CpuIndex {
+            arity,
+            order: order.to_vec(),
+            key_len,
+            identity,
+            runs: Vec::new(),
+        };
+        if identity || arity == 0 {
+            index.runs = rel
+                .runs
+                .iter()
+                .map(|r| IndexRun::new(r.clone(), arity, key_len))
+                .collect();
+        } else if !rel.is_empty() {
+            let mut data: Vec<Value> = if rel.runs.len() == 1 {
+                permute_rows(&rel.runs[0].data, arity, order)
+            } else {
+                let parts = rel
+                    .runs
+                    .par_iter()
+                    .map(|r| permute_rows(&r.data, arity, order))
+                    .collect();
+                rows::concat_parts(parts)
+            };
+            rows::sort_distinct(arity, &mut data);
+            let run = Arc::new(Run::new(arity, data));
+            index.runs.push(IndexRun::new(run, arity, key_len));
+        }
+        Ok(index)
+    }
+
+    fn extend_index(&self, index: &mut CpuIndex, delta: &CpuRelation) -> ExecResult<()> {
+        let arity = index.arity;
+        if delta.arity != arity {
+            return Err(ExecError::Backend(format!(
+                "extending an index of arity {arity} with a relation of arity {}",
+                delta.arity
+            )));
+        }
+        if delta.is_empty() {
+            return Ok(());
+        }
+        let new_runs: Vec<Arc<Run>> = if arity == 0 {
+            if index.runs.is_empty() {
+                vec![Arc::new(Run::unit())]
+            } else {
+                Vec::new()
+            }
+        } else if index.identity {
+            delta.runs.clone()
+        } else {
+            let d = single_run(delta);
+            let mut data = permute_rows(&d.data, arity, &index.order);
+            rows::sort_distinct(arity, &mut data);
+            vec![Arc::new(Run::new(arity, data))]
+        };
+        for run in new_runs {
+            add_index_run(index, run)?;
+        }
+        Ok(())
+    }
+
+    fn index_len(&self, index: &CpuIndex) -> usize {
+        index.len()
+    }
+
+    fn unit(&self) -> ExecResult<CpuBatch> {
+        Ok(CpuBatch::from_rows(0, Vec::new(), 1))
+    }
+
+    fn scan(&self, rel: &CpuRelation, code: &CpuCode, ctx: &EvalContext) -> ExecResult<CpuBatch> {
+        let CpuCode::Map { arity, pipe } = code else {
+            return Err(wrong_code("scan", code));
+        };
+        check_arity("a scan", *arity, rel.arity)?;
+        if pipe.is_identity(*arity) {
+            return self.relation_batch(rel);
+        }
+        let segs: Vec<(&[Value], usize)> = rel.runs.iter().map(|r| (&r.data[..], r.len)).collect();
+        Ok(map_rows(*arity, &segs, pipe, ctx))
+    }
+
+    fn join(
+        &self,
+        input: &CpuBatch,
+        inner: &CpuIndex,
+        code: &CpuCode,
+        ctx: &EvalContext,
+    ) -> ExecResult<CpuBatch> {
+        let CpuCode::Join {
+            input_arity,
+            order,
+            key,
+            pipe,
+            out_arity,
+            distinct,
+        } = code
+        else {
+            return Err(wrong_code("join", code));
+        };
+        check_arity("a join", *input_arity, input.arity)?;
+        check_order(inner, order)?;
+        thread_local! {
+            static KEEP_ALL: RefCell<dedup::KeepAll> = const { RefCell::new(dedup::KeepAll) };
+            static PACKED: RefCell<dedup::Probed<dedup::PackedWindow>> = RefCell::default();
+            static WIDE: RefCell<dedup::Probed<dedup::WindowDedup>> = RefCell::default();
+        }
+        let ow = *out_arity;
+        Ok(match (distinct, ow) {
+            (false, _) | (true, 0) => join_rows(input, inner, key, pipe, ow, ctx, &KEEP_ALL),
+            (true, 1 | 2) => join_rows(input, inner, key, pipe, ow, ctx, &PACKED),
+            (true, _) => join_rows(input, inner, key, pipe, ow, ctx, &WIDE),
+        })
+    }
+
+    fn antijoin(
+        &self,
+        input: &CpuBatch,
+        inner: &CpuIndex,
+        code: &CpuCode,
+        ctx: &EvalContext,
+    ) -> ExecResult<CpuBatch> {
+        let CpuCode::AntiJoin {
+            input_arity,
+            order,
+            key,
+        } = code
+        else {
+            return Err(wrong_code("anti-join", code));
+        };
+        check_arity("an anti-join", *input_arity, input.arity)?;
+        check_order(inner, order)?;
+        let a = input.arity;
+        let sizes: Vec<usize> = input.segs.iter().map(|s| s.rows).collect();
+        let units = work_units(&sizes);
+        let klen = key.len();
+        Ok(map_units(a, &units, |(p, lo, hi), out| {
+            let data = &input.segs[p].data;
+            let mut kbuf = vec![0; klen];
+            let mut n = 0;
+            for i in lo..hi {
+                let r = &data[i * a..i * a + a];
+                // A key that cannot be computed matches nothing: the tuple is kept.
+                let found = key.eval(r, ctx, &mut kbuf)
+                    && inner.runs.iter().any(|ir| {
+                        let (s, e) = inner.range(ir, &kbuf);
+                        s < e
+                    });
+                if !found {
+                    out.extend_from_slice(r);
+                    n += 1;
+                }
+            }
+            n
+        }))
+    }
+
+    fn filter(&self, input: &CpuBatch, code: &CpuCode, ctx: &EvalContext) -> ExecResult<CpuBatch> {
+        let CpuCode::Map { arity, pipe } = code else {
+            return Err(wrong_code("filter", code));
+        };
+        check_arity("a filter", *arity, input.arity)?;
+        if pipe.is_identity(*arity) {
+            return Ok(input.clone());
+        }
+        let segs: Vec<(&[Value], usize)> = input.segs.iter().map(|s| (&s.data[..], s.rows)).collect();
+        Ok(map_rows(*arity, &segs, pipe, ctx))
+    }
+
+    fn with_row_numbers(&self, input: &CpuBatch) -> ExecResult<CpuBatch> {
+        let a = input.arity;
+        if input.len > u32::MAX as usize {
+            return Err(ExecError::OutOfMemory(
+                "more than 2^32 tuples to number".to_string(),
+            ));
+        }
+        let mut bases = Vec::with_capacity(input.segs.len());
+        let mut acc = 0usize;
+        for s in &input.segs {
+            bases.push(acc);
+            acc += s.rows;
+        }
+        let segs: Vec<Seg> = input
+            .segs
+            .par_iter()
+            .zip(bases.par_iter())
+            .map(|(s, &base)| {
+                let mut data = Vec::with_capacity(s.rows * (a + 1));
+                for i in 0..s.rows {
+                    data.extend_from_slice(&s.data[i * a..i * a + a]);
+                    data.push((base + i) as Value);
+                }
+                Seg { data, rows: s.rows }
+            })
+            .collect();
+        Ok(CpuBatch::from_segs(a + 1, segs))
+    }
+
+    fn aggregate(
+        &self,
+        input: &CpuBatch,
+        groups: CpuBatch,
+        code: &CpuCode,
+        ctx: &EvalContext,
+    ) -> ExecResult<CpuBatch> {
+        let CpuCode::Aggregate {
+            input_arity,
+            func,
+            ty,
+            pipe,
+            out_arity,
+        } = code
+        else {
+            return Err(wrong_code("aggregate", code));
+        };
+        check_arity("an aggregate", *input_arity, input.arity)?;
+        let a = input.arity;
+        let group_rows: Vec<&[Value]> = groups.segs.iter().map(|s| &s.data[..]).collect();
+        let values = aggregate::fold(input.len, groups.arity, &group_rows, *func, *ty, ctx.symbols)?;
+        let mut bases = Vec::with_capacity(input.segs.len());
+        let mut base = 0usize;
+        for s in &input.segs {
+            bases.push(base);
+            base += s.rows;
+        }
+        let sizes: Vec<usize> = input.segs.iter().map(|s| s.rows).collect();
+        let units = work_units(&sizes);
+        Ok(map_units(*out_arity, &units, |(p, lo, hi), out| {
+            let data = &input.segs[p].data;
+            let mut k = 0;
+            for i in lo..hi {
+                let Some(v) = values[bases[p] + i] else {
+                    continue;
+                };
+                let r = &data[i * a..i * a + a];
+                k += pipe.emit(r, &[v], ctx.symbols, out) as usize;
+            }
+            k
+        }))
+    }
+}

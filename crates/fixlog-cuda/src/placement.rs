@@ -1,0 +1,37 @@
+//! Where each operator of a plan runs on the CUDA backend, for `fixlog explain
+//! --backend cuda` and the docs. The backend ([`crate::backend`]) makes the same
+//! decisions from the same functions of [`crate::codegen`].
+
+use crate::codegen::{key_host_reason, pipeline_host_reason};
+use fixlog_plan::Op;
+
+/// A short note on where `op` runs: `device`, or what runs on the host and why.
+pub fn note(op: &Op) -> String {
+    match op {
+        Op::Unit => "device".into(),
+        Op::Scan {
+            filters, project, ..
+        }
+        | Op::Filter { filters, project } => match pipeline_host_reason(filters, project) {
+            None => "device".into(),
+            Some(why) => format!("host: {why}"),
+        },
+        Op::Join {
+            key,
+            filters,
+            project,
+            ..
+        } => match (key_host_reason(key), pipeline_host_reason(filters, project)) {
+            (None, None) => "device".into(),
+            (Some(why), _) => format!("key on the host ({why}), join on the device"),
+            (None, Some(why)) => format!("join on the device, filter and projection on the host: {why}"),
+        },
+        Op::AntiJoin { key, .. } => match key_host_reason(key) {
+            None => "device".into(),
+            Some(why) => format!("key on the host ({why}), lookup on the device"),
+        },
+        Op::Aggregate { .. } => {
+            "sub-pipeline as marked; groups aggregated and combined on the host".into()
+        }
+    }
+}
