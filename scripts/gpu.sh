@@ -1,23 +1,47 @@
 #!/usr/bin/env bash
-# Build the fixlog-cuda GPU test/bench binaries here, pack them with the data
-# they need into .carry/ (git-ignored), and print the device `run` call.
-#   scripts/gpu.sh            build + pack
+# Build the GPU binaries here (no GPU needed: CUDA is loaded at run time), pack them with
+# the data they need into .carry/ (git-ignored, at most 64 MiB travels), and print the
+# device `run` calls.
+#   scripts/gpu.sh
 # On the GPU machine (device tool `run`, carry [".carry"]):
+#   bash .carry/engine.sh [conformance] [tests] [lowmem] [engine] [output] [cpu] [cspa]
+#       the CUDA backend through the product (see scripts/device/engine.sh)
 #   bash .carry/run.sh [selftest] [bench] [cub] [tc] [--max-log N] [--graphs "g1 g2"]
+#       the device layer's primitives and the hand-wired TC driver
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-cuda}
+T=$CARGO_TARGET_DIR/release
 cargo build --release -p fixlog-cuda --features cuda --examples
+cargo build --release -p fixlog --features cuda --bin fixlog --examples
+# The fixlog crate's test binaries (paths from cargo's JSON messages).
+cargo test --release -p fixlog --features cuda --no-run --message-format=json 2>/dev/null > /tmp/fixlog-tests.json
 DATA=${FIXLOG_DATA:-../shared/data}
-rm -rf .carry && mkdir -p .carry/data/graphs
-for b in gpu_selftest gpu_bench tc; do cp "$CARGO_TARGET_DIR/release/examples/$b" .carry/; done
-strip .carry/gpu_selftest .carry/gpu_bench .carry/tc 2>/dev/null || true
+rm -rf .carry && mkdir -p .carry/data/graphs .carry/tests
+for b in gpu_selftest gpu_bench tc cuda_conformance; do cp "$T/examples/$b" .carry/; done
+cp "$T/fixlog" .carry/
+[ -f "$T/examples/cspa_gen" ] && cp "$T/examples/cspa_gen" .carry/
+[ -f examples/cspa/cspa.dl ] && cp examples/cspa/cspa.dl .carry/
+python3 - "$PWD/.carry/tests" < /tmp/fixlog-tests.json <<'PY'
+import json, shutil, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        shutil.copy(m["executable"], sys.argv[1] + "/" + m["target"]["name"])
+PY
+strip .carry/gpu_selftest .carry/gpu_bench .carry/tc .carry/cuda_conformance .carry/fixlog .carry/tests/* 2>/dev/null || true
+[ -f .carry/cspa_gen ] && strip .carry/cspa_gen
+cat > .carry/paths <<P
+BUILD_ROOT=$PWD
+BUILD_BIN=$T/fixlog
+P
 cp crates/fixlog-cuda/scripts/cub_sort.py crates/fixlog-cuda/scripts/ncu_summary.py crates/fixlog-cuda/scripts/run.sh .carry/
+cp scripts/device/engine.sh scripts/device/bench_engine.py .carry/
 cp "$DATA/ground_truth.tsv" .carry/data/
 cp "$DATA"/graphs/*.tsv.gz .carry/data/graphs/
 du -sh .carry
 cat <<'MSG'
-packed .carry/. Now call the device tool:
-  run(command: "bash .carry/run.sh", carry: [".carry"], timeout_s: 600)
-(steps: selftest bench cub tc; e.g. "bash .carry/run.sh tc --graphs 'usroads fe_ocean'")
+packed .carry/. Now call the device tool, e.g.:
+  run(command: "bash .carry/engine.sh conformance tests engine", carry: [".carry"], timeout_s: 600)
+  run(command: "bash .carry/run.sh selftest tc", carry: [".carry"], timeout_s: 600)
 MSG

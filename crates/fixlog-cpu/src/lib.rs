@@ -36,9 +36,7 @@ use fixlog_plan::Plan;
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::sync::Arc;
-use storage::{
-    add_index_run, add_run, permute_rows, single_run, too_big, IndexRun, Run, Seg,
-};
+use storage::{add_index_run, add_run, permute_rows, single_run, too_big, IndexRun, Run, Seg};
 
 /// Runs `plan` on the CPU backend with `jobs` threads (`None`: all cores).
 pub fn run(
@@ -61,10 +59,7 @@ pub fn run(
     pool.install(|| {
         let backend = CpuBackend::new();
         let mut result = driver::run(&backend, program, plan, initial, symbols, options)?;
-        result.stats.device = format!(
-            "{threads} thread{}",
-            if threads == 1 { "" } else { "s" }
-        );
+        result.stats.device = format!("{threads} thread{}", if threads == 1 { "" } else { "s" });
         Ok(result)
     })
 }
@@ -122,8 +117,12 @@ where
 }
 
 /// Filters and projects every row of `segs` (rows of `arity` values).
-fn map_rows(arity: usize, segs: &[(&[Value], usize)], pipe: &Pipeline, ctx: &EvalContext)
-    -> CpuBatch {
+fn map_rows(
+    arity: usize,
+    segs: &[(&[Value], usize)],
+    pipe: &Pipeline,
+    ctx: &EvalContext,
+) -> CpuBatch {
     let sizes: Vec<usize> = segs.iter().map(|s| s.1).collect();
     let units = work_units(&sizes);
     map_units(pipe.project.len(), &units, |(p, lo, hi), out| {
@@ -318,7 +317,11 @@ impl Backend for CpuBackend {
 
     fn merge(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
         if b.is_empty() || a.arity == 0 {
-            return if a.is_empty() { Ok(b.clone()) } else { Ok(a.clone()) };
+            return if a.is_empty() {
+                Ok(b.clone())
+            } else {
+                Ok(a.clone())
+            };
         }
         if a.is_empty() {
             return Ok(b.clone());
@@ -335,7 +338,11 @@ impl Backend for CpuBackend {
 
     fn merge_disjoint(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
         if b.is_empty() || a.arity == 0 {
-            return if a.is_empty() { Ok(b.clone()) } else { Ok(a.clone()) };
+            return if a.is_empty() {
+                Ok(b.clone())
+            } else {
+                Ok(a.clone())
+            };
         }
         let mut runs = a.runs.clone();
         add_run(a.arity, &mut runs, single_run(b))?;
@@ -540,7 +547,8 @@ impl Backend for CpuBackend {
         if pipe.is_identity(*arity) {
             return Ok(input.clone());
         }
-        let segs: Vec<(&[Value], usize)> = input.segs.iter().map(|s| (&s.data[..], s.rows)).collect();
+        let segs: Vec<(&[Value], usize)> =
+            input.segs.iter().map(|s| (&s.data[..], s.rows)).collect();
         Ok(map_rows(*arity, &segs, pipe, ctx))
     }
 
@@ -593,7 +601,14 @@ impl Backend for CpuBackend {
         check_arity("an aggregate", *input_arity, input.arity)?;
         let a = input.arity;
         let group_rows: Vec<&[Value]> = groups.segs.iter().map(|s| &s.data[..]).collect();
-        let values = aggregate::fold(input.len, groups.arity, &group_rows, *func, *ty, ctx.symbols)?;
+        let values = aggregate::fold(
+            input.len,
+            groups.arity,
+            &group_rows,
+            *func,
+            *ty,
+            ctx.symbols,
+        )?;
         let mut bases = Vec::with_capacity(input.segs.len());
         let mut base = 0usize;
         for s in &input.segs {

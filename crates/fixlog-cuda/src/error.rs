@@ -24,6 +24,10 @@ pub enum CudaError {
     UnknownKernel { module: String, function: String },
     #[error("invalid argument: {0}")]
     Invalid(String),
+    /// An error of shared code (the run policy, the CPU backend's host operators)
+    /// inside a device-layer function.
+    #[error("{0}")]
+    Exec(fixlog_exec::ExecError),
     #[error("I/O error on kernel cache {path}: {source}")]
     Io {
         path: String,

@@ -465,7 +465,12 @@ impl Gpu {
     }
 
     /// Compiles (or loads from the disk cache) a generated module and loads it.
-    pub fn load_source(&self, name: &str, src: &str, options: &[String]) -> Result<Arc<CudaModule>> {
+    pub fn load_source(
+        &self,
+        name: &str,
+        src: &str,
+        options: &[String],
+    ) -> Result<Arc<CudaModule>> {
         let ptx = self.compile_cached(name, src, options)?;
         self.ctx
             .load_module(ptx)
@@ -473,7 +478,11 @@ impl Gpu {
     }
 
     /// A kernel of a module loaded with [`Gpu::load_source`].
-    pub fn module_function(&self, module: &Arc<CudaModule>, function: &str) -> Result<CudaFunction> {
+    pub fn module_function(
+        &self,
+        module: &Arc<CudaModule>,
+        function: &str,
+    ) -> Result<CudaFunction> {
         module
             .load_function(function)
             .map_err(|e| CudaError::driver(&format!("cuModuleGetFunction({function})"), e))

@@ -1,8 +1,19 @@
-//! Fixlog's CUDA device layer.
+//! Fixlog's CUDA backend: the second implementation of the operator interface
+//! (`fixlog_exec::Backend`), on NVIDIA GPUs.
+//!
+//! - [`backend`]: the backend itself ([`run`] runs a plan with the semi-naive driver);
+//! - [`codegen`]: CUDA C++ generated for each program's operators (one NVRTC module
+//!   per program) and the rules for what must run on the host ([`placement`] says it
+//!   for `explain`);
+//! - the device layer below: [`gpu`] (context, NVRTC with a disk cache, the memory
+//!   pool of [`pool`]), [`ops`] (relational primitives), [`kernels`] (the table of
+//!   hand-written kernels).
 //!
 //! Built without the `cuda` feature the crate compiles to the probe (which says
-//! "built without CUDA support"), the pool bookkeeping, the kernel table and the
-//! CPU reference implementations. With `cuda`, [`Gpu`] adds:
+//! "built without CUDA support"), the pool bookkeeping, the kernel table, the code
+//! generator and the placement rules. With `cuda` (cudarc loads `libcuda` and
+//! `libnvrtc` at run time, so the same binary runs where there is no CUDA), [`Gpu`]
+//! adds:
 //!
 //! * NVRTC compilation of the CUDA C++ sources in `kernels/` on first use, for
 //!   the device's architecture, cached on disk keyed by a hash of source,
@@ -37,9 +48,9 @@ pub mod probe;
 #[macro_use]
 pub mod gpu;
 #[cfg(feature = "cuda")]
-pub mod ops;
-#[cfg(feature = "cuda")]
 pub mod backend;
+#[cfg(feature = "cuda")]
+pub mod ops;
 
 pub use error::{CudaError, Result};
 pub use probe::{probe, Probe};

@@ -24,7 +24,9 @@ pub fn note(op: &Op) -> String {
         } => match (key_host_reason(key), pipeline_host_reason(filters, project)) {
             (None, None) => "device".into(),
             (Some(why), _) => format!("key on the host ({why}), join on the device"),
-            (None, Some(why)) => format!("join on the device, filter and projection on the host: {why}"),
+            (None, Some(why)) => {
+                format!("join on the device, filter and projection on the host: {why}")
+            }
         },
         Op::AntiJoin { key, .. } => match key_host_reason(key) {
             None => "device".into(),

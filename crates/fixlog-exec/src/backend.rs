@@ -179,8 +179,12 @@ pub trait Backend {
     fn relation_arity(&self, rel: &Self::Relation) -> usize;
 
     /// A batch of `len` tuples from row-major values (`len` is needed for arity 0).
-    fn batch_from_rows(&self, arity: usize, rows: Vec<Value>, len: usize)
-        -> ExecResult<Self::Batch>;
+    fn batch_from_rows(
+        &self,
+        arity: usize,
+        rows: Vec<Value>,
+        len: usize,
+    ) -> ExecResult<Self::Batch>;
     /// A batch's tuples, row-major, in batch order.
     fn batch_rows(&self, batch: &Self::Batch) -> ExecResult<Vec<Value>>;
     fn batch_len(&self, batch: &Self::Batch) -> usize;
@@ -204,14 +208,16 @@ pub trait Backend {
     fn relation_batch(&self, rel: &Self::Relation) -> ExecResult<Self::Batch>;
     /// The first `rows` tuples of a batch and the rest (for running a pipeline on a
     /// large input piece by piece).
-    fn split_batch(&self, batch: Self::Batch, rows: usize)
-        -> ExecResult<(Self::Batch, Self::Batch)>;
+    fn split_batch(
+        &self,
+        batch: Self::Batch,
+        rows: usize,
+    ) -> ExecResult<(Self::Batch, Self::Batch)>;
     /// `a ∪ b`.
     fn merge(&self, a: &Self::Relation, b: &Self::Relation) -> ExecResult<Self::Relation>;
     /// `a ∪ b` where the caller guarantees that `b` and `a` share no tuple (the
     /// semi-naive `full ∪ (new − full)`), so no membership test is needed.
-    fn merge_disjoint(&self, a: &Self::Relation, b: &Self::Relation)
-        -> ExecResult<Self::Relation>;
+    fn merge_disjoint(&self, a: &Self::Relation, b: &Self::Relation) -> ExecResult<Self::Relation>;
     /// `a − b`.
     fn difference(&self, a: &Self::Relation, b: &Self::Relation) -> ExecResult<Self::Relation>;
 

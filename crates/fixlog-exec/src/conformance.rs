@@ -8,9 +8,7 @@
 
 use crate::backend::{Backend, EvalContext, OpSpec};
 use fixlog_logical::value::{compare_with_symbols, eval_binary, eval_functor, eval_unary};
-use fixlog_logical::{
-    AggFunc, BinOp, CmpOp, ColType, Functor, SymbolTable, UnaryOp, Value,
-};
+use fixlog_logical::{AggFunc, BinOp, CmpOp, ColType, Functor, SymbolTable, UnaryOp, Value};
 use fixlog_plan::{Cond, PExpr};
 use std::collections::BTreeSet;
 
@@ -28,10 +26,16 @@ pub fn checks<B: Backend>() -> Vec<Check<B>> {
         ("arity_zero", arity_zero::<B>),
         ("joins", joins::<B>),
         ("join_edge_cases", join_edge_cases::<B>),
-        ("join_drops_failing_expressions", join_drops_failing_expressions::<B>),
+        (
+            "join_drops_failing_expressions",
+            join_drops_failing_expressions::<B>,
+        ),
         ("typed_comparisons", typed_comparisons::<B>),
         ("arithmetic", arithmetic::<B>),
-        ("symbols_in_filters_and_functors", symbols_in_filters_and_functors::<B>),
+        (
+            "symbols_in_filters_and_functors",
+            symbols_in_filters_and_functors::<B>,
+        ),
         ("scan_filter_row_numbers", scan_filter_row_numbers::<B>),
         ("aggregates", aggregates::<B>),
         ("join_distinct_fanning", join_distinct_fanning::<B>),
@@ -120,7 +124,11 @@ fn batch_of<B: Backend>(be: &B, arity: usize, rows: &[Value]) -> B::Batch {
 }
 
 fn batch_sorted<B: Backend>(be: &B, b: &B::Batch) -> Vec<Vec<Value>> {
-    sorted_rows(be.batch_arity(b), &be.batch_rows(b).unwrap(), be.batch_len(b))
+    sorted_rows(
+        be.batch_arity(b),
+        &be.batch_rows(b).unwrap(),
+        be.batch_len(b),
+    )
 }
 
 fn prepare<B: Backend>(be: &B, spec: OpSpec, syms: &SymbolTable) -> B::Code {
@@ -169,7 +177,12 @@ fn holds(c: &Cond, t: &[Value], syms: &SymbolTable) -> bool {
     }
 }
 
-fn emit(filters: &[Cond], project: &[PExpr], t: &[Value], syms: &SymbolTable) -> Option<Vec<Value>> {
+fn emit(
+    filters: &[Cond],
+    project: &[PExpr],
+    t: &[Value],
+    syms: &SymbolTable,
+) -> Option<Vec<Value>> {
     if !filters.iter().all(|f| holds(f, t, syms)) {
         return None;
     }
@@ -227,7 +240,12 @@ fn join_spec(
 }
 
 /// Scan of a relation through a spec; the result sorted.
-fn scan_rows<B: Backend>(be: &B, r: &B::Relation, spec: OpSpec, syms: &SymbolTable) -> Vec<Vec<Value>> {
+fn scan_rows<B: Backend>(
+    be: &B,
+    r: &B::Relation,
+    spec: OpSpec,
+    syms: &SymbolTable,
+) -> Vec<Vec<Value>> {
     scan_all(be, r, &[spec], syms).pop().unwrap_or_default()
 }
 
@@ -393,7 +411,11 @@ fn arity_zero<B: Backend>(be: &B) {
     let out = be.join(&be.unit().unwrap(), &idx, &code, &ctx).unwrap();
     assert_eq!(be.batch_rows(&out).unwrap(), vec![7]);
     let idx0 = be.build_index(&empty, &[], 0).unwrap();
-    let code = prepare(be, join_spec(0, &[], 0, vec![], vec![], vec![], false), &syms);
+    let code = prepare(
+        be,
+        join_spec(0, &[], 0, vec![], vec![], vec![], false),
+        &syms,
+    );
     let out = be.join(&be.unit().unwrap(), &idx0, &code, &ctx).unwrap();
     assert_eq!(be.batch_len(&out), 0);
     let anti = prepare(
@@ -407,8 +429,14 @@ fn arity_zero<B: Backend>(be: &B) {
         &syms,
     );
     let unit = be.unit().unwrap();
-    assert_eq!(be.batch_len(&be.antijoin(&unit, &idx, &anti, &ctx).unwrap()), 0);
-    assert_eq!(be.batch_len(&be.antijoin(&unit, &idx0, &anti, &ctx).unwrap()), 1);
+    assert_eq!(
+        be.batch_len(&be.antijoin(&unit, &idx, &anti, &ctx).unwrap()),
+        0
+    );
+    assert_eq!(
+        be.batch_len(&be.antijoin(&unit, &idx0, &anti, &ctx).unwrap()),
+        1
+    );
     let mut idx0 = idx0;
     be.extend_index(&mut idx0, &one).unwrap();
     assert_eq!(be.index_len(&idx0), 1);
@@ -619,7 +647,11 @@ impl JoinCase {
         let expect = reference_join(&input_v, &all, order, key, filters, project, syms);
         let out = be.join(&input, &index, &codes[0], &ctx).unwrap();
         assert_eq!(be.batch_arity(&out), project.len(), "{what}");
-        assert_eq!(batch_sorted(be, &out), expect, "{what}: {filters:?} {project:?}");
+        assert_eq!(
+            batch_sorted(be, &out),
+            expect,
+            "{what}: {filters:?} {project:?}"
+        );
         // A distinct join: the same set, possibly fewer repeats, never a row join did
         // not make.
         let expect_set: BTreeSet<Vec<Value>> = expect.iter().cloned().collect();
@@ -715,7 +747,15 @@ fn join_drops_failing_expressions<B: Backend>(be: &B) {
     )];
     let code = prepare(
         be,
-        join_spec(1, &[0, 1], 1, key.clone(), vec![], vec![col(0), col(2)], false),
+        join_spec(
+            1,
+            &[0, 1],
+            1,
+            key.clone(),
+            vec![],
+            vec![col(0), col(2)],
+            false,
+        ),
         &syms,
     );
     let out = be.join(&input, &index, &code, &ctx).unwrap();
@@ -884,10 +924,7 @@ fn arithmetic<B: Backend>(be: &B) {
         .map(|p| scan_spec(2, vec![], p.clone()))
         .collect();
     for (p, got) in projects.iter().zip(scan_all(be, &r, &specs, &syms)) {
-        let expect: Vec<Vec<Value>> = set
-            .iter()
-            .filter_map(|t| emit(&[], p, t, &syms))
-            .collect();
+        let expect: Vec<Vec<Value>> = set.iter().filter_map(|t| emit(&[], p, t, &syms)).collect();
         assert_eq!(got, expect, "{:?}", p[2]);
     }
 }
@@ -907,10 +944,7 @@ fn symbols_in_filters_and_functors<B: Backend>(be: &B) {
         args: vec![col(0), PExpr::Const(syms.intern("!"))],
     }];
     let got = scan_rows(be, &r, scan_spec(1, filters, project), &syms);
-    let mut got: Vec<String> = got
-        .iter()
-        .map(|v| syms.resolve(v[0]).to_string())
-        .collect();
+    let mut got: Vec<String> = got.iter().map(|v| syms.resolve(v[0]).to_string()).collect();
     got.sort();
     assert_eq!(got, vec!["a!", "b!"]);
     // strlen in a join's filter, symbol equality in its key.
@@ -967,7 +1001,11 @@ fn scan_filter_row_numbers<B: Backend>(be: &B) {
         expect.sort();
         assert_eq!(got, expect, "arity {arity}: {filters:?} {project:?}");
         let input = batch_of(be, arity, &rows);
-        let code = prepare(be, filter_spec(arity, filters.clone(), project.clone()), &syms);
+        let code = prepare(
+            be,
+            filter_spec(arity, filters.clone(), project.clone()),
+            &syms,
+        );
         let f = be.filter(&input, &code, &ctx).unwrap();
         let mut expect: Vec<Vec<Value>> = rows
             .chunks_exact(arity)

@@ -379,7 +379,9 @@ pub fn prepare<B: Backend>(
     let (specs, strata) = op_specs(plan)?;
     let codes = backend.prepare(&specs, ctx)?;
     if codes.len() != specs.len() {
-        return Err(internal("the backend prepared a different number of operators"));
+        return Err(internal(
+            "the backend prepared a different number of operators",
+        ));
     }
     Ok(Prepared { codes, strata })
 }
@@ -496,9 +498,7 @@ pub fn run<B: Backend>(
             .get(rel)
             .map(|r| r.name.clone())
             .unwrap_or_default();
-        stats
-            .relation_sizes
-            .push((name, backend.relation_len(&r)));
+        stats.relation_sizes.push((name, backend.relation_len(&r)));
         let keep = options
             .keep_rows
             .as_ref()
@@ -777,7 +777,11 @@ impl<B: Backend> Driver<'_, B> {
         for op in ops {
             let next = match op {
                 POp::Unit => b.unit()?,
-                POp::Scan { rel, version, code: c } => {
+                POp::Scan {
+                    rel,
+                    version,
+                    code: c,
+                } => {
                     let relation = match version {
                         Version::Full => &self.full[*rel],
                         Version::Delta => self.delta[*rel].as_ref().ok_or_else(|| {

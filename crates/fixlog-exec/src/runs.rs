@@ -55,10 +55,16 @@ mod tests {
                 let size = 1 + (step * 7919) % 50;
                 let run: Vec<u32> = (next..next + size).collect();
                 next += size;
-                push_run(&mut runs, run, growth, |r| r.len(), |mut a, b| {
-                    a.extend(b);
-                    Ok(a)
-                })
+                push_run(
+                    &mut runs,
+                    run,
+                    growth,
+                    |r| r.len(),
+                    |mut a, b| {
+                        a.extend(b);
+                        Ok(a)
+                    },
+                )
                 .unwrap();
                 for w in runs.windows(2) {
                     assert!(w[0].len() >= growth * w[1].len());

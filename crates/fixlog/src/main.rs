@@ -87,7 +87,11 @@ fn parse_bytes(text: &str) -> Result<usize, String> {
         "M" | "MB" | "MIB" => 20,
         "G" | "GB" | "GIB" => 30,
         "T" | "TB" | "TIB" => 40,
-        _ => return Err(format!("`{text}`: unknown unit `{unit}` (use K, M, G or T)")),
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown unit `{unit}` (use K, M, G or T)"
+            ))
+        }
     };
     n.checked_mul(1usize << shift)
         .filter(|&b| b > 0)
@@ -245,7 +249,8 @@ fn stats_json(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
         "memory_retries": stats.memory_retries,
         "peak_device_memory": stats.peak_memory,
         "seconds": start.elapsed().as_secs_f64(),
-        "eval_seconds": stats.total.as_secs_f64(),
+        "driver_seconds": stats.total.as_secs_f64(),
+        "evaluation_seconds": stats.strata.iter().map(|s| s.time.as_secs_f64()).sum::<f64>(),
         "derived": stats.derived,
         "strata": stats.strata.iter().map(|st| serde_json::json!({
             "relations": st.relations,

@@ -112,10 +112,41 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
 
     let mut any_idb = false;
     let mut recursive_idb = false;
+    // On a GPU backend, the CPU backend's typed output is the second reference: every
+    // relation must be the same, value for value.
+    let cpu_rows = if support::backend() == fixlog::BackendKind::Cpu {
+        None
+    } else {
+        let db = fixlog
+            .run(&RunOptions {
+                backend: fixlog::BackendKind::Cpu,
+                ..RunOptions::default()
+            })
+            .map_err(|e| TestCaseError::fail(format!("CPU run failed: {e}\n{text}")))?;
+        let rows: Vec<_> = program
+            .relations
+            .iter()
+            .map(|r| db.relation(&r.name))
+            .collect();
+        Some(rows)
+    };
     for jobs in [1, 4] {
         let db = fixlog
             .run(&support::options(Some(jobs)))
             .map_err(|e| TestCaseError::fail(format!("run failed (jobs={jobs}): {e}\n{text}")))?;
+        if let Some(cpu_rows) = &cpu_rows {
+            for (relation, cpu) in program.relations.iter().zip(cpu_rows) {
+                let got = db.relation(&relation.name);
+                if &got != cpu {
+                    return Err(TestCaseError::fail(format!(
+                        "relation {} differs from the CPU backend's (jobs={jobs}):\n  {} backend: {got:?}\n  cpu: {cpu:?}\n--- program ---\n{text}\n--- inserted ---\n{:?}",
+                        relation.name,
+                        support::backend_arg(),
+                        generated.inserts
+                    )));
+                }
+            }
+        }
         for (id, relation) in program.relations.iter().enumerate() {
             let types = relation.types();
             let want: BTreeSet<Vec<Key>> = expected[id]

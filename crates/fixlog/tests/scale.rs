@@ -166,9 +166,7 @@ fn reachability_aggregates_negation_and_sg_at_scale() {
         )
         .unwrap();
     for jobs in [1, 2, 4, 8] {
-        let db = program
-            .run(&support::options(Some(jobs)))
-            .unwrap();
+        let db = program.run(&support::options(Some(jobs))).unwrap();
         for (rel, want) in [
             ("path", &path),
             ("reach_count", &reach_count),
@@ -221,9 +219,7 @@ fn symbol_graph_at_scale() {
         )
         .unwrap();
     for jobs in [1, 4] {
-        let db = program
-            .run(&support::options(Some(jobs)))
-            .unwrap();
+        let db = program.run(&support::options(Some(jobs))).unwrap();
         let got: Vec<(String, String)> = db
             .relation("path")
             .unwrap()

@@ -1,10 +1,34 @@
-//! The CUDA backend: [`fixlog_exec::Backend`] on the device layer (work in progress:
-//! this commit only fixes its entry points).
+//! The CUDA backend: [`fixlog_exec::Backend`] on one GPU.
+//!
+//! The semi-naive driver of `fixlog-exec` runs unchanged; this backend keeps every
+//! relation, index and batch in device memory ([`storage`]) and implements the
+//! operators on the device layer's primitives ([`sets`]: radix sort, unique, merge,
+//! difference, HISA) and on kernels generated for the program ([`code`],
+//! [`crate::codegen`], run by [`pipe`]). Only the operators that need the host (string
+//! functors, aggregates, see [`code`]) move their batches across the bus.
+//!
+//! Memory: every allocation comes from the device pool, whose limit
+//! (`--gpu-memory-limit`, default 90% of the free memory) turns exhaustion into
+//! `ExecError::OutOfMemory`; the driver then runs the pipeline over smaller pieces of
+//! its input. [`run`] reports the pool's high-water mark as the peak device memory.
 
-use fixlog_exec::driver::{DriverOptions, RunResult, Tuples};
-use fixlog_exec::{ExecError, ExecResult};
-use fixlog_logical::{Program, SymbolTable};
+mod code;
+mod pipe;
+mod sets;
+mod storage;
+
+pub use code::CudaCode;
+pub use storage::{CudaBatch, CudaIndex, CudaRelation};
+
+use crate::error::{CudaError, Result};
+use crate::gpu::Gpu;
+use fixlog_cpu::CpuBackend;
+use fixlog_exec::driver::{self, DriverOptions, RunResult, Tuples};
+use fixlog_exec::{Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget};
+use fixlog_logical::{Program, SymbolTable, Value};
 use fixlog_plan::Plan;
+use std::rc::Rc;
+use storage::DevRows;
 
 /// How to run on the GPU.
 #[derive(Clone, Debug, Default)]
@@ -17,16 +41,420 @@ pub struct CudaOptions {
     pub host_threads: Option<usize>,
 }
 
-/// Runs `plan` on the GPU.
+/// Runs `plan` to its fixpoint on the GPU.
 pub fn run(
-    _program: &Program,
-    _plan: &Plan,
-    _initial: Vec<Tuples>,
-    _symbols: &SymbolTable,
-    _options: &DriverOptions,
-    _cuda: &CudaOptions,
+    program: &Program,
+    plan: &Plan,
+    initial: Vec<Tuples>,
+    symbols: &SymbolTable,
+    options: &DriverOptions,
+    cuda: &CudaOptions,
 ) -> ExecResult<RunResult> {
-    Err(ExecError::Backend(
-        "the CUDA backend is not finished in this commit".into(),
+    let threads = cuda.host_threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| ExecError::Backend(format!("cannot start worker threads: {e}")))?;
+    // The GPU context lives on the thread that runs the driver (`Gpu` is not `Send`);
+    // host work inside operators fans out to the pool.
+    pool.install(|| {
+        let gpu = Gpu::new(cuda.device, cuda.memory_limit).map_err(exec_error)?;
+        let backend = CudaBackend::new(gpu);
+        let mut result = driver::run(&backend, program, plan, initial, symbols, options)?;
+        let s = backend.gpu.pool_stats();
+        result.stats.device = format!(
+            "{}, {} SMs, {:.1} GiB; {threads} host threads",
+            backend.gpu.name(),
+            backend.gpu.sm_count(),
+            backend.gpu.total_mem() as f64 / (1u64 << 30) as f64
+        );
+        result.stats.peak_memory = Some(s.high_water);
+        Ok(result)
+    })
+}
+
+/// A device-layer error as the driver sees it: running out of memory stays
+/// recognisable, so the driver can split the work.
+pub(crate) fn exec_error(e: CudaError) -> ExecError {
+    match e {
+        CudaError::OutOfMemory { .. } => ExecError::OutOfMemory(e.to_string()),
+        CudaError::Exec(e) => e,
+        other => ExecError::Backend(other.to_string()),
+    }
+}
+
+/// The other way, for errors of shared code (the run policy, the CPU backend) inside
+/// device-layer functions.
+pub(crate) fn cuda_error(e: ExecError) -> CudaError {
+    CudaError::Exec(e)
+}
+
+/// The CUDA backend: one GPU, and the CPU backend for the operators that run on the
+/// host.
+pub struct CudaBackend {
+    pub(crate) gpu: Gpu,
+    pub(crate) cpu: CpuBackend,
+}
+
+impl CudaBackend {
+    pub fn new(gpu: Gpu) -> CudaBackend {
+        CudaBackend {
+            gpu,
+            cpu: CpuBackend::new(),
+        }
+    }
+
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+}
+
+fn wrong_code(op: &str, code: &CudaCode) -> ExecError {
+    ExecError::Backend(format!(
+        "internal error: {op} given the code of a {}",
+        code.kind()
     ))
+}
+
+impl Backend for CudaBackend {
+    type Relation = CudaRelation;
+    type Index = CudaIndex;
+    type Batch = CudaBatch;
+    type Code = CudaCode;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn prepare(&self, ops: &[OpSpec], _ctx: &EvalContext) -> ExecResult<Vec<CudaCode>> {
+        code::prepare(&self.gpu, &self.cpu, ops).map_err(exec_error)
+    }
+
+    /// Larger pieces than the CPU's: a kernel launch costs microseconds, and the
+    /// device has the memory. Retried in halves when it does not.
+    fn piece_budget(&self) -> PieceBudget {
+        PieceBudget {
+            first_piece_rows: 1 << 22,
+            max_batch_rows: 1 << 27,
+        }
+    }
+
+    fn relation_from_rows(&self, arity: usize, rows: Vec<Value>) -> ExecResult<CudaRelation> {
+        if arity == 0 {
+            return Ok(CudaRelation::empty(0));
+        }
+        if !rows.len().is_multiple_of(arity) {
+            return Err(ExecError::Backend(format!(
+                "{} values do not make rows of arity {arity}",
+                rows.len()
+            )));
+        }
+        let n = rows.len() / arity;
+        let batch = self.upload_batch(arity, &rows, n).map_err(exec_error)?;
+        drop(rows);
+        self.sort_unique(batch)
+    }
+
+    fn empty_relation(&self, arity: usize) -> ExecResult<CudaRelation> {
+        Ok(CudaRelation::empty(arity))
+    }
+
+    fn relation_rows(&self, rel: &CudaRelation) -> ExecResult<Vec<Value>> {
+        if rel.arity == 0 {
+            return Ok(Vec::new());
+        }
+        let run = self.single_run(rel).map_err(exec_error)?;
+        self.download(run.ptr(), run.n * rel.arity)
+            .map_err(exec_error)
+    }
+
+    fn relation_len(&self, rel: &CudaRelation) -> usize {
+        rel.len()
+    }
+
+    fn relation_arity(&self, rel: &CudaRelation) -> usize {
+        rel.arity
+    }
+
+    fn batch_from_rows(&self, arity: usize, rows: Vec<Value>, len: usize) -> ExecResult<CudaBatch> {
+        if rows.len() != arity * len {
+            return Err(ExecError::Backend(format!(
+                "{} values do not make {len} rows of arity {arity}",
+                rows.len()
+            )));
+        }
+        self.upload_batch(arity, &rows, len).map_err(exec_error)
+    }
+
+    fn batch_rows(&self, batch: &CudaBatch) -> ExecResult<Vec<Value>> {
+        self.download_batch(batch).map_err(exec_error)
+    }
+
+    fn batch_len(&self, batch: &CudaBatch) -> usize {
+        batch.len
+    }
+
+    fn batch_arity(&self, batch: &CudaBatch) -> usize {
+        batch.arity
+    }
+
+    fn sort_unique(&self, batch: CudaBatch) -> ExecResult<CudaRelation> {
+        let arity = batch.arity;
+        if batch.len == 0 {
+            return Ok(CudaRelation::empty(arity));
+        }
+        if arity == 0 {
+            return self.unit_relation().map_err(exec_error);
+        }
+        let run = self.sorted_unique(batch).map_err(exec_error)?;
+        Ok(CudaBackend::relation_of(arity, run))
+    }
+
+    fn sort_unique_minus(&self, batch: CudaBatch, old: &CudaRelation) -> ExecResult<CudaRelation> {
+        let arity = batch.arity;
+        if batch.len == 0 {
+            return Ok(CudaRelation::empty(arity));
+        }
+        if arity == 0 {
+            return if old.is_empty() {
+                self.unit_relation().map_err(exec_error)
+            } else {
+                Ok(CudaRelation::empty(0))
+            };
+        }
+        let run = self.sorted_unique_minus(batch, old).map_err(exec_error)?;
+        Ok(CudaBackend::relation_of(arity, run))
+    }
+
+    fn relation_batch(&self, rel: &CudaRelation) -> ExecResult<CudaBatch> {
+        Ok(CudaBatch::from_shared(
+            rel.arity,
+            rel.runs.clone(),
+            rel.len(),
+        ))
+    }
+
+    fn split_batch(&self, batch: CudaBatch, rows: usize) -> ExecResult<(CudaBatch, CudaBatch)> {
+        Ok(batch.split_at(rows))
+    }
+
+    fn merge(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
+        if b.is_empty() || (a.arity == 0 && !a.is_empty()) {
+            return Ok(a.clone());
+        }
+        if a.is_empty() {
+            return Ok(b.clone());
+        }
+        let arity = a.arity;
+        let run = (|| -> Result<CudaRelation> {
+            let b1 = self.single_run(b)?;
+            let new = self.run_minus(arity, &b1, a)?;
+            let mut runs = a.runs.clone();
+            self.add_run(arity, &mut runs, Rc::new(new))?;
+            Ok(CudaRelation { arity, runs })
+        })();
+        run.map_err(exec_error)
+    }
+
+    fn merge_disjoint(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
+        if b.is_empty() || (a.arity == 0 && !a.is_empty()) {
+            return Ok(a.clone());
+        }
+        let arity = a.arity;
+        let mut runs = a.runs.clone();
+        for run in &b.runs {
+            self.add_run(arity, &mut runs, run.clone())
+                .map_err(exec_error)?;
+        }
+        Ok(CudaRelation { arity, runs })
+    }
+
+    fn difference(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
+        let arity = a.arity;
+        if a.is_empty() || b.is_empty() {
+            return Ok(a.clone());
+        }
+        if arity == 0 {
+            return Ok(CudaRelation::empty(0));
+        }
+        let run = (|| -> Result<DevRows> {
+            let a1 = self.single_run(a)?;
+            self.run_minus(arity, &a1, b)
+        })()
+        .map_err(exec_error)?;
+        Ok(CudaBackend::relation_of(arity, run))
+    }
+
+    fn build_index(
+        &self,
+        rel: &CudaRelation,
+        order: &[usize],
+        key_len: usize,
+    ) -> ExecResult<CudaIndex> {
+        let arity = rel.arity;
+        let mut seen = vec![false; arity];
+        let permutation = order.len() == arity
+            && order
+                .iter()
+                .all(|&c| c < arity && !std::mem::replace(&mut seen[c], true));
+        if !permutation || key_len > arity {
+            return Err(ExecError::Backend(format!(
+                "index order {order:?} (key {key_len}) is not a permutation of {arity} columns"
+            )));
+        }
+        let identity = order.iter().enumerate().all(|(p, &c)| p == c);
+        let mut index = CudaIndex {
+            arity,
+            order: order.to_vec(),
+            key_len,
+            identity,
+            runs: Vec::new(),
+        };
+        let built = (|| -> Result<()> {
+            if identity || arity == 0 {
+                for run in &rel.runs {
+                    self.add_index_run(&mut index, run.clone())?;
+                }
+            } else if !rel.is_empty() {
+                let run = self.permuted_run(arity, &rel.runs, order)?;
+                self.add_index_run(&mut index, Rc::new(run))?;
+            }
+            Ok(())
+        })();
+        built.map_err(exec_error)?;
+        Ok(index)
+    }
+
+    fn extend_index(&self, index: &mut CudaIndex, delta: &CudaRelation) -> ExecResult<()> {
+        let arity = index.arity;
+        if delta.arity != arity {
+            return Err(ExecError::Backend(format!(
+                "extending an index of arity {arity} with a relation of arity {}",
+                delta.arity
+            )));
+        }
+        if delta.is_empty() || (arity == 0 && !index.is_empty()) {
+            return Ok(());
+        }
+        let extended = (|| -> Result<()> {
+            if index.identity || arity == 0 {
+                for run in &delta.runs {
+                    self.add_index_run(index, run.clone())?;
+                }
+            } else {
+                let order = index.order.clone();
+                let run = self.permuted_run(arity, &delta.runs, &order)?;
+                self.add_index_run(index, Rc::new(run))?;
+            }
+            Ok(())
+        })();
+        extended.map_err(exec_error)
+    }
+
+    fn index_len(&self, index: &CudaIndex) -> usize {
+        index.len()
+    }
+
+    fn unit(&self) -> ExecResult<CudaBatch> {
+        Ok(CudaBatch::from_shared(0, Vec::new(), 1))
+    }
+
+    fn scan(
+        &self,
+        rel: &CudaRelation,
+        code: &CudaCode,
+        ctx: &EvalContext,
+    ) -> ExecResult<CudaBatch> {
+        let CudaCode::Map(map) = code else {
+            return Err(wrong_code("scan", code));
+        };
+        if map.arity != rel.arity {
+            return Err(ExecError::Backend(format!(
+                "internal error: a scan prepared for arity {} given arity {}",
+                map.arity, rel.arity
+            )));
+        }
+        if matches!(map.exec, code::MapExec::Identity) {
+            return self.relation_batch(rel);
+        }
+        let pieces: Vec<(u64, usize)> = rel.runs.iter().map(|r| (r.ptr(), r.n)).collect();
+        self.map_pieces(map, &pieces, ctx).map_err(exec_error)
+    }
+
+    fn join(
+        &self,
+        input: &CudaBatch,
+        inner: &CudaIndex,
+        code: &CudaCode,
+        ctx: &EvalContext,
+    ) -> ExecResult<CudaBatch> {
+        let CudaCode::Join(join) = code else {
+            return Err(wrong_code("join", code));
+        };
+        self.join_batch(input, inner, join, ctx).map_err(exec_error)
+    }
+
+    fn antijoin(
+        &self,
+        input: &CudaBatch,
+        inner: &CudaIndex,
+        code: &CudaCode,
+        ctx: &EvalContext,
+    ) -> ExecResult<CudaBatch> {
+        let CudaCode::AntiJoin(anti) = code else {
+            return Err(wrong_code("anti-join", code));
+        };
+        self.antijoin_batch(input, inner, anti, ctx)
+            .map_err(exec_error)
+    }
+
+    fn filter(
+        &self,
+        input: &CudaBatch,
+        code: &CudaCode,
+        ctx: &EvalContext,
+    ) -> ExecResult<CudaBatch> {
+        let CudaCode::Map(map) = code else {
+            return Err(wrong_code("filter", code));
+        };
+        if map.arity != input.arity {
+            return Err(ExecError::Backend(format!(
+                "internal error: a filter prepared for arity {} given arity {}",
+                map.arity, input.arity
+            )));
+        }
+        if matches!(map.exec, code::MapExec::Identity) {
+            return Ok(input.clone());
+        }
+        self.map_pieces(map, &input.pieces(), ctx)
+            .map_err(exec_error)
+    }
+
+    fn with_row_numbers(&self, input: &CudaBatch) -> ExecResult<CudaBatch> {
+        self.numbered(input).map_err(exec_error)
+    }
+
+    fn aggregate(
+        &self,
+        input: &CudaBatch,
+        groups: CudaBatch,
+        code: &CudaCode,
+        ctx: &EvalContext,
+    ) -> ExecResult<CudaBatch> {
+        let CudaCode::Aggregate { input_arity, cpu } = code else {
+            return Err(wrong_code("aggregate", code));
+        };
+        if *input_arity != input.arity {
+            return Err(ExecError::Backend(format!(
+                "internal error: an aggregate prepared for arity {input_arity} given arity {}",
+                input.arity
+            )));
+        }
+        self.aggregate_batch(input, groups, cpu, ctx)
+            .map_err(exec_error)
+    }
 }

@@ -1,0 +1,443 @@
+//! Operators prepared for the GPU: what runs on the device, what on the host.
+//!
+//! [`prepare`] looks at every operator of a run once. Whatever the device can evaluate
+//! ([`crate::codegen`]'s rules) becomes kernels of one generated module, compiled once
+//! per program (and cached on disk). What it cannot is split off to the host with the
+//! least data crossing the bus:
+//! - a scan or filter with a host-only expression runs on the host (its input is
+//!   downloaded, its output uploaded);
+//! - a join whose filters or projection need the host runs on the device with the whole
+//!   joined tuple as output, and the host filters and projects that (the column
+//!   numbering is the same);
+//! - a join or anti-join whose key needs the host has its key computed on the host and
+//!   appended to the input; the lookup still runs on the device;
+//! - aggregates are folded and combined on the host (`fixlog_exec::aggregate`), their
+//!   sub-pipelines run where their own operators say.
+//!
+//! Relations never move: only the batches of the operators that need the host do.
+
+use crate::codegen::{self, key_host_reason, pipeline_host_reason, DeviceOp};
+use crate::error::Result;
+use crate::gpu::Gpu;
+use crate::CudaError;
+use cudarc::driver::CudaFunction;
+use fixlog_cpu::eval::{compile_expr, CExpr, Src};
+use fixlog_cpu::{CpuBackend, CpuCode};
+use fixlog_exec::OpSpec;
+use fixlog_plan::{Cond, PExpr};
+
+/// Kernels of one device join (see the kernel contract in [`crate::codegen`]).
+pub struct JoinKernels {
+    pub(crate) count: CudaFunction,
+    pub(crate) write: CudaFunction,
+    pub(crate) write_distinct: CudaFunction,
+}
+
+pub enum MapExec {
+    /// The projection is the input row itself and there is no filter.
+    Identity,
+    Device(CudaFunction),
+    Host(CpuCode),
+}
+
+pub struct MapCode {
+    pub(crate) arity: usize,
+    pub(crate) out_arity: usize,
+    pub(crate) exec: MapExec,
+}
+
+pub struct JoinCode {
+    pub(crate) input_arity: usize,
+    pub(crate) order: Vec<usize>,
+    pub(crate) key_len: usize,
+    /// Keys the device cannot compute: evaluated on the host and appended to the input
+    /// (a row whose key fails joins nothing and is dropped).
+    pub(crate) host_key: Option<Vec<CExpr>>,
+    pub(crate) kernels: JoinKernels,
+    /// Whether the device join may drop repeated outputs.
+    pub(crate) distinct: bool,
+    /// Arity of the device join's output.
+    pub(crate) device_out: usize,
+    /// Filters and projection the device cannot evaluate, applied on the host to the
+    /// device's output (the whole joined tuple).
+    pub(crate) host_after: Option<CpuCode>,
+}
+
+pub struct AntiCode {
+    pub(crate) input_arity: usize,
+    pub(crate) order: Vec<usize>,
+    pub(crate) key_len: usize,
+    /// As in [`JoinCode::host_key`]; a row whose key fails is kept.
+    pub(crate) host_key: Option<Vec<CExpr>>,
+    pub(crate) kernel: CudaFunction,
+}
+
+/// One prepared operator of the CUDA backend.
+pub enum CudaCode {
+    Map(MapCode),
+    Join(JoinCode),
+    AntiJoin(AntiCode),
+    /// Aggregates are combined on the host.
+    Aggregate {
+        input_arity: usize,
+        cpu: CpuCode,
+    },
+}
+
+impl CudaCode {
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            CudaCode::Map(_) => "scan or filter",
+            CudaCode::Join(_) => "join",
+            CudaCode::AntiJoin(_) => "anti-join",
+            CudaCode::Aggregate { .. } => "aggregate",
+        }
+    }
+}
+
+/// What an operator needs from the generated module, before it is compiled.
+enum Pending {
+    Map {
+        arity: usize,
+        out_arity: usize,
+        /// `Some(prefix)` on the device; `None`: identity or host.
+        prefix: Option<String>,
+        host: Option<CpuCode>,
+    },
+    Join {
+        input_arity: usize,
+        order: Vec<usize>,
+        key_len: usize,
+        host_key: Option<Vec<CExpr>>,
+        prefix: String,
+        distinct: bool,
+        device_out: usize,
+        host_after: Option<CpuCode>,
+    },
+    AntiJoin {
+        input_arity: usize,
+        order: Vec<usize>,
+        key_len: usize,
+        host_key: Option<Vec<CExpr>>,
+        prefix: String,
+    },
+    Aggregate {
+        input_arity: usize,
+        cpu: CpuCode,
+    },
+}
+
+/// `Col(c)` for `c >= from` becomes `Col(c + by)` (room for `by` columns inserted at
+/// `from`).
+fn shift_expr(e: &PExpr, from: usize, by: usize) -> PExpr {
+    match e {
+        PExpr::Col(c) if *c >= from => PExpr::Col(c + by),
+        PExpr::Col(_) | PExpr::Const(_) => e.clone(),
+        PExpr::Unary { op, ty, arg } => PExpr::Unary {
+            op: *op,
+            ty: *ty,
+            arg: Box::new(shift_expr(arg, from, by)),
+        },
+        PExpr::Binary { op, ty, lhs, rhs } => PExpr::Binary {
+            op: *op,
+            ty: *ty,
+            lhs: Box::new(shift_expr(lhs, from, by)),
+            rhs: Box::new(shift_expr(rhs, from, by)),
+        },
+        PExpr::Functor { func, args } => PExpr::Functor {
+            func: *func,
+            args: args.iter().map(|a| shift_expr(a, from, by)).collect(),
+        },
+    }
+}
+
+fn shift_cond(c: &Cond, from: usize, by: usize) -> Cond {
+    match c {
+        Cond::Compare { op, ty, lhs, rhs } => Cond::Compare {
+            op: *op,
+            ty: *ty,
+            lhs: shift_expr(lhs, from, by),
+            rhs: shift_expr(rhs, from, by),
+        },
+        Cond::Predicate {
+            pred,
+            args,
+            negated,
+        } => Cond::Predicate {
+            pred: *pred,
+            args: args.iter().map(|a| shift_expr(a, from, by)).collect(),
+            negated: *negated,
+        },
+    }
+}
+
+fn cols(range: std::ops::Range<usize>) -> Vec<PExpr> {
+    range.map(PExpr::Col).collect()
+}
+
+fn is_identity(arity: usize, filters: &[Cond], project: &[PExpr]) -> bool {
+    filters.is_empty()
+        && project.len() == arity
+        && project.iter().enumerate().all(|(i, e)| *e == PExpr::Col(i))
+}
+
+fn cpu_code(cpu: &CpuBackend, spec: &OpSpec) -> Result<CpuCode> {
+    cpu.prepare_one(spec)
+        .map_err(|e| CudaError::Invalid(e.to_string()))
+}
+
+/// Lowers every operator: generates and compiles the module of device kernels, and
+/// prepares the host parts.
+pub(crate) fn prepare(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<CudaCode>> {
+    let mut device: Vec<DeviceOp> = Vec::new();
+    let mut pending = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.iter().enumerate() {
+        let prefix = format!("op{i}");
+        pending.push(match spec {
+            OpSpec::Scan {
+                arity,
+                filters,
+                project,
+            }
+            | OpSpec::Filter {
+                arity,
+                filters,
+                project,
+            } => {
+                let (prefix, host) = if is_identity(*arity, filters, project) {
+                    (None, None)
+                } else if pipeline_host_reason(filters, project).is_some() {
+                    let host = OpSpec::Filter {
+                        arity: *arity,
+                        filters: filters.clone(),
+                        project: project.clone(),
+                    };
+                    (None, Some(cpu_code(cpu, &host)?))
+                } else {
+                    device.push(DeviceOp {
+                        prefix: prefix.clone(),
+                        spec: spec.clone(),
+                    });
+                    (Some(prefix), None)
+                };
+                Pending::Map {
+                    arity: *arity,
+                    out_arity: project.len(),
+                    prefix,
+                    host,
+                }
+            }
+            OpSpec::Join {
+                input_arity,
+                order,
+                key_len,
+                key,
+                filters,
+                project,
+                distinct,
+            } => {
+                if key.len() != *key_len || *key_len > order.len() {
+                    return Err(CudaError::Invalid(format!(
+                        "join key has {} expressions but the index's key has {key_len} of {} columns",
+                        key.len(),
+                        order.len()
+                    )));
+                }
+                let a = *input_arity;
+                let inner = order.len();
+                // Host keys go after the input columns; inner columns shift past them.
+                let (host_key, dev_in, dev_key, filters, project) =
+                    if key_host_reason(key).is_some() {
+                        let k = key.len();
+                        let compiled = key.iter().map(|e| compile_expr(e, &Src::In)).collect();
+                        (
+                            Some(compiled),
+                            a + k,
+                            cols(a..a + k),
+                            filters.iter().map(|c| shift_cond(c, a, k)).collect(),
+                            project.iter().map(|e| shift_expr(e, a, k)).collect(),
+                        )
+                    } else {
+                        (None, a, key.clone(), filters.clone(), project.clone())
+                    };
+                let (dev_filters, dev_project, host_after) =
+                    if pipeline_host_reason(&filters, &project).is_some() {
+                        let width = dev_in + inner;
+                        let after = OpSpec::Filter {
+                            arity: width,
+                            filters,
+                            project,
+                        };
+                        (Vec::new(), cols(0..width), Some(cpu_code(cpu, &after)?))
+                    } else {
+                        (filters, project, None)
+                    };
+                let device_out = dev_project.len();
+                let distinct = *distinct && host_after.is_none();
+                device.push(DeviceOp {
+                    prefix: prefix.clone(),
+                    spec: OpSpec::Join {
+                        input_arity: dev_in,
+                        order: order.clone(),
+                        key_len: *key_len,
+                        key: dev_key,
+                        filters: dev_filters,
+                        project: dev_project,
+                        distinct,
+                    },
+                });
+                Pending::Join {
+                    input_arity: a,
+                    order: order.clone(),
+                    key_len: *key_len,
+                    host_key,
+                    prefix,
+                    distinct,
+                    device_out,
+                    host_after,
+                }
+            }
+            OpSpec::AntiJoin {
+                input_arity,
+                order,
+                key_len,
+                key,
+            } => {
+                if key.len() != *key_len || *key_len > order.len() {
+                    return Err(CudaError::Invalid(format!(
+                        "anti-join key has {} expressions but the index's key has {key_len} of {} columns",
+                        key.len(),
+                        order.len()
+                    )));
+                }
+                let a = *input_arity;
+                let (host_key, dev_in, dev_key) = if key_host_reason(key).is_some() {
+                    let k = key.len();
+                    let compiled = key.iter().map(|e| compile_expr(e, &Src::In)).collect();
+                    (Some(compiled), a + k, cols(a..a + k))
+                } else {
+                    (None, a, key.clone())
+                };
+                device.push(DeviceOp {
+                    prefix: prefix.clone(),
+                    spec: OpSpec::AntiJoin {
+                        input_arity: dev_in,
+                        order: order.clone(),
+                        key_len: *key_len,
+                        key: dev_key,
+                    },
+                });
+                Pending::AntiJoin {
+                    input_arity: a,
+                    order: order.clone(),
+                    key_len: *key_len,
+                    host_key,
+                    prefix,
+                }
+            }
+            OpSpec::Aggregate { input_arity, .. } => Pending::Aggregate {
+                input_arity: *input_arity,
+                cpu: cpu_code(cpu, spec)?,
+            },
+        });
+    }
+
+    let module = if device.is_empty() {
+        None
+    } else {
+        let source = codegen::module_source(&device).map_err(CudaError::Invalid)?;
+        Some(gpu.load_source("ops", &source, &["--fmad=false".to_string()])?)
+    };
+    let function = |name: String| -> Result<CudaFunction> {
+        let m = module
+            .as_ref()
+            .ok_or_else(|| CudaError::Invalid("no generated module".into()))?;
+        gpu.module_function(m, &name)
+    };
+    pending
+        .into_iter()
+        .map(|p| {
+            Ok(match p {
+                Pending::Map {
+                    arity,
+                    out_arity,
+                    prefix,
+                    host,
+                } => CudaCode::Map(MapCode {
+                    arity,
+                    out_arity,
+                    exec: match (prefix, host) {
+                        (Some(p), _) => MapExec::Device(function(format!("{p}_map"))?),
+                        (None, Some(h)) => MapExec::Host(h),
+                        (None, None) => MapExec::Identity,
+                    },
+                }),
+                Pending::Join {
+                    input_arity,
+                    order,
+                    key_len,
+                    host_key,
+                    prefix,
+                    distinct,
+                    device_out,
+                    host_after,
+                } => CudaCode::Join(JoinCode {
+                    input_arity,
+                    order,
+                    key_len,
+                    host_key,
+                    kernels: JoinKernels {
+                        count: function(format!("{prefix}_jcount"))?,
+                        write: function(format!("{prefix}_jwrite"))?,
+                        write_distinct: function(format!("{prefix}_jwrite_distinct"))?,
+                    },
+                    distinct,
+                    device_out,
+                    host_after,
+                }),
+                Pending::AntiJoin {
+                    input_arity,
+                    order,
+                    key_len,
+                    host_key,
+                    prefix,
+                } => CudaCode::AntiJoin(AntiCode {
+                    input_arity,
+                    order,
+                    key_len,
+                    host_key,
+                    kernel: function(format!("{prefix}_anti"))?,
+                }),
+                Pending::Aggregate { input_arity, cpu } => CudaCode::Aggregate { input_arity, cpu },
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fixlog_logical::{BinOp, ColType};
+
+    #[test]
+    fn shifting_moves_inner_columns_only() {
+        let e = PExpr::Binary {
+            op: BinOp::Add,
+            ty: ColType::Number,
+            lhs: Box::new(PExpr::Col(1)),
+            rhs: Box::new(PExpr::Col(3)),
+        };
+        let s = shift_expr(&e, 2, 2);
+        assert_eq!(
+            s,
+            PExpr::Binary {
+                op: BinOp::Add,
+                ty: ColType::Number,
+                lhs: Box::new(PExpr::Col(1)),
+                rhs: Box::new(PExpr::Col(5)),
+            }
+        );
+        assert!(is_identity(2, &[], &[PExpr::Col(0), PExpr::Col(1)]));
+        assert!(!is_identity(2, &[], &[PExpr::Col(1), PExpr::Col(0)]));
+    }
+}

@@ -1,0 +1,462 @@
+//! Pipeline operators on the device: scans, filters, joins and anti-joins run the
+//! generated kernels of [`super::code`]; host parts (see there) run the CPU backend's
+//! operators on downloaded batches.
+
+use super::code::{AntiCode, JoinCode, MapCode, MapExec};
+use super::storage::{CudaBatch, CudaIndex, DevRows};
+use super::CudaBackend;
+use crate::codegen::{
+    RunDesc, JC_BLOCK, JD_BLOCK, JD_ITEMS, JW_BLOCK, JW_ITEMS, MAP_BLOCK, MAP_ITEMS,
+};
+use crate::error::Result;
+use crate::gpu::DevBuf;
+use crate::kernels::MISC;
+use crate::CudaError;
+use fixlog_cpu::eval::CExpr;
+use fixlog_cpu::{CpuBatch, CpuCode};
+use fixlog_exec::{Backend, EvalContext};
+use fixlog_logical::Value;
+use rayon::prelude::*;
+
+/// A zeroed device counter that kernels add their output rows to.
+struct Counter {
+    word: DevBuf,
+}
+
+impl CudaBackend {
+    fn counter(&self) -> Result<Counter> {
+        let word = self.gpu.alloc(8)?;
+        self.gpu.memset8(word.ptr(), 0, 8)?;
+        Ok(Counter { word })
+    }
+
+    fn read(&self, c: &Counter) -> Result<usize> {
+        Ok(self.gpu.dtoh::<u64>(c.word.ptr(), 1)?[0] as usize)
+    }
+
+    /// A buffer for up to `rows` rows of `arity` (0 words for arity 0).
+    fn out_buffer(&self, rows: usize, arity: usize) -> Result<DevBuf> {
+        let bytes = rows
+            .checked_mul(arity * 4)
+            .ok_or_else(|| CudaError::Invalid(format!("{rows} rows of arity {arity} overflow")))?;
+        self.gpu.alloc(bytes)
+    }
+
+    fn batch_of(&self, arity: usize, buf: DevBuf, n: usize) -> CudaBatch {
+        if arity == 0 {
+            return CudaBatch::from_shared(0, Vec::new(), n);
+        }
+        CudaBatch::from_rows(arity, DevRows { buf, n })
+    }
+
+    /// Runs the host code of a scan or filter (or of the host part of a join) on rows
+    /// downloaded from the device, and uploads the result.
+    fn host_filter(
+        &self,
+        arity: usize,
+        rows: Vec<Value>,
+        len: usize,
+        code: &CpuCode,
+        ctx: &EvalContext,
+    ) -> Result<CudaBatch> {
+        let batch = CpuBatch::from_rows(arity, rows, len);
+        let out = self
+            .cpu
+            .filter(&batch, code, ctx)
+            .map_err(super::cuda_error)?;
+        self.upload_batch(out.arity(), &out.rows(), out.len())
+    }
+
+    // ---- scan and filter -----------------------------------------------------------
+
+    /// Filter and project the rows of `pieces` (`(address, rows)`).
+    pub(crate) fn map_pieces(
+        &self,
+        code: &MapCode,
+        pieces: &[(u64, usize)],
+        ctx: &EvalContext,
+    ) -> Result<CudaBatch> {
+        let total: usize = pieces.iter().map(|p| p.1).sum();
+        match &code.exec {
+            MapExec::Identity => Err(CudaError::Invalid(
+                "internal error: an identity map reached the device".into(),
+            )),
+            MapExec::Host(cpu) => {
+                let mut rows = Vec::with_capacity(total * code.arity);
+                for &(ptr, n) in pieces {
+                    if code.arity > 0 {
+                        rows.extend(self.download(ptr, n * code.arity)?);
+                    }
+                }
+                self.host_filter(code.arity, rows, total, cpu, ctx)
+            }
+            MapExec::Device(f) => {
+                let out = self.out_buffer(total, code.out_arity)?;
+                let count = self.counter()?;
+                let per = (MAP_BLOCK * MAP_ITEMS) as usize;
+                for &(ptr, n) in pieces {
+                    if n == 0 {
+                        continue;
+                    }
+                    let gpu = &self.gpu;
+                    launch!(
+                        gpu,
+                        f.clone(),
+                        n.div_ceil(per),
+                        MAP_BLOCK,
+                        ptr,
+                        n as u64,
+                        out.ptr(),
+                        count.word.ptr()
+                    );
+                }
+                let n = self.read(&count)?;
+                Ok(self.batch_of(code.out_arity, out, n))
+            }
+        }
+    }
+
+    // ---- joins ---------------------------------------------------------------------
+
+    /// Appends host-computed keys to each row of the input: `(rows ++ keys, kept)`;
+    /// `failed` receives the rows whose key fails (when asked for).
+    fn with_host_keys(
+        &self,
+        input: &CudaBatch,
+        key: &[CExpr],
+        ctx: &EvalContext,
+        mut failed: Option<&mut Vec<Value>>,
+    ) -> Result<CudaBatch> {
+        let a = input.arity;
+        let k = key.len();
+        let rows = self.download_batch(input)?;
+        let n = input.len;
+        // Keys in parallel on the host, in row order.
+        let keys: Vec<Option<Vec<Value>>> = (0..n)
+            .into_par_iter()
+            .map(|i| {
+                let r = &rows[i * a..i * a + a];
+                key.iter().map(|e| e.eval(r, &[], ctx.symbols)).collect()
+            })
+            .collect();
+        let mut out = Vec::with_capacity(n * (a + k));
+        let mut kept = 0;
+        for (i, key) in keys.into_iter().enumerate() {
+            let r = &rows[i * a..i * a + a];
+            match key {
+                Some(key) => {
+                    out.extend_from_slice(r);
+                    out.extend(key);
+                    kept += 1;
+                }
+                None => {
+                    if let Some(f) = failed.as_deref_mut() {
+                        f.extend_from_slice(r);
+                    }
+                }
+            }
+        }
+        self.upload_batch(a + k, &out, kept)
+    }
+
+    pub(crate) fn join_batch(
+        &self,
+        input: &CudaBatch,
+        index: &CudaIndex,
+        code: &JoinCode,
+        ctx: &EvalContext,
+    ) -> Result<CudaBatch> {
+        check_index(index, &code.order, code.key_len)?;
+        if input.arity != code.input_arity {
+            return Err(wrong_arity("join", code.input_arity, input.arity));
+        }
+        let keyed;
+        let input = match &code.host_key {
+            Some(key) => {
+                keyed = self.with_host_keys(input, key, ctx, None)?;
+                &keyed
+            }
+            None => input,
+        };
+        let out = self.device_join(input, index, code)?;
+        match &code.host_after {
+            None => Ok(out),
+            Some(after) => {
+                let rows = self.download_batch(&out)?;
+                self.host_filter(out.arity, rows, out.len, after, ctx)
+            }
+        }
+    }
+
+    /// Count, scan and write, per input piece and index run; all writes append to one
+    /// buffer.
+    fn device_join(
+        &self,
+        input: &CudaBatch,
+        index: &CudaIndex,
+        code: &JoinCode,
+    ) -> Result<CudaBatch> {
+        let ow = code.device_out;
+        let pieces = input.pieces();
+        let inner_arity = index.arity;
+        struct Part {
+            ptr: u64,
+            n: usize,
+            rows: u64,
+            begins: DevBuf,
+            offsets: DevBuf,
+            total: usize,
+        }
+        let mut parts = Vec::new();
+        let mut total = 0usize;
+        for &(ptr, n) in &pieces {
+            for run in &index.runs {
+                if n == 0 || run.rows.n == 0 {
+                    continue;
+                }
+                let counts = self.gpu.alloc_u32(n)?;
+                let begins = self.gpu.alloc_u32(n)?;
+                let (starts, table, mask) = match &run.table {
+                    Some(t) => (t.starts.ptr(), t.table.ptr(), t.mask),
+                    None => (0, 0, 0),
+                };
+                let gpu = &self.gpu;
+                launch!(
+                    gpu,
+                    code.kernels.count.clone(),
+                    n.div_ceil(JC_BLOCK as usize),
+                    JC_BLOCK,
+                    ptr,
+                    n as u64,
+                    run.rows.ptr(),
+                    starts,
+                    table,
+                    mask,
+                    run.rows.n as u64,
+                    counts.ptr(),
+                    begins.ptr()
+                );
+                let t = self.gpu.exclusive_scan(counts.ptr(), n, counts.ptr())? as usize;
+                if t == 0 {
+                    continue;
+                }
+                if t > u32::MAX as usize {
+                    return Err(CudaError::OutOfMemory {
+                        requested: t.saturating_mul(ow * 4),
+                        in_use: self.gpu.pool_stats().in_use,
+                        limit: self.gpu.pool_stats().limit,
+                        device: false,
+                    });
+                }
+                total += t;
+                let _ = inner_arity;
+                parts.push(Part {
+                    ptr,
+                    n,
+                    rows: run.rows.ptr(),
+                    begins,
+                    offsets: counts,
+                    total: t,
+                });
+            }
+        }
+        if total == 0 {
+            return Ok(CudaBatch::empty(ow));
+        }
+        let out = self.out_buffer(total, ow)?;
+        let count = self.counter()?;
+        for p in &parts {
+            let gpu = &self.gpu;
+            if code.distinct {
+                let per = (JD_BLOCK * JD_ITEMS) as usize;
+                launch!(
+                    gpu,
+                    code.kernels.write_distinct.clone(),
+                    p.total.div_ceil(per),
+                    JD_BLOCK,
+                    p.ptr,
+                    p.n as u64,
+                    p.rows,
+                    p.begins.ptr(),
+                    p.offsets.ptr(),
+                    p.total as u64,
+                    out.ptr(),
+                    count.word.ptr()
+                );
+            } else {
+                let per = (JW_BLOCK * JW_ITEMS) as usize;
+                launch!(
+                    gpu,
+                    code.kernels.write.clone(),
+                    p.total.div_ceil(per),
+                    JW_BLOCK,
+                    p.ptr,
+                    p.n as u64,
+                    p.rows,
+                    p.begins.ptr(),
+                    p.offsets.ptr(),
+                    p.total as u64,
+                    out.ptr(),
+                    count.word.ptr()
+                );
+            }
+        }
+        let n = self.read(&count)?;
+        drop(parts);
+        Ok(self.batch_of(ow, out, n))
+    }
+
+    // ---- anti-joins ----------------------------------------------------------------
+
+    pub(crate) fn antijoin_batch(
+        &self,
+        input: &CudaBatch,
+        index: &CudaIndex,
+        code: &AntiCode,
+        ctx: &EvalContext,
+    ) -> Result<CudaBatch> {
+        check_index(index, &code.order, code.key_len)?;
+        let a = code.input_arity;
+        if input.arity != a {
+            return Err(wrong_arity("anti-join", a, input.arity));
+        }
+        match &code.host_key {
+            None => self.device_antijoin(input, index, code, a),
+            Some(key) => {
+                // Rows whose key fails are kept; the others are looked up on the device
+                // with their key appended, which is cut off again afterwards.
+                let mut failed = Vec::new();
+                let keyed = self.with_host_keys(input, key, ctx, Some(&mut failed))?;
+                let kept = self.device_antijoin(&keyed, index, code, a + key.len())?;
+                let width = a + key.len();
+                let rows = self.download_batch(&kept)?;
+                let mut out = failed;
+                if a > 0 {
+                    for r in rows.chunks_exact(width) {
+                        out.extend_from_slice(&r[..a]);
+                    }
+                }
+                let n = out
+                    .len()
+                    .checked_div(a)
+                    .unwrap_or(input.len - keyed.len + kept.len);
+                self.upload_batch(a, &out, n)
+            }
+        }
+    }
+
+    fn device_antijoin(
+        &self,
+        input: &CudaBatch,
+        index: &CudaIndex,
+        code: &AntiCode,
+        width: usize,
+    ) -> Result<CudaBatch> {
+        let descs: Vec<RunDesc> = index
+            .runs
+            .iter()
+            .filter(|r| r.rows.n > 0)
+            .map(|r| {
+                let (starts, table, mask) = match &r.table {
+                    Some(t) => (t.starts.ptr(), t.table.ptr(), t.mask),
+                    None => (0, 0, 0),
+                };
+                RunDesc {
+                    rows: r.rows.ptr(),
+                    starts,
+                    table,
+                    mask,
+                    pad: 0,
+                    n: r.rows.n as u64,
+                }
+            })
+            .collect();
+        let runs = self
+            .gpu
+            .alloc(descs.len().max(1) * std::mem::size_of::<RunDesc>())?;
+        self.gpu.htod(runs.ptr(), &descs)?;
+        let out = self.out_buffer(input.len, width)?;
+        let count = self.counter()?;
+        let per = (MAP_BLOCK * MAP_ITEMS) as usize;
+        for (ptr, n) in input.pieces() {
+            let gpu = &self.gpu;
+            launch!(
+                gpu,
+                code.kernel.clone(),
+                n.div_ceil(per),
+                MAP_BLOCK,
+                ptr,
+                n as u64,
+                runs.ptr(),
+                descs.len() as u32,
+                out.ptr(),
+                count.word.ptr()
+            );
+        }
+        let n = self.read(&count)?;
+        Ok(self.batch_of(width, out, n))
+    }
+
+    // ---- row numbers and aggregates ------------------------------------------------
+
+    pub(crate) fn numbered(&self, input: &CudaBatch) -> Result<CudaBatch> {
+        let a = input.arity;
+        if input.len > u32::MAX as usize {
+            return Err(CudaError::Invalid("more than 2^32 tuples to number".into()));
+        }
+        let out = self.out_buffer(input.len, a + 1)?;
+        let f = self.gpu.function(MISC, "", "rows_number")?;
+        let mut base = 0usize;
+        for (ptr, n) in input.pieces() {
+            let dst = out.ptr() + (base * (a + 1) * 4) as u64;
+            let gpu = &self.gpu;
+            launch!(
+                gpu,
+                f.clone(),
+                n.div_ceil(256),
+                256u32,
+                ptr,
+                n as u64,
+                a as u32,
+                base as u64,
+                dst
+            );
+            base += n;
+        }
+        Ok(self.batch_of(a + 1, out, input.len))
+    }
+
+    pub(crate) fn aggregate_batch(
+        &self,
+        input: &CudaBatch,
+        groups: CudaBatch,
+        cpu: &CpuCode,
+        ctx: &EvalContext,
+    ) -> Result<CudaBatch> {
+        let input_rows = self.download_batch(input)?;
+        let group_rows = self.download_batch(&groups)?;
+        let input = CpuBatch::from_rows(input.arity, input_rows, input.len);
+        let groups = CpuBatch::from_rows(groups.arity, group_rows, groups.len);
+        let out = self
+            .cpu
+            .aggregate(&input, groups, cpu, ctx)
+            .map_err(super::cuda_error)?;
+        self.upload_batch(out.arity(), &out.rows(), out.len())
+    }
+}
+
+fn check_index(index: &CudaIndex, order: &[usize], key_len: usize) -> Result<()> {
+    if index.order != order || index.key_len != key_len {
+        return Err(CudaError::Invalid(format!(
+            "internal error: an operator prepared for index order {order:?} (key {key_len}) given order {:?} (key {})",
+            index.order, index.key_len
+        )));
+    }
+    Ok(())
+}
+
+fn wrong_arity(what: &str, expected: usize, got: usize) -> CudaError {
+    CudaError::Invalid(format!(
+        "internal error: a {what} prepared for arity {expected} given arity {got}"
+    ))
+}

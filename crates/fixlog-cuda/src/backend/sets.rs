@@ -1,0 +1,360 @@
+//! Set operations and indexes on the device.
+//!
+//! Relations of arity 1 to 8 are sorted, deduplicated, merged and subtracted by the
+//! device primitives (`crate::ops`: onesweep radix sort, one-pass unique and
+//! difference, merge path). Wider relations (rare: the primitives are compiled per
+//! arity up to 8) are sorted and merged on the host with the CPU backend's kernels and
+//! stay on the device otherwise; arity 0 is a count.
+
+use super::storage::{CudaBatch, CudaIndex, CudaRelation, DevRows, IndexRun};
+use super::CudaBackend;
+use crate::error::Result;
+use crate::kernels::MISC;
+use crate::ops::{Rel, View};
+use crate::CudaError;
+use fixlog_cpu::rows;
+use fixlog_exec::runs::push_run;
+use fixlog_logical::Value;
+use std::rc::Rc;
+
+/// Each run of a device relation or index is at least this many times larger than the
+/// next (the policy of `fixlog_exec::runs`; the transitive-closure driver measured 2
+/// best: fewer rows copied per merge than with 4, and few runs to probe).
+pub(crate) const GROWTH: usize = 2;
+
+/// Whether the device primitives sort and merge rows of this arity.
+pub(crate) fn on_device(arity: usize) -> bool {
+    (1..=8).contains(&arity)
+}
+
+impl CudaBackend {
+    // ---- moving rows --------------------------------------------------------------
+
+    pub(crate) fn upload_rows(&self, rows: &[Value], n: usize) -> Result<DevRows> {
+        let buf = self.gpu.alloc(rows.len() * 4)?;
+        self.gpu.htod(buf.ptr(), rows)?;
+        Ok(DevRows { buf, n })
+    }
+
+    pub(crate) fn download(&self, ptr: u64, words: usize) -> Result<Vec<Value>> {
+        self.gpu.dtoh::<u32>(ptr, words)
+    }
+
+    /// A batch's rows, row-major, in batch order.
+    pub(crate) fn download_batch(&self, batch: &CudaBatch) -> Result<Vec<Value>> {
+        let mut out = Vec::with_capacity(batch.len * batch.arity);
+        for (ptr, n) in batch.pieces() {
+            if batch.arity > 0 {
+                out.extend(self.download(ptr, n * batch.arity)?);
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn upload_batch(
+        &self,
+        arity: usize,
+        rows: &[Value],
+        len: usize,
+    ) -> Result<CudaBatch> {
+        if arity == 0 {
+            return Ok(CudaBatch::from_shared(0, Vec::new(), len));
+        }
+        Ok(CudaBatch::from_rows(arity, self.upload_rows(rows, len)?))
+    }
+
+    /// The batch in one buffer this backend owns (no copy when it already is).
+    pub(crate) fn contiguous(&self, batch: CudaBatch) -> Result<DevRows> {
+        let arity = batch.arity;
+        let len = batch.len;
+        if batch.segs.len() == 1 && batch.segs[0].start == 0 {
+            let seg = batch.segs.into_iter().next().ok_or_else(|| {
+                CudaError::Invalid("internal error: a batch lost its segment".into())
+            })?;
+            match Rc::try_unwrap(seg.rows) {
+                Ok(rows) if rows.n == seg.n => return Ok(rows),
+                Ok(rows) => {
+                    return Ok(DevRows {
+                        buf: rows.buf,
+                        n: seg.n,
+                    })
+                }
+                Err(shared) => {
+                    let buf = self.gpu.alloc(len * arity * 4)?;
+                    self.gpu.dtod(buf.ptr(), shared.ptr(), len * arity * 4)?;
+                    return Ok(DevRows { buf, n: len });
+                }
+            }
+        }
+        let buf = self.gpu.alloc(len * arity * 4)?;
+        let mut at = 0u64;
+        for (ptr, n) in batch.pieces() {
+            let bytes = n * arity * 4;
+            self.gpu.dtod(buf.ptr() + at, ptr, bytes)?;
+            at += bytes as u64;
+        }
+        Ok(DevRows { buf, n: len })
+    }
+
+    fn rel_of(rows: DevRows, arity: usize) -> Rel {
+        Rel {
+            buf: rows.buf,
+            n: rows.n,
+            arity,
+        }
+    }
+
+    fn rows_of(rel: Rel) -> DevRows {
+        DevRows {
+            buf: rel.buf,
+            n: rel.n,
+        }
+    }
+
+    /// A relation of one run (none if empty).
+    pub(crate) fn relation_of(arity: usize, run: DevRows) -> CudaRelation {
+        let mut rel = CudaRelation::empty(arity);
+        if run.n > 0 {
+            rel.runs.push(Rc::new(run));
+        }
+        rel
+    }
+
+    /// The arity-0 relation holding the empty tuple.
+    pub(crate) fn unit_relation(&self) -> Result<CudaRelation> {
+        Ok(CudaBackend::relation_of(
+            0,
+            DevRows {
+                buf: self.gpu.alloc(0)?,
+                n: 1,
+            },
+        ))
+    }
+
+    // ---- sorting ------------------------------------------------------------------
+
+    /// Sorted, duplicate-free rows of a batch.
+    pub(crate) fn sorted_unique(&self, batch: CudaBatch) -> Result<DevRows> {
+        let arity = batch.arity;
+        if on_device(arity) {
+            let mut rel = CudaBackend::rel_of(self.contiguous(batch)?, arity);
+            if rel.n <= 1 {
+                return Ok(CudaBackend::rows_of(rel));
+            }
+            self.gpu.sort(&mut rel)?;
+            Ok(CudaBackend::rows_of(self.gpu.unique(rel.view())?))
+        } else {
+            let mut data = self.download_batch(&batch)?;
+            drop(batch);
+            let n = rows::sort_unique(arity, &mut data);
+            self.upload_rows(&data, n)
+        }
+    }
+
+    /// `sorted_unique(batch) − old`.
+    pub(crate) fn sorted_unique_minus(
+        &self,
+        batch: CudaBatch,
+        old: &CudaRelation,
+    ) -> Result<DevRows> {
+        let arity = batch.arity;
+        if on_device(arity) {
+            let mut rel = CudaBackend::rel_of(self.contiguous(batch)?, arity);
+            if rel.n > 1 {
+                self.gpu.sort(&mut rel)?;
+            }
+            let olds: Vec<View> = old.runs.iter().map(|r| r.view(arity)).collect();
+            Ok(CudaBackend::rows_of(
+                self.gpu.unique_minus(rel.view(), &olds)?,
+            ))
+        } else {
+            let mut data = self.download_batch(&batch)?;
+            drop(batch);
+            rows::sort_unique(arity, &mut data);
+            let olds = self.host_runs(old)?;
+            let refs: Vec<&[Value]> = olds.iter().map(|r| &r[..]).collect();
+            let out = rows::difference_many(arity, &data, &refs);
+            let n = out.len() / arity;
+            self.upload_rows(&out, n)
+        }
+    }
+
+    fn host_runs(&self, rel: &CudaRelation) -> Result<Vec<Vec<Value>>> {
+        rel.runs
+            .iter()
+            .map(|r| self.download(r.ptr(), r.n * rel.arity))
+            .collect()
+    }
+
+    /// Sorts rows in place (no duplicates are removed: used on permuted sets).
+    fn sort_rows(&self, rows: DevRows, arity: usize) -> Result<DevRows> {
+        if rows.n <= 1 {
+            return Ok(rows);
+        }
+        if on_device(arity) {
+            let mut rel = CudaBackend::rel_of(rows, arity);
+            self.gpu.sort(&mut rel)?;
+            Ok(CudaBackend::rows_of(rel))
+        } else {
+            let mut data = self.download(rows.ptr(), rows.n * arity)?;
+            rows::sort_distinct(arity, &mut data);
+            self.upload_rows(&data, rows.n)
+        }
+    }
+
+    // ---- union and difference -----------------------------------------------------
+
+    /// The union of two disjoint sorted runs.
+    fn union_disjoint(&self, arity: usize, a: &DevRows, b: &DevRows) -> Result<DevRows> {
+        if arity == 0 {
+            return Ok(DevRows {
+                buf: self.gpu.alloc(0)?,
+                n: 1,
+            });
+        }
+        if on_device(arity) {
+            let m = self.gpu.merge(a.view(arity), b.view(arity))?;
+            Ok(CudaBackend::rows_of(m))
+        } else {
+            let x = self.download(a.ptr(), a.n * arity)?;
+            let y = self.download(b.ptr(), b.n * arity)?;
+            let out = rows::union_disjoint(arity, &x, &y);
+            self.upload_rows(&out, a.n + b.n)
+        }
+    }
+
+    /// Appends a run disjoint from `runs` and restores the geometric invariant.
+    pub(crate) fn add_run(
+        &self,
+        arity: usize,
+        runs: &mut Vec<Rc<DevRows>>,
+        run: Rc<DevRows>,
+    ) -> Result<()> {
+        push_run(
+            runs,
+            run,
+            GROWTH,
+            |r| r.n,
+            |below, top| {
+                self.union_disjoint(arity, &below, &top)
+                    .map(Rc::new)
+                    .map_err(super::exec_error)
+            },
+        )
+        .map_err(super::cuda_error)
+    }
+
+    /// The relation as one run.
+    pub(crate) fn single_run(&self, rel: &CudaRelation) -> Result<Rc<DevRows>> {
+        match rel.runs.len() {
+            0 => Ok(Rc::new(DevRows {
+                buf: self.gpu.alloc(0)?,
+                n: 0,
+            })),
+            1 => Ok(rel.runs[0].clone()),
+            _ => {
+                // Smallest first: each row is copied O(log runs) times at most.
+                let mut acc = rel.runs[rel.runs.len() - 1].clone();
+                for r in rel.runs[..rel.runs.len() - 1].iter().rev() {
+                    acc = Rc::new(self.union_disjoint(rel.arity, r, &acc)?);
+                }
+                Ok(acc)
+            }
+        }
+    }
+
+    /// `a − b` for a sorted duplicate-free run `a`.
+    pub(crate) fn run_minus(&self, arity: usize, a: &DevRows, b: &CudaRelation) -> Result<DevRows> {
+        if b.is_empty() || a.n == 0 {
+            let buf = self.gpu.alloc(a.n * arity * 4)?;
+            self.gpu.dtod(buf.ptr(), a.ptr(), a.n * arity * 4)?;
+            return Ok(DevRows { buf, n: a.n });
+        }
+        if arity == 0 {
+            return Ok(DevRows {
+                buf: self.gpu.alloc(0)?,
+                n: 0,
+            });
+        }
+        if on_device(arity) {
+            let bs: Vec<View> = b.runs.iter().map(|r| r.view(arity)).collect();
+            Ok(CudaBackend::rows_of(
+                self.gpu.unique_minus(a.view(arity), &bs)?,
+            ))
+        } else {
+            let x = self.download(a.ptr(), a.n * arity)?;
+            let olds = self.host_runs(b)?;
+            let refs: Vec<&[Value]> = olds.iter().map(|r| &r[..]).collect();
+            let out = rows::difference_many(arity, &x, &refs);
+            let n = out.len() / arity;
+            self.upload_rows(&out, n)
+        }
+    }
+
+    // ---- indexes ------------------------------------------------------------------
+
+    fn index_run(&self, rows: Rc<DevRows>, arity: usize, key_len: usize) -> Result<IndexRun> {
+        let table = if key_len > 0 && rows.n > 0 {
+            Some(self.gpu.hisa_table(rows.view(arity), key_len)?)
+        } else {
+            None
+        };
+        Ok(IndexRun { rows, table })
+    }
+
+    /// Appends an index run disjoint from the index's runs and restores the invariant.
+    pub(crate) fn add_index_run(&self, index: &mut CudaIndex, rows: Rc<DevRows>) -> Result<()> {
+        let (arity, key_len) = (index.arity, index.key_len);
+        let run = self.index_run(rows, arity, key_len)?;
+        push_run(
+            &mut index.runs,
+            run,
+            GROWTH,
+            |r| r.rows.n,
+            |below, top| {
+                let merged = self
+                    .union_disjoint(arity, &below.rows, &top.rows)
+                    .map_err(super::exec_error)?;
+                self.index_run(Rc::new(merged), arity, key_len)
+                    .map_err(super::exec_error)
+            },
+        )
+        .map_err(super::cuda_error)
+    }
+
+    /// The rows of `runs` permuted into `order` and sorted: one run.
+    pub(crate) fn permuted_run(
+        &self,
+        arity: usize,
+        runs: &[Rc<DevRows>],
+        order: &[usize],
+    ) -> Result<DevRows> {
+        let total: usize = runs.iter().map(|r| r.n).sum();
+        let out = self.gpu.alloc(total * arity * 4)?;
+        let order32: Vec<u32> = order.iter().map(|&c| c as u32).collect();
+        let ord = self.gpu.alloc(order32.len() * 4)?;
+        self.gpu.htod(ord.ptr(), &order32)?;
+        let f = self.gpu.function(MISC, "", "rows_permute")?;
+        let mut at = 0usize;
+        for r in runs {
+            if r.n == 0 {
+                continue;
+            }
+            let dst = out.ptr() + (at * arity * 4) as u64;
+            let gpu = &self.gpu;
+            launch!(
+                gpu,
+                f.clone(),
+                r.n.div_ceil(256),
+                256u32,
+                r.ptr(),
+                r.n as u64,
+                arity as u32,
+                ord.ptr(),
+                dst
+            );
+            at += r.n;
+        }
+        self.sort_rows(DevRows { buf: out, n: total }, arity)
+    }
+}

@@ -1,0 +1,233 @@
+//! The CUDA backend's data, all in device memory from the pool.
+//!
+//! - [`CudaRelation`]: disjoint sorted runs of rows (row-major `u32`), largest first,
+//!   kept by the shared run policy (`fixlog_exec::runs`), so adding an iteration's
+//!   delta costs O(|delta|) and a merge touches only the small runs. The runs are
+//!   shared (`Rc`): cloning a relation, making it a delta, scanning it or indexing it
+//!   in column order copies nothing.
+//! - [`CudaIndex`]: the relation's runs in index order, each with its HISA hash table
+//!   (`Gpu::hisa_table`) over the key prefix; an index in column order shares the
+//!   relation's runs.
+//! - [`CudaBatch`]: segments (views into shared row buffers) in no particular order:
+//!   operators append to one buffer, a split cuts views, nothing is copied between
+//!   operators.
+//!
+//! Arity 0 (relations that hold the empty tuple or nothing) has no words to store: a
+//! run of arity 0 is a count with an empty buffer.
+
+use crate::gpu::DevBuf;
+use crate::ops::View;
+use crate::HisaTable;
+use std::rc::Rc;
+
+/// `n` rows in a device buffer (the buffer may be larger); the arity is the owner's.
+#[derive(Debug)]
+pub struct DevRows {
+    pub(crate) buf: DevBuf,
+    pub(crate) n: usize,
+}
+
+impl DevRows {
+    pub(crate) fn ptr(&self) -> u64 {
+        self.buf.ptr()
+    }
+    pub(crate) fn view(&self, arity: usize) -> View {
+        View {
+            ptr: self.buf.ptr(),
+            n: self.n,
+            arity,
+        }
+    }
+}
+
+/// A relation on the device.
+#[derive(Debug, Clone)]
+pub struct CudaRelation {
+    pub(crate) arity: usize,
+    /// Disjoint sorted runs, largest first.
+    pub(crate) runs: Vec<Rc<DevRows>>,
+}
+
+impl CudaRelation {
+    pub(crate) fn empty(arity: usize) -> CudaRelation {
+        CudaRelation {
+            arity,
+            runs: Vec::new(),
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.runs.iter().map(|r| r.n).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn arity(&self) -> usize {
+        self.arity
+    }
+    /// Number of runs (for tests and statistics).
+    pub fn run_count(&self) -> usize {
+        self.runs.len()
+    }
+}
+
+/// One run of an index: rows in index order and, when the key is not empty, the hash
+/// table over the key prefix.
+pub(crate) struct IndexRun {
+    pub(crate) rows: Rc<DevRows>,
+    pub(crate) table: Option<HisaTable>,
+}
+
+/// An index on the device.
+pub struct CudaIndex {
+    pub(crate) arity: usize,
+    /// `order[p]`: the relation column stored at position `p` of a row.
+    pub(crate) order: Vec<usize>,
+    pub(crate) key_len: usize,
+    pub(crate) identity: bool,
+    pub(crate) runs: Vec<IndexRun>,
+}
+
+impl CudaIndex {
+    pub fn len(&self) -> usize {
+        self.runs.iter().map(|r| r.rows.n).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn run_count(&self) -> usize {
+        self.runs.len()
+    }
+}
+
+/// A view of `n` rows starting at row `start` of a shared buffer.
+#[derive(Debug, Clone)]
+pub(crate) struct Seg {
+    pub(crate) rows: Rc<DevRows>,
+    pub(crate) start: usize,
+    pub(crate) n: usize,
+}
+
+/// A batch on the device: segments in batch order.
+#[derive(Debug, Clone)]
+pub struct CudaBatch {
+    pub(crate) arity: usize,
+    pub(crate) len: usize,
+    /// Empty for arity 0 (there are no words; `len` says how many tuples).
+    pub(crate) segs: Vec<Seg>,
+}
+
+impl CudaBatch {
+    pub(crate) fn empty(arity: usize) -> CudaBatch {
+        CudaBatch {
+            arity,
+            len: 0,
+            segs: Vec::new(),
+        }
+    }
+
+    /// A batch of `n` rows of `arity` held by `rows`.
+    pub(crate) fn from_rows(arity: usize, rows: DevRows) -> CudaBatch {
+        let n = rows.n;
+        CudaBatch::from_shared(arity, vec![Rc::new(rows)], n)
+    }
+
+    /// A batch of whole shared buffers (arity 0: `len` tuples and no buffers needed).
+    pub(crate) fn from_shared(arity: usize, rows: Vec<Rc<DevRows>>, len: usize) -> CudaBatch {
+        if arity == 0 {
+            return CudaBatch {
+                arity,
+                len,
+                segs: Vec::new(),
+            };
+        }
+        let segs: Vec<Seg> = rows
+            .into_iter()
+            .filter(|r| r.n > 0)
+            .map(|r| {
+                let n = r.n;
+                Seg {
+                    rows: r,
+                    start: 0,
+                    n,
+                }
+            })
+            .collect();
+        let len = segs.iter().map(|s| s.n).sum();
+        CudaBatch { arity, len, segs }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn arity(&self) -> usize {
+        self.arity
+    }
+
+    /// `(device address, rows)` of each piece of the batch; for arity 0, one piece of
+    /// `len` rows at address 0 (kernels read no words).
+    pub(crate) fn pieces(&self) -> Vec<(u64, usize)> {
+        if self.arity == 0 {
+            return if self.len > 0 {
+                vec![(0, self.len)]
+            } else {
+                Vec::new()
+            };
+        }
+        self.segs
+            .iter()
+            .map(|s| (s.rows.ptr() + (s.start * self.arity * 4) as u64, s.n))
+            .collect()
+    }
+
+    /// The first `rows` rows and the rest (views; nothing is copied).
+    pub(crate) fn split_at(self, rows: usize) -> (CudaBatch, CudaBatch) {
+        let arity = self.arity;
+        if rows >= self.len {
+            return (self, CudaBatch::empty(arity));
+        }
+        if arity == 0 {
+            let head = CudaBatch {
+                arity,
+                len: rows,
+                segs: Vec::new(),
+            };
+            let tail = CudaBatch {
+                arity,
+                len: self.len - rows,
+                segs: Vec::new(),
+            };
+            return (head, tail);
+        }
+        let (mut head, mut tail) = (Vec::new(), Vec::new());
+        let mut taken = 0;
+        for seg in self.segs {
+            if taken >= rows {
+                tail.push(seg);
+            } else if taken + seg.n <= rows {
+                taken += seg.n;
+                head.push(seg);
+            } else {
+                let k = rows - taken;
+                taken = rows;
+                head.push(Seg {
+                    rows: seg.rows.clone(),
+                    start: seg.start,
+                    n: k,
+                });
+                tail.push(Seg {
+                    rows: seg.rows,
+                    start: seg.start + k,
+                    n: seg.n - k,
+                });
+            }
+        }
+        let batch = |segs: Vec<Seg>| {
+            let len = segs.iter().map(|s| s.n).sum();
+            CudaBatch { arity, len, segs }
+        };
+        (batch(head), batch(tail))
+    }
+}
