@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-cuda}
-cargo build --release -p fixlog-cuda --features cuda --examples
+cargo build --release -p fixlog-cuda --features cuda,bench --examples
 DATA=${FIXLOG_DATA:-../shared/data}
 rm -rf .carry && mkdir -p .carry/data/graphs
 for b in gpu_selftest gpu_bench tc; do cp "$CARGO_TARGET_DIR/release/examples/$b" .carry/; done
