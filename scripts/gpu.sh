@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-cuda}
 T=$CARGO_TARGET_DIR/release
-cargo build --release -p fixlog-cuda --features cuda --examples
+cargo build --release -p fixlog-cuda --features cuda,bench --examples
 cargo build --release -p fixlog --features cuda --bin fixlog --examples
 # The fixlog crate's test binaries (paths from cargo's JSON messages).
 cargo test --release -p fixlog --features cuda --no-run --message-format=json 2>/dev/null > /tmp/fixlog-tests.json

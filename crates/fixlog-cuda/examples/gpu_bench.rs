@@ -4,9 +4,7 @@
 //! so repetitions after the first allocate nothing); median of the reps.
 //! Environment: FIXLOG_BENCH_MERGE=1 only unique, merge and difference (from
 //! 10^8); FIXLOG_BENCH_MIN_LOG first size; FIXLOG_BENCH_REPS repetitions (1
-//! under a profiler); FIXLOG_M2_ROUND4=1 round 4's merge/difference kernels;
-//! FIXLOG_DIFF2_PF (L2 look-ahead of the difference, in tiles; 0 = off) and
-//! FIXLOG_BPART_ISTEPS (interpolation steps of its partition; 0 = bisection).
+//! under a profiler). Needs the `bench` feature (device-side data generators).
 
 use fixlog_cuda::cpu::{Col, JoinSpec};
 use fixlog_cuda::{CudaError, Gpu, Rel};
@@ -186,28 +184,6 @@ fn main() -> Result<(), CudaError> {
                 ((passes * 2 + 1) * 4 * a) as f64 * n as f64,
                 &format!("{note}, {passes} passes"),
             );
-            // layout: the same sort on two column arrays (word k of row i at k*n + i)
-            if a == 2 && mask == u32::MAX {
-                let csrc = random_rel(&gpu, n, 2, 5, mask)?;
-                let cwork = std::cell::RefCell::new(gpu.copy(csrc.view())?.buf);
-                let mut passes = 0;
-                let ms = b.time(
-                    reps,
-                    || gpu.dtod(cwork.borrow().ptr(), csrc.buf.ptr(), csrc.bytes()),
-                    || {
-                        passes = gpu.sort_columns(&mut cwork.borrow_mut(), n, 2, &[u32::MAX; 2])?;
-                        Ok(())
-                    },
-                )?;
-                b.row(
-                    "radix sort, column-wise",
-                    2,
-                    n,
-                    ms,
-                    ((passes * 2 + 1) * 8) as f64 * n as f64,
-                    &format!("2 columns of u32, {passes} passes"),
-                );
-            }
         }
         // unique + merge + difference on sorted, unique random data (arity 2)
         {

@@ -132,26 +132,6 @@ fn main() -> Result<(), CudaError> {
             }
         }
     }
-    // column-wise layout (bench-only path): same passes, words k*n + i
-    for a in [1usize, 2, 3] {
-        for &n in &[2usize, 4097, 100_003] {
-            let v = r.rows(n, a, u32::MAX);
-            let colv: Vec<u32> = (0..a)
-                .flat_map(|k| v.chunks(a).map(move |row| row[k]))
-                .collect();
-            let mut buf = gpu.upload(&colv, 1)?.buf;
-            gpu.sort_columns(&mut buf, n, a, &vec![u32::MAX; a])?;
-            let got = gpu.dtoh::<u32>(buf.ptr(), n * a)?;
-            let rowsv: Vec<u32> = (0..n)
-                .flat_map(|i| (0..a).map(move |k| (i, k)))
-                .map(|(i, k)| got[k * n + i])
-                .collect();
-            t.check(
-                &format!("sort_columns a={a} n={n}"),
-                rowsv == cpu::sort(&v, a),
-            );
-        }
-    }
     // several launches per pass (portion lowered to a few tiles): the digit
     // starts handed from one portion to the next
     for &(a, n, portion) in &[

@@ -371,35 +371,28 @@ extern "C" __global__ void diff_flags_search(const u32* __restrict__ a, u64 na, 
   if (lo < nb && row_eq(load_row(b, lo), x)) flags[i] = 0u;
 }
 
-// ---- Arity-2 merge / difference on 64-bit keys (round 4) ----
+// ---- Arity-2 merge on 64-bit keys ----
 // A row (c0, c1) is read as one u64 (c1 << 32 | c0, little-endian); swz()
 // swaps the halves so that one unsigned 64-bit comparison is the
 // lexicographic order of (c0, c1) (a register move, no arithmetic). Tiles
 // are staged in shared memory as keys, one 8-byte load/store per row; each
 // thread finds its merge-path start by binary search in shared memory, then
 // merges ITEMS outputs holding the current a and b keys in registers (one
-// shared load per output). Merge: results go back to shared memory in output
-// order and out with coalesced 8-byte stores. Difference: kept a-rows are
-// counted per thread, placed by a block scan into shared memory (compacted),
-// the tile's output offset comes from the decoupled look-back, and the rows
-// are stored coalesced.
+// shared load per output). Results go back to shared memory in output order
+// and out with coalesced 8-byte stores. (Round 4's one-tile-per-block
+// kernels, merge and difference, were superseded by merge2_pipe_8 and
+// diff2_tilea_N in rounds 6-7 and removed.)
 #define M2_THREADS 256
 #define SPAD(i) ((i) + ((i) >> 4))  // one 8-byte pad per 16 keys (128 bytes)
 
 __device__ __forceinline__ u64 swz(u64 v) { return (v << 32) | (v >> 32); }
 
-// Merge-path merge (DIFF 0) or a - b (DIFF 1) of one staged tile. sk holds
-// the tile's la rows of a, then its lbh rows of b, as raw u64 rows (swz() at
-// every read); lbh = lb + 1 when the difference also staged the row after the
-// tile's b range (equal a rows at the tile's end). Output rows k0.. (merge) or
-// at the look-back offset (difference, tile `tile`, count to *dtotal by the
-// last tile). Leaves sk in use: the caller syncs before restaging it.
-// This thread's part of a staged tile: merge-path search of its diagonal
-// (thread `tid` of 256 takes outputs tid * ITEMS ..), then its ITEMS outputs
-// merged from shared memory into res (swizzled keys). DIFF: the returned bit
-// k says output k is an a row not found in b (else 0).
-template <int ITEMS, int DIFF>
-__device__ __forceinline__ u32 merge2_path(const u64* sk, int la, int lb, int lbh, int tid, u64 (&res)[ITEMS]) {
+// This thread's part of a staged tile (sk: the tile's la rows of a, then its
+// lb rows of b, as raw u64 rows, swz() at every read): merge-path search of
+// its diagonal (thread `tid` of 256 takes outputs tid * ITEMS ..), then its
+// ITEMS outputs merged from shared memory into res (swizzled keys).
+template <int ITEMS>
+__device__ __forceinline__ void merge2_path(const u64* sk, int la, int lb, int tid, u64 (&res)[ITEMS]) {
   constexpr int TILE = M2_THREADS * ITEMS;
   const int cnt = la + lb;
   const int d = min(tid * ITEMS, cnt);
@@ -412,91 +405,35 @@ __device__ __forceinline__ u32 merge2_path(const u64* sk, int la, int lb, int lb
   // indices stay within the staged area's allocation (ia <= la, la + ib <= TILE + 1);
   // keys past the ends are never used
   u64 ka = swz(sk[SPAD(ia)]), kb = swz(sk[SPAD(la + ib)]);
-  u32 keep = 0;
 #pragma unroll
   for (int k = 0; k < ITEMS; k++) {
     const bool take_a = ib >= lb || (ia < la && ka <= kb);
     res[k] = take_a ? ka : kb;
-    if (DIFF) {
-      const bool kept = d + k < cnt && take_a && !(ib < lbh && ka == kb);
-      keep |= (u32)kept << k;
-    }
     if (take_a) ia++; else ib++;
     const u64 nx = swz(sk[SPAD(min(take_a ? ia : la + ib, TILE))]);  // past the end only when d + k >= cnt
     if (take_a) ka = nx; else kb = nx;
   }
-  return keep;
 }
 
-// Merge-path merge (DIFF 0) or a - b (DIFF 1) of one staged tile. sk holds
-// the tile's la rows of a, then its lbh rows of b, as raw u64 rows (swz() at
-// every read); lbh = lb + 1 when the difference also staged the row after the
-// tile's b range (equal a rows at the tile's end). Output rows k0.. (merge) or
-// at the look-back offset (difference, tile `tile`, count to *dtotal by the
-// last tile). Leaves sk in use: the caller syncs before restaging it.
-template <int ITEMS, int DIFF>
-__device__ __forceinline__ void merge2_compute(u64* sk, u32 tile, u64 k0, u64 k1, u64 total, int la, int lb, int lbh,
-                                               u64* __restrict__ out, u64* lbk, u64* dtotal, u32* wc, u64* sbase) {
+// Merge of one staged tile (as merge2_path) into output rows k0... Leaves sk
+// in use: the caller syncs before restaging it.
+template <int ITEMS>
+__device__ __forceinline__ void merge2_compute(u64* sk, u64 k0, int la, int lb, u64* __restrict__ out) {
   const int tid = threadIdx.x;
   const int cnt = la + lb;
   const int d = min(tid * ITEMS, cnt);
   u64 res[ITEMS];
-  const u32 keep = merge2_path<ITEMS, DIFF>(sk, la, lb, lbh, tid, res);
-  if (!DIFF) {
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < ITEMS; k++)
-      if (d + k < cnt) sk[SPAD(d + k)] = res[k];
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < ITEMS; k++) {
-      const int i = k * M2_THREADS + tid;
-      if (i < cnt) out[k0 + i] = swz(sk[SPAD(i)]);
-    }
-  } else {
-    const u32 sum = tile_compact<ITEMS, 4>(keep, res, sk, wc, sbase, lbk, tile, k1 == total, dtotal);  // SPAD
-    __syncthreads();
-    const u64 ob = *sbase;
-#pragma unroll
-    for (int k = 0; k < ITEMS; k++) {
-      const int i = k * M2_THREADS + tid;
-      if (i < (int)sum) out[ob + i] = swz(sk[SPAD(i)]);
-    }
-  }
-}
-
-// One tile per block (round 4): stage with plain loads, then compute.
-template <int ITEMS, int DIFF>
-__device__ __forceinline__ void merge2_tile(const u64* __restrict__ a, u64 na, const u64* __restrict__ b, u64 nb,
-                                            const u64* __restrict__ bounds, u64* __restrict__ out, u64* lbk,
-                                            u64* dtotal) {
-  constexpr int TILE = M2_THREADS * ITEMS;
-  __shared__ u64 sk[SPAD(TILE + 1) + 1];
-  __shared__ u32 wc[M2_THREADS / 32];
-  __shared__ u64 sbase;
-  __shared__ u32 stile;
-  const int tid = threadIdx.x;
-  u32 tile = blockIdx.x;
-  if (DIFF) {
-    if (tid == 0) stile = (u32)atomicAdd((unsigned long long*)&lbk[0], 1ull);
-    __syncthreads();
-    tile = stile;
-  }
-  const u64 total = na + nb;
-  const u64 k0 = (u64)tile * TILE;
-  const u64 k1 = min(k0 + (u64)TILE, total);
-  const u64 a0 = bounds[tile], a1 = bounds[tile + 1];
-  const u64 b0 = k0 - a0, b1 = k1 - a1;
-  const int la = (int)(a1 - a0), lb = (int)(b1 - b0);
-  const int lbh = (DIFF && b1 < nb) ? lb + 1 : lb;
-  const int staged = la + lbh;
-#pragma unroll
-  for (int k = 0; k <= ITEMS; k++) {
-    const int i = k * M2_THREADS + tid;
-    if (i < staged) sk[SPAD(i)] = i < la ? a[a0 + i] : b[b0 + (u64)(i - la)];
-  }
+  merge2_path<ITEMS>(sk, la, lb, tid, res);
   __syncthreads();
-  merge2_compute<ITEMS, DIFF>(sk, tile, k0, k1, total, la, lb, lbh, out, lbk, dtotal, wc, &sbase);
+#pragma unroll
+  for (int k = 0; k < ITEMS; k++)
+    if (d + k < cnt) sk[SPAD(d + k)] = res[k];
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < ITEMS; k++) {
+    const int i = k * M2_THREADS + tid;
+    if (i < cnt) out[k0 + i] = swz(sk[SPAD(i)]);
+  }
 }
 
 // ---- Persistent, software-pipelined arity-2 merge (round 6) ----
@@ -534,8 +471,6 @@ __device__ __forceinline__ void merge2_pipe(const u64* __restrict__ a, u64 na, c
   constexpr int TILE = M2_THREADS * ITEMS;
   constexpr int BUF = SPAD(TILE + 1) + 1;
   __shared__ u64 sk[2 * BUF];
-  __shared__ u32 wc[M2_THREADS / 32];
-  __shared__ u64 sbase;
   const u64 total = na + nb;
   const u64 grid = gridDim.x;
   u64 t = blockIdx.x, tn = t + grid;
@@ -564,7 +499,7 @@ __device__ __forceinline__ void merge2_pipe(const u64* __restrict__ a, u64 na, c
     __syncthreads();   // everyone's has
     const u64 k0 = t * TILE, k1 = min(k0 + (u64)TILE, total);
     const int la = (int)(ta1 - ta0), lb = (int)((k1 - ta1) - (k0 - ta0));
-    merge2_compute<ITEMS, 0>(sk + cur * BUF, (u32)t, k0, k1, total, la, lb, lb, out, nullptr, nullptr, wc, &sbase);
+    merge2_compute<ITEMS>(sk + cur * BUF, k0, la, lb, out);
     __syncthreads();  // buffer cur is free again
     if (tq < ntiles) merge2_stage_async<ITEMS>(sk + cur * BUF, a, b, total, tq, tqa0, tqa1);
     cp_async_commit();  // possibly empty: one group per iteration keeps wait_group 1 exact
@@ -573,15 +508,6 @@ __device__ __forceinline__ void merge2_pipe(const u64* __restrict__ a, u64 na, c
     cur ^= 1;
   }
   cp_async_wait_all();
-}
-
-// Arity 2 only (rows read as u64); ITEMS 8, 12, 16 (Gpu picks, see ops.rs).
-extern "C" __global__ void __launch_bounds__(M2_THREADS) merge2_rows_8(const u64* a, u64 na, const u64* b, u64 nb, const u64* bounds, u64* out) {
-  merge2_tile<8, 0>(a, na, b, nb, bounds, out, nullptr, nullptr);
-}
-extern "C" __global__ void __launch_bounds__(M2_THREADS, 4) diff2_merge_compact_12(const u64* a, u64 na, const u64* b, u64 nb, const u64* bounds,
-                                                                              u64* out, u64* lb, u64* total) {
-  merge2_tile<12, 1>(a, na, b, nb, bounds, out, lb, total);
 }
 
 // Persistent pipelined merge (grid = resident blocks).

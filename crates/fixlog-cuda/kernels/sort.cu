@@ -16,8 +16,6 @@
 //    so the upfront histogram cannot give it).
 // Digits are named by slot s = (ARITY-1-word)*4 + byte; `dmask` has bit s set
 // for each digit that varies (others are skipped), passes run in slot order.
-// The *_cols kernels sort a column-wise relation (word k of row i at
-// p[k*stride + i]); they exist to measure the layout choice.
 #include <cub/block/block_radix_rank.cuh>
 #include <cub/block/block_scan.cuh>
 
@@ -59,25 +57,6 @@ extern "C" __global__ void radix_bits(const u32* __restrict__ rows, u64 n, u32* 
   }
 }
 
-template <bool COLS>
-__device__ __forceinline__ Row ld_any(const u32* __restrict__ p, u64 i, u64 stride) {
-  if (COLS) {
-    Row r;
-#pragma unroll
-    for (int k = 0; k < ARITY; k++) r.w[k] = p[(u64)k * stride + i];
-    return r;
-  }
-  return load_row(p, i);
-}
-template <bool COLS>
-__device__ __forceinline__ void st_any(u32* __restrict__ p, u64 i, u64 stride, const Row& r) {
-  if (COLS) {
-#pragma unroll
-    for (int k = 0; k < ARITY; k++) p[(u64)k * stride + i] = r.w[k];
-  } else {
-    store_row(p, i, r);
-  }
-}
 __device__ __forceinline__ u32 row_word(const Row& r, u32 word) {
   // masks, not a select: the compiler turns a select loop into an indexed
   // local-memory array
@@ -88,14 +67,13 @@ __device__ __forceinline__ u32 row_word(const Row& r, u32 word) {
 }
 
 // hist[pass][256] (u64, zeroed by the host) += digit counts of rows [begin, end).
-template <bool COLS>
-__device__ void hist_impl(const u32* __restrict__ rows, u64 stride, u64 begin, u64 end, u32 dmask, u64* hist) {
+extern "C" __global__ void __launch_bounds__(256) onesweep_hist(const u32* __restrict__ rows, u64 begin, u64 end, u32 dmask, u64* hist) {
   __shared__ u32 sh[ARITY * 4 * 256];
   const int np = __popc(dmask);
   for (int i = threadIdx.x; i < np * 256; i += blockDim.x) sh[i] = 0;
   __syncthreads();
   for (u64 i = begin + (u64)blockIdx.x * blockDim.x + threadIdx.x; i < end; i += (u64)gridDim.x * blockDim.x) {
-    Row r = ld_any<COLS>(rows, i, stride);
+    Row r = load_row(rows, i);
 #pragma unroll
     for (int s = 0; s < ARITY * 4; s++) {
       if ((dmask >> s) & 1u) {
@@ -108,12 +86,6 @@ __device__ void hist_impl(const u32* __restrict__ rows, u64 stride, u64 begin, u
   __syncthreads();
   for (int i = threadIdx.x; i < np * 256; i += blockDim.x)
     if (sh[i]) atomicAdd((unsigned long long*)&hist[i], (unsigned long long)sh[i]);
-}
-extern "C" __global__ void __launch_bounds__(256) onesweep_hist(const u32* __restrict__ rows, u64 stride, u64 begin, u64 end, u32 dmask, u64* hist) {
-  hist_impl<false>(rows, stride, begin, end, dmask, hist);
-}
-extern "C" __global__ void __launch_bounds__(256) onesweep_hist_cols(const u32* __restrict__ rows, u64 stride, u64 begin, u64 end, u32 dmask, u64* hist) {
-  hist_impl<true>(rows, stride, begin, end, dmask, hist);
 }
 
 // One block per pass, 256 threads (one per digit). hist: [np][256] counts;
@@ -152,9 +124,8 @@ typedef cub::BlockRadixRankMatchEarlyCounts<OS_THREADS, 8, false, cub::BLOCK_SCA
 // starts of this (pass, portion); the last tile writes the next portion's
 // at goffs + 256. lb: tiles*256 look-back words and, before
 // them, a tile counter, all zero at launch.
-template <bool COLS>
-__device__ void pass_impl(const u32* __restrict__ in, u32* __restrict__ out, u64 stride, u64 begin, u64 end, u32 word,
-                          u32 shift, u64* goffs, u32* __restrict__ lb) {
+extern "C" __global__ void __launch_bounds__(OS_THREADS) onesweep_pass(const u32* __restrict__ in, u32* __restrict__ out, u64 begin, u64 end,
+                                                                       u32 word, u32 shift, u64* goffs, u32* __restrict__ lb) {
   __shared__ union {
     typename OsRank::TempStorage rank;
     u32 rows[OS_TILE * ARITY];
@@ -175,7 +146,7 @@ __device__ void pass_impl(const u32* __restrict__ in, u32* __restrict__ out, u64
   for (int u = 0; u < OS_ITEMS; u++) {
     int j = warp * 32 * OS_ITEMS + u * 32 + lane;  // warp-striped: the order the ranking keeps stable
     if (j < valid) {
-      r[u] = ld_any<COLS>(in, base + j, stride);
+      r[u] = load_row(in, base + j);
       keys[u] = row_word(r[u], word);
     } else {
       keys[u] = 0xFFFFFFFFu;  // digit 255, after every real row of the tile
@@ -222,14 +193,6 @@ __device__ void pass_impl(const u32* __restrict__ in, u32* __restrict__ out, u64
     for (int c = 0; c < ARITY; c++) x.w[c] = sm.rows[p * ARITY + c];
 #endif
     u32 dg = (row_word(x, word) >> shift) & 255u;
-    st_any<COLS>(out, sdst[dg] + p, stride, x);
+    store_row(out, sdst[dg] + p, x);
   }
-}
-extern "C" __global__ void __launch_bounds__(OS_THREADS) onesweep_pass(const u32* __restrict__ in, u32* __restrict__ out, u64 stride, u64 begin, u64 end,
-                                                                       u32 word, u32 shift, u64* goffs, u32* __restrict__ lb) {
-  pass_impl<false>(in, out, stride, begin, end, word, shift, goffs, lb);
-}
-extern "C" __global__ void __launch_bounds__(OS_THREADS) onesweep_pass_cols(const u32* __restrict__ in, u32* __restrict__ out, u64 stride, u64 begin, u64 end,
-                                                                            u32 word, u32 shift, u64* goffs, u32* __restrict__ lb) {
-  pass_impl<true>(in, out, stride, begin, end, word, shift, goffs, lb);
 }

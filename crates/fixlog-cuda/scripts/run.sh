@@ -2,8 +2,8 @@
 # Runs on the GPU machine from the repository root (packed by scripts/gpu.sh).
 # Steps: selftest bench cub tc (default: all), and on request:
 #   merge  merge/difference-only bench at 10^8 and 10^9, once per environment
-#          setting in $VARIANTS (A=1,B=2 sets two; default "FIXLOG_M2_ROUND4=0 FIXLOG_M2_ROUND4=1":
-#          current kernels, then round 4's, side by side)
+#          setting in $VARIANTS (space-separated; A=1,B=2 sets two in one
+#          setting; default: one run with no extra setting)
 #   ncu    Nsight Compute metrics (duration, DRAM %, occupancy, stall reasons)
 #          of the merge/difference kernels at 10^8, per variant, if ncu exists
 #          (NCU_CLOCK=none: at the boost clock, as the bench runs)
@@ -23,6 +23,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#STEPS[@]} -eq 0 ] && STEPS=(selftest bench cub tc)
+# merge/ncu: one run per setting in $VARIANTS, or one run with none
+read -ra VARS <<< "${VARIANTS:-}"; [ ${#VARS[@]} -eq 0 ] && VARS=("")
 date -u; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 for s in "${STEPS[@]}"; do
   echo "=== $s"; t0=$(date +%s)
@@ -32,9 +34,9 @@ for s in "${STEPS[@]}"; do
     cub) timeout ${T_CUB:-300} python3 cub_sort.py "$MAXLOG" > "$OUT/cub.log" 2>&1; echo "rc=$?";;
     tc) timeout ${T_TC:-500} ./tc --data data $GRAPHS > "$OUT/tc.log" 2>&1; echo "rc=$?"; grep -v "^|" "$OUT/tc.log" | tail -15;;
     merge)
-      for v in ${VARIANTS:-FIXLOG_M2_ROUND4=0 FIXLOG_M2_ROUND4=1}; do
-        env ${v//,/ } FIXLOG_BENCH_MERGE=1 timeout ${T_MERGE:-300} ./gpu_bench "$MAXLOG" > "$OUT/merge-${v//[=,]/_}.log" 2>&1
-        echo "variant $v rc=$?"
+      for v in "${VARS[@]}"; do
+        env ${v//,/ } FIXLOG_BENCH_MERGE=1 timeout ${T_MERGE:-300} ./gpu_bench "$MAXLOG" > "$OUT/merge${v:+-${v//[=,]/_}}.log" 2>&1
+        echo "variant ${v:-default} rc=$?"
       done;;
     ncu)
       NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
@@ -42,10 +44,10 @@ for s in "${STEPS[@]}"; do
         M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,launch__grid_size,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed.sum
         for st in barrier long_scoreboard short_scoreboard mio_throttle lg_throttle wait math_pipe_throttle not_selected selected membar no_instruction branch_resolving sleeping; do
           M=$M,smsp__average_warps_issue_stalled_${st}_per_issue_active.ratio; done
-        for v in ${VARIANTS:-FIXLOG_M2_ROUND4=0 FIXLOG_M2_ROUND4=1}; do
+        for v in "${VARS[@]}"; do
           env ${v//,/ } FIXLOG_BENCH_MERGE=1 FIXLOG_BENCH_REPS=1 timeout ${T_NCU:-240} "$NCU" --kernel-name regex:"${NCU_KERNELS:-merge2|diff2|merge_partition}" \
-            --clock-control "${NCU_CLOCK:-base}" --launch-count 12 --metrics "$M" ./gpu_bench 8 > "$OUT/ncu-${v//[=,]/_}.log" 2>&1
-          echo "variant $v rc=$?"
+            --clock-control "${NCU_CLOCK:-base}" --launch-count 12 --metrics "$M" ./gpu_bench 8 > "$OUT/ncu${v:+-${v//[=,]/_}}.log" 2>&1
+          echo "variant ${v:-default} rc=$?"
         done
       fi;;
   esac
@@ -58,7 +60,7 @@ for s in "${STEPS[@]}"; do
     bench) sed -n '/^## primitives/,$p' "$OUT/bench.log"; grep "copy bandwidth" "$OUT/bench.log"; tail -3 "$OUT/bench.log" | grep -iv "^|" ;;
     cub) sed -n '/^## CUB/,$p' "$OUT/cub.log"; tail -2 "$OUT/cub.log" | grep -v "^|";;
     tc) sed -n '/^| graph/,$p' "$OUT/tc.log"; grep -i "error" "$OUT/tc.log" | head -5;;
-    merge) for f in "$OUT"/merge-*.log; do echo "-- $f"; grep -E "copy bandwidth|^\| (merge|set difference|unique) \||rror" "$f" | cut -c1-80 | awk '!seen[$0]++'; done;;
-    ncu) for f in "$OUT"/ncu-*.log; do echo "-- $f"; python3 ncu_summary.py "$f"; grep -E "==ERR|rror" "$f" | head -3; done;;
+    merge) for f in "$OUT"/merge*.log; do echo "-- $f"; grep -E "copy bandwidth|^\| (merge|set difference|unique) \||rror" "$f" | cut -c1-80 | awk '!seen[$0]++'; done;;
+    ncu) for f in "$OUT"/ncu*.log; do echo "-- $f"; python3 ncu_summary.py "$f"; grep -E "==ERR|rror" "$f" | head -3; done;;
   esac
 done

@@ -1,6 +1,11 @@
 //! CPU reference implementations of every primitive, on row-major `u32`
 //! relations (`rows.len() == n * arity`). The GPU self-test compares against
 //! these; they are deliberately simple.
+//!
+//! Test support: apart from the join specification ([`JoinSpec`], [`Col`],
+//! [`CmpOp`], [`Operand`]), which `Gpu::join` takes, nothing here is used by
+//! the library; the functions and [`Rng`] serve the `gpu_selftest` example and
+//! this module's tests only ([`tc_size`] only the tests).
 
 /// Join specification shared with the `join.cu` kernels (same C layout).
 #[repr(C)]

@@ -42,6 +42,8 @@ pub const KERNELS: &[KernelModule] = &[
             "scan_down_u64",
             "fill_u32",
             "compact_index",
+            // bench data only: launched by `Gpu::fill_random` / `Gpu::fill_flags`,
+            // which exist with the `bench` feature
             "fill_random",
             "fill_flags",
         ],
@@ -52,10 +54,8 @@ pub const KERNELS: &[KernelModule] = &[
         functions: &[
             "radix_bits",
             "onesweep_hist",
-            "onesweep_hist_cols",
             "onesweep_offsets",
             "onesweep_pass",
-            "onesweep_pass_cols",
         ],
     },
     KernelModule {
@@ -69,8 +69,6 @@ pub const KERNELS: &[KernelModule] = &[
             "diff_flags_merge",
             "diff_merge_compact",
             "diff_flags_search",
-            "merge2_rows_8",
-            "diff2_merge_compact_12",
             "merge2_pipe_8",
             "diff2_bpart",
             "diff2_tilea_7",

@@ -30,9 +30,12 @@
 //! gathering every column at the end; merge, difference and unique compare
 //! whole tuples with one load each; a join reads its outer tuple in one load.
 //! Measured with the same onesweep sort on arity-2 data: row-major is 8-12%
-//! faster than two column arrays from 10^7 rows up (`Gpu::sort_columns` is the
-//! column-wise variant kept for that comparison). `docs/gpu-results.md`
-//! records the measurements.
+//! faster than two column arrays from 10^7 rows up (the column-wise variant
+//! was removed after that measurement). `docs/gpu-results.md` records the
+//! measurements.
+//!
+//! The `bench` feature (implies `cuda`) adds the device-side data generators
+//! `Gpu::fill_random` and `Gpu::fill_flags` that the `gpu_bench` example uses.
 //!
 //! Every driver and NVRTC result is checked and converted to [`CudaError`].
 

@@ -35,33 +35,12 @@ fn merge_tile(arity: usize) -> usize {
         _ => 2,
     }
 }
-/// Arity-2 merge, difference and unique kernels (rows read as 64-bit keys).
-/// The defaults are the fastest measured (docs/gpu-results.md, rounds 6-7):
-/// the merge is persistent and pipelined (`merge2_pipe_8`); the difference
-/// and unique scan b's range per tile of a (`diff2_tilea[_u]_N`).
-/// `FIXLOG_M2_ROUND4=1`
-/// selects round 4's one-tile-per-block merge-path kernels instead
-/// (`merge2_rows_8`, `diff2_merge_compact_12`), kept for comparison; read
-/// once per process.
-fn m2_round4() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("FIXLOG_M2_ROUND4").is_ok_and(|v| v == "1"))
-}
-/// Tuning switches of the arity-2 difference, for measurements (defaults:
-/// the fastest in round 7): interpolation steps of `diff2_bpart`'s search
-/// (FIXLOG_BPART_ISTEPS, default 3; 0 = binary search only) and tiles of
-/// look-ahead of `diff2_tilea`'s L2 prefetch (FIXLOG_DIFF2_PF, default two
-/// per SM; 0 = none).
-fn diff2_tuning() -> (u32, Option<u64>) {
-    (
-        env_u64("FIXLOG_BPART_ISTEPS").unwrap_or(3) as u32,
-        env_u64("FIXLOG_DIFF2_PF"),
-    )
-}
-
-fn env_u64(k: &str) -> Option<u64> {
-    std::env::var(k).ok().and_then(|v| v.parse().ok())
-}
+/// Interpolation steps of `diff2_bpart`'s search before it bisects (round 7,
+/// docs/gpu-results.md: 3 measured fastest; 0 = binary search only).
+const BPART_ISTEPS: u32 = 3;
+/// Tiles of look-ahead of `diff2_tilea`'s L2 prefetch, per SM (round 7: two
+/// per SM measured fastest).
+const DIFF2_PF_PER_SM: u64 = 2;
 
 /// Smallest input of `unique_minus` (arity 2) that takes the fused
 /// unique-difference pass: it reads the count back once more than the
@@ -191,7 +170,9 @@ impl Gpu {
         })
     }
 
-    /// Fill `words` u32 at `ptr` with deterministic pseudo-random values & mask.
+    /// Fill `words` u32 at `ptr` with deterministic pseudo-random values & mask
+    /// (bench data).
+    #[cfg(feature = "bench")]
     pub fn fill_random(&self, ptr: u64, words: usize, seed: u32, mask: u32) -> Result<()> {
         let f = self.function(SCAN, "", "fill_random")?;
         let grid = blocks(words, 256).min(self.sm_count() as usize * 32);
@@ -199,7 +180,8 @@ impl Gpu {
         Ok(())
     }
 
-    /// Random 0/1 flags.
+    /// Random 0/1 flags (bench data).
+    #[cfg(feature = "bench")]
     pub fn fill_flags(&self, ptr: u64, n: usize, seed: u32) -> Result<()> {
         let f = self.function(SCAN, "", "fill_flags")?;
         launch!(self, f, blocks(n, 256), BLOCK, ptr, n as u64, seed);
@@ -339,36 +321,12 @@ impl Gpu {
             Some(v) if v.len() == a => v.to_vec(),
             _ => self.varying_bits(rel.view())?,
         };
-        self.onesweep(&mut rel.buf, n, a, &vary, false)
-    }
-
-    /// Sort a column-wise relation (`arity` columns of `n` words each, one
-    /// after the other in `buf`) by the same onesweep passes; `vary` as in
-    /// [`Gpu::sort_bits`]. For the layout measurement in the bench.
-    pub fn sort_columns(
-        &self,
-        buf: &mut DevBuf,
-        n: usize,
-        arity: usize,
-        vary: &[u32],
-    ) -> Result<usize> {
-        check_arity(arity)?;
-        if n <= 1 || vary.len() != arity {
-            return Ok(0);
-        }
-        self.onesweep(buf, n, arity, vary, true)
+        self.onesweep(&mut rel.buf, n, a, &vary)
     }
 
     /// Onesweep LSD radix sort (see sort.cu): one histogram pass for all
     /// digits, then per digit one pass that ranks, looks back and scatters.
-    fn onesweep(
-        &self,
-        buf: &mut DevBuf,
-        n: usize,
-        a: usize,
-        vary: &[u32],
-        cols: bool,
-    ) -> Result<usize> {
+    fn onesweep(&self, buf: &mut DevBuf, n: usize, a: usize, vary: &[u32]) -> Result<usize> {
         // digit slot s = (a-1-word)*4 + byte, least significant first
         let mut dmask = 0u32;
         let mut passes = vec![];
@@ -387,10 +345,9 @@ impl Gpu {
         let portion = (self.sort_portion.get().clamp(1, OS_PORTION) / tile).max(1) * tile;
         let nport = n.div_ceil(portion);
         let defs = arity_defines(a);
-        let sfx = if cols { "_cols" } else { "" };
-        let fh = self.function(SORT, &defs, &format!("onesweep_hist{sfx}"))?;
+        let fh = self.function(SORT, &defs, "onesweep_hist")?;
         let fo = self.function(SORT, &defs, "onesweep_offsets")?;
-        let fp = self.function(SORT, &defs, &format!("onesweep_pass{sfx}"))?;
+        let fp = self.function(SORT, &defs, "onesweep_pass")?;
         let mut other = self.alloc(n * a * 4)?;
         // hist: [np][256] u64; offs: per pass, nport + 1 rows of 256 digit starts
         // (row 0 from the histogram, row q + 1 written by portion q's last tile)
@@ -406,7 +363,6 @@ impl Gpu {
             blocks(n, 256 * 16).min(self.sm_count() as usize * 4),
             256,
             buf.ptr(),
-            n as u64,
             0u64,
             n as u64,
             dmask,
@@ -425,7 +381,6 @@ impl Gpu {
                     256,
                     buf.ptr(),
                     other.ptr(),
-                    n as u64,
                     b as u64,
                     e as u64,
                     w,
@@ -444,7 +399,7 @@ impl Gpu {
         if v.n == 0 {
             return self.empty(v.arity);
         }
-        if v.arity == 2 && !m2_round4() {
+        if v.arity == 2 {
             // one pass: no keep-flags written and read back
             return self.diff2_tiles(v, v.slice(0, 0), true);
         }
@@ -481,7 +436,7 @@ impl Gpu {
             let s = if a.n == 0 { b } else { a };
             self.dtod(out.ptr(), s.ptr, s.n * s.arity * 4)?;
         } else {
-            if a.arity == 2 && !m2_round4() {
+            if a.arity == 2 {
                 // persistent: one resident grid walks the tiles, pipelined
                 let f = self.function(REL, &arity_defines(2), "merge2_pipe_8")?;
                 let (bounds, tiles) = self.merge_bounds(a, b, 256 * 8)?;
@@ -505,16 +460,8 @@ impl Gpu {
                     arity: a.arity,
                 });
             }
-            let (f, tile) = if a.arity == 2 {
-                (
-                    self.function(REL, &arity_defines(2), "merge2_rows_8")?,
-                    256 * 8,
-                )
-            } else {
-                let f = self.function(REL, &arity_defines(a.arity), "merge_rows")?;
-                (f, merge_tile(a.arity))
-            };
-            let (bounds, tiles) = self.merge_bounds(a, b, tile)?;
+            let f = self.function(REL, &arity_defines(a.arity), "merge_rows")?;
+            let (bounds, tiles) = self.merge_bounds(a, b, merge_tile(a.arity))?;
             launch!(
                 self,
                 f,
@@ -616,21 +563,15 @@ impl Gpu {
         }
         let search = by_search.unwrap_or(a.n * 16 < b.n);
         if !search {
-            if a.arity == 2 && !m2_round4() {
+            if a.arity == 2 {
                 return self.diff2_tiles(a, b, false);
             }
             // one fused pass per merge-path tile of a ∪ b: membership,
             // compaction, look-back
             let out = self.alloc(a.n * a.arity * 4)?;
             let total = self.count_out()?;
-            let (f, tile) = if a.arity == 2 {
-                let f = self.function(REL, &arity_defines(2), "diff2_merge_compact_12")?;
-                (f, 256 * 12)
-            } else {
-                let f = self.function(REL, &arity_defines(a.arity), "diff_merge_compact")?;
-                (f, merge_tile(a.arity))
-            };
-            let (bounds, tiles) = self.merge_bounds(a, b, tile)?;
+            let f = self.function(REL, &arity_defines(a.arity), "diff_merge_compact")?;
+            let (bounds, tiles) = self.merge_bounds(a, b, merge_tile(a.arity))?;
             let lb = self.alloc((tiles + 1) * 8)?;
             self.memset8(lb.ptr(), 0, (tiles + 1) * 8)?;
             launch!(
@@ -683,8 +624,7 @@ impl Gpu {
         let nlb = tiles + 1;
         let lb = self.alloc(nlb * 8)?;
         let fp = self.function(REL, &arity_defines(2), "diff2_bpart")?;
-        let (isteps, pf) = diff2_tuning();
-        let pf = pf.unwrap_or(2 * self.sm_count() as u64);
+        let pf = DIFF2_PF_PER_SM * self.sm_count() as u64;
         launch!(
             self,
             fp,
@@ -698,7 +638,7 @@ impl Gpu {
             bl.ptr(),
             lb.ptr(),
             nlb as u64,
-            isteps
+            BPART_ISTEPS
         );
         launch!(
             self,
@@ -736,7 +676,7 @@ impl Gpu {
         }
         let mut rest: Vec<View> = bs.iter().copied().filter(|b| b.n > 0).collect();
         // the rows the differences apply to, one keep-flag each
-        let (fused, flags) = if a.arity == 2 && !m2_round4() && a.n >= FUSED_UNIQUE_MIN_ROWS {
+        let (fused, flags) = if a.arity == 2 && a.n >= FUSED_UNIQUE_MIN_ROWS {
             // unique fused with the largest difference the tile pass suits
             // (b not much denser than a); the others apply to what is left,
             // which is usually much smaller
