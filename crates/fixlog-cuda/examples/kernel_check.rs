@@ -4,7 +4,8 @@
 //! seen here, without a GPU and before any device time is spent.
 //!
 //!   kernel_check OUT_DIR [ARCH=sm_90] [INCLUDE_DIR...]
-use fixlog_cuda::gpu::{arity_defines, compile_ptx, join_defines};
+use fixlog_cuda::codegen::{coverage_ops, module_source};
+use fixlog_cuda::gpu::{arity_defines, compile_ptx, compile_source_ptx, join_defines};
 use fixlog_cuda::kernels::{JOIN, KERNELS, MISC, SCAN};
 
 fn main() {
@@ -49,6 +50,29 @@ fn main() {
                     eprintln!("{e}");
                 }
             }
+        }
+    }
+    // The generated operator kernels: one module over a spread of operators, compiled
+    // as the backend compiles it (self-contained, no include path).
+    match module_source(&coverage_ops()) {
+        Ok(src) => {
+            std::fs::write(format!("{out}/generated.cu"), &src).expect("write source");
+            let options = ["-std=c++17".to_string(), "--fmad=false".to_string()];
+            match compile_source_ptx("generated", &src, &options, arch, &[]) {
+                Ok(ptx) => {
+                    std::fs::write(format!("{out}/generated.ptx"), ptx.to_src())
+                        .expect("write ptx");
+                    written += 1;
+                }
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("{e}");
+                }
+            }
+        }
+        Err(e) => {
+            failed += 1;
+            eprintln!("generating the operator module: {e}");
         }
     }
     println!("{written} modules compiled for {arch}, {failed} failed");

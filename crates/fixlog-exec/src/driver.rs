@@ -462,7 +462,16 @@ pub fn run<B: Backend>(
                 backend.empty_relation(0)?
             }
         } else {
-            backend.relation_from_rows(arity, tuples.rows)?
+            let n = tuples.len;
+            backend
+                .relation_from_rows(arity, tuples.rows)
+                .map_err(|e| match e {
+                    ExecError::OutOfMemory(why) => ExecError::OutOfMemory(format!(
+                        "{why}; while loading the {n} facts of `{}`",
+                        plan.relations[rel].name
+                    )),
+                    other => other,
+                })?
         };
         driver.full.push(relation);
     }
@@ -855,9 +864,18 @@ impl<B: Backend> Driver<'_, B> {
         if self.indexes[id].is_none() {
             let t = Instant::now();
             let spec = &self.plan.indexes[id];
-            let index =
-                self.backend
-                    .build_index(&self.full[spec.rel], &spec.order, spec.key_len)?;
+            let full = &self.full[spec.rel];
+            let index = self
+                .backend
+                .build_index(full, &spec.order, spec.key_len)
+                .map_err(|e| match e {
+                    ExecError::OutOfMemory(why) => ExecError::OutOfMemory(format!(
+                        "{why}; while indexing `{}` ({} tuples)",
+                        self.plan.relations[spec.rel].name,
+                        self.backend.relation_len(full)
+                    )),
+                    other => other,
+                })?;
             self.indexes[id] = Some(index);
             self.stats.phases.index += t.elapsed();
         }
@@ -871,13 +889,27 @@ impl<B: Backend> Driver<'_, B> {
             return Ok(new);
         }
         let t = Instant::now();
-        self.full[rel] = self.backend.merge_disjoint(&self.full[rel], &new)?;
+        let (n_new, n_full) = (
+            self.backend.relation_len(&new),
+            self.backend.relation_len(&self.full[rel]),
+        );
+        let name = &self.plan.relations[rel].name;
+        let context = |e: ExecError| match e {
+            ExecError::OutOfMemory(why) => ExecError::OutOfMemory(format!(
+                "{why}; while adding {n_new} tuples to `{name}` ({n_full} tuples)"
+            )),
+            other => other,
+        };
+        self.full[rel] = self
+            .backend
+            .merge_disjoint(&self.full[rel], &new)
+            .map_err(context)?;
         self.stats.phases.merge += t.elapsed();
         let t = Instant::now();
         for (id, spec) in self.plan.indexes.iter().enumerate() {
             if spec.rel == rel {
                 if let Some(index) = self.indexes[id].as_mut() {
-                    self.backend.extend_index(index, &new)?;
+                    self.backend.extend_index(index, &new).map_err(context)?;
                 }
             }
         }

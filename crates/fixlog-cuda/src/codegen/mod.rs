@@ -53,9 +53,13 @@
 //! of the inner relation, which a stored inner row holds at position `inv[c - IN]`
 //! (`inv` the inverse of the index order).
 
+mod coverage;
 mod generate;
+#[cfg(test)]
+mod generate_tests;
 
-pub use generate::module_source;
+pub use coverage::coverage_ops;
+pub use generate::{module_source, pipeline_function, VALUES_CUH};
 
 use fixlog_exec::OpSpec;
 use fixlog_logical::{BinOp, CmpOp, ColType, Functor};

@@ -1,0 +1,323 @@
+//! A spread of device operators for compile checks: every operator kind, arities from
+//! 0 to 12, key lengths 0 to 3, outputs 0 to 10, every device-able operator, functor
+//! and comparison in every type, filters, index orders that are not the identity, and
+//! the transitive-closure join (`tc*`). `examples/kernel_check.rs` compiles their
+//! module with NVRTC (and `scripts/kernel-check.sh` runs `ptxas -v` on it); the unit
+//! tests generate it.
+
+use super::{expr_host_reason, DeviceOp};
+use fixlog_exec::OpSpec;
+use fixlog_logical::{BinOp, CmpOp, ColType, Functor, UnaryOp};
+use fixlog_plan::{Cond, PExpr};
+
+const TYPES: [ColType; 4] = [
+    ColType::Number,
+    ColType::Unsigned,
+    ColType::Float,
+    ColType::Symbol,
+];
+const BINOPS: [BinOp; 15] = [
+    BinOp::Add,
+    BinOp::Sub,
+    BinOp::Mul,
+    BinOp::Div,
+    BinOp::Rem,
+    BinOp::Pow,
+    BinOp::BAnd,
+    BinOp::BOr,
+    BinOp::BXor,
+    BinOp::BShl,
+    BinOp::BShr,
+    BinOp::LAnd,
+    BinOp::LOr,
+    BinOp::Min,
+    BinOp::Max,
+];
+const CMPOPS: [CmpOp; 6] = [
+    CmpOp::Eq,
+    CmpOp::Ne,
+    CmpOp::Lt,
+    CmpOp::Le,
+    CmpOp::Gt,
+    CmpOp::Ge,
+];
+
+fn col(c: usize) -> PExpr {
+    PExpr::Col(c)
+}
+
+fn bin(op: BinOp, ty: ColType, lhs: PExpr, rhs: PExpr) -> PExpr {
+    PExpr::Binary {
+        op,
+        ty,
+        lhs: Box::new(lhs),
+        rhs: Box::new(rhs),
+    }
+}
+
+fn cmp(op: CmpOp, ty: ColType, lhs: PExpr, rhs: PExpr) -> Cond {
+    Cond::Compare { op, ty, lhs, rhs }
+}
+
+/// `n` projected columns over a joined tuple of `width` columns: columns, constants and
+/// an occasional expression.
+fn projection(n: usize, width: usize, salt: usize) -> Vec<PExpr> {
+    (0..n)
+        .map(|i| match (width, (i + salt) % 5) {
+            (0, _) | (_, 3) => PExpr::Const((i * 7 + salt) as u32),
+            (w, 4) => bin(
+                BinOp::Add,
+                ColType::Number,
+                col((i + salt) % w),
+                PExpr::Const(1),
+            ),
+            (w, _) => col((i * 3 + salt) % w),
+        })
+        .collect()
+}
+
+fn filters(width: usize, salt: usize) -> Vec<Cond> {
+    if width == 0 {
+        return vec![cmp(
+            CmpOp::Lt,
+            ColType::Number,
+            PExpr::Const(1),
+            PExpr::Const(2),
+        )];
+    }
+    vec![
+        cmp(
+            CMPOPS[salt % 6],
+            ColType::Number,
+            col(salt % width),
+            col((salt + 1) % width),
+        ),
+        cmp(
+            CmpOp::Ne,
+            ColType::Unsigned,
+            bin(
+                BinOp::Rem,
+                ColType::Unsigned,
+                col(width - 1),
+                PExpr::Const(3),
+            ),
+            PExpr::Const(0),
+        ),
+    ]
+}
+
+/// Every unary and binary operator and functor in every type over columns 0 and 1,
+/// and every comparison in every type as filters: one `Scan` per type.
+fn every_operator(ty: ColType) -> OpSpec {
+    let mut project = Vec::new();
+    for op in [UnaryOp::Neg, UnaryOp::BNot, UnaryOp::LNot] {
+        project.push(PExpr::Unary {
+            op,
+            ty,
+            arg: Box::new(col(0)),
+        });
+    }
+    for op in BINOPS {
+        let e = bin(op, ty, col(0), col(1));
+        if expr_host_reason(&e).is_none() {
+            project.push(e);
+        }
+    }
+    for func in [
+        Functor::Ord,
+        Functor::ToUnsigned,
+        Functor::ToFloat,
+        Functor::ToInteger,
+    ] {
+        project.push(PExpr::Functor {
+            func,
+            args: vec![col(1)],
+        });
+    }
+    let filters = CMPOPS
+        .iter()
+        .filter(|&&op| ty != ColType::Symbol || matches!(op, CmpOp::Eq | CmpOp::Ne))
+        .map(|&op| {
+            cmp(
+                op,
+                ty,
+                col(2),
+                bin(BinOp::Max, ty, col(0), PExpr::Const(0x3f80_0000)),
+            )
+        })
+        .collect();
+    OpSpec::Scan {
+        arity: 3,
+        filters,
+        project,
+    }
+}
+
+fn join(
+    input: usize,
+    inner: usize,
+    key_len: usize,
+    out: usize,
+    filtered: bool,
+    salt: usize,
+) -> OpSpec {
+    // A rotated order: stored position p holds relation column (p + salt) % inner.
+    let order: Vec<usize> = (0..inner).map(|p| (p + salt) % inner).collect();
+    let key = (0..key_len)
+        .map(|k| {
+            if input == 0 {
+                PExpr::Const(k as u32)
+            } else if k == 1 {
+                bin(
+                    BinOp::Sub,
+                    ColType::Number,
+                    col((k + salt) % input),
+                    PExpr::Const(1),
+                )
+            } else {
+                col((k + salt) % input)
+            }
+        })
+        .collect();
+    let width = input + inner;
+    OpSpec::Join {
+        input_arity: input,
+        order,
+        key_len,
+        key,
+        filters: if filtered {
+            filters(width, salt)
+        } else {
+            Vec::new()
+        },
+        project: projection(out, width, salt),
+        distinct: salt.is_multiple_of(2),
+    }
+}
+
+/// The operators (see the module docs).
+pub fn coverage_ops() -> Vec<DeviceOp> {
+    let mut ops = Vec::new();
+    let mut add = |prefix: String, spec: OpSpec| ops.push(DeviceOp { prefix, spec });
+
+    // Transitive closure: path(x, z) :- path(x, y), edge(y, z).
+    let tc = |filters: Vec<Cond>, distinct: bool| OpSpec::Join {
+        input_arity: 2,
+        order: vec![0, 1],
+        key_len: 1,
+        key: vec![col(1)],
+        filters,
+        project: vec![col(0), col(3)],
+        distinct,
+    };
+    add("tc".into(), tc(Vec::new(), true));
+    add(
+        "tc_ne".into(),
+        tc(vec![cmp(CmpOp::Ne, ColType::Number, col(0), col(3))], true),
+    );
+    // The same over an index stored in order (1, 0), keyed on column 1.
+    add(
+        "tc_rev".into(),
+        OpSpec::Join {
+            input_arity: 2,
+            order: vec![1, 0],
+            key_len: 1,
+            key: vec![col(0)],
+            filters: Vec::new(),
+            project: vec![col(2), col(1)],
+            distinct: false,
+        },
+    );
+
+    for (i, ty) in TYPES.into_iter().enumerate() {
+        add(format!("every{i}"), every_operator(ty));
+    }
+
+    for (i, (arity, out)) in [
+        (0, 1),
+        (1, 0),
+        (1, 1),
+        (2, 2),
+        (3, 5),
+        (4, 4),
+        (7, 10),
+        (12, 3),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let project = projection(out, arity, i);
+        add(
+            format!("scan{i}"),
+            OpSpec::Scan {
+                arity,
+                filters: Vec::new(),
+                project: project.clone(),
+            },
+        );
+        add(
+            format!("filter{i}"),
+            OpSpec::Filter {
+                arity,
+                filters: filters(arity, i),
+                project,
+            },
+        );
+    }
+
+    for (i, &(input, inner, key_len, out)) in [
+        (0, 0, 0, 0),
+        (0, 2, 1, 1),
+        (1, 1, 1, 1),
+        (1, 3, 0, 2),
+        (2, 2, 2, 2),
+        (2, 3, 1, 3),
+        (3, 2, 1, 4),
+        (3, 4, 2, 5),
+        (4, 4, 3, 2),
+        (5, 7, 3, 6),
+        (8, 2, 1, 10),
+        (12, 12, 3, 8),
+        (2, 12, 1, 10),
+        (12, 1, 0, 1),
+    ]
+    .iter()
+    .enumerate()
+    {
+        add(
+            format!("join{i}"),
+            join(input, inner, key_len, out, false, i),
+        );
+        add(
+            format!("joinf{i}"),
+            join(input, inner, key_len, out, true, i + 1),
+        );
+    }
+
+    for (i, &(input, inner, key_len)) in [
+        (0, 0, 0),
+        (1, 1, 1),
+        (2, 2, 1),
+        (2, 3, 2),
+        (4, 4, 3),
+        (12, 5, 2),
+        (3, 1, 0),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let OpSpec::Join { order, key, .. } = join(input, inner, key_len, 0, false, i) else {
+            continue;
+        };
+        add(
+            format!("anti{i}"),
+            OpSpec::AntiJoin {
+                input_arity: input,
+                order,
+                key_len,
+                key,
+            },
+        );
+    }
+    ops
+}
