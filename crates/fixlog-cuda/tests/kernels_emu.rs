@@ -96,6 +96,8 @@ enum Expect {
 }
 
 struct Job {
+    /// The operator's index in the list.
+    op: usize,
     what: String,
     out_arity: usize,
     expect: Expect,
@@ -143,6 +145,7 @@ fn jobs(ops: &[DeviceOp], syms: &SymbolTable) -> (Vec<u8>, Vec<Job>) {
                     put_u32(&mut input, i as u32);
                     put_rows(&mut input, &chunks(&rows, *arity, n));
                     jobs.push(Job {
+                        op: i,
                         what: format!("{p}_map, n = {n}"),
                         out_arity: project.len(),
                         expect: Expect::Rows(map_ref(&o.spec, &rows, n, syms)),
@@ -170,6 +173,7 @@ fn jobs(ops: &[DeviceOp], syms: &SymbolTable) -> (Vec<u8>, Vec<Job>) {
                     put_rows(&mut input, &st);
                     let (candidates, rows) = join_ref(&o.spec, &rows, n, &st, syms);
                     jobs.push(Job {
+                        op: i,
                         what: format!("{p} join, n = {n}, {} inner rows", st.len()),
                         out_arity: project.len(),
                         expect: Expect::Join {
@@ -196,6 +200,7 @@ fn jobs(ops: &[DeviceOp], syms: &SymbolTable) -> (Vec<u8>, Vec<Job>) {
                         put_rows(&mut input, r);
                     }
                     jobs.push(Job {
+                        op: i,
                         what: format!("{p}_anti, n = {n}, runs empty: {empty}"),
                         out_arity: *input_arity,
                         expect: Expect::Rows(anti_ref(&o.spec, &rows, n, &runs, syms)),
@@ -242,6 +247,13 @@ fn generated_kernels_run_on_the_emulator() {
 
     let syms = SymbolTable::new();
     let (input, jobs) = jobs(&ops, &syms);
+    // The data makes every operator write rows somewhere, else it tests too little.
+    for (i, o) in ops.iter().enumerate() {
+        let writes = jobs.iter().filter(|j| j.op == i).any(|j| match &j.expect {
+            Expect::Rows(r) | Expect::Join { rows: r, .. } => !r.is_empty(),
+        });
+        assert!(writes, "no job makes {} write a row", o.prefix);
+    }
     let mut child = Command::new(&exe)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -92,7 +92,11 @@ fn filters(width: usize, salt: usize) -> Vec<Cond> {
             CMPOPS[salt % 6],
             ColType::Number,
             col(salt % width),
-            col((salt + 1) % width),
+            if width > 1 {
+                col((salt + 1) % width)
+            } else {
+                PExpr::Const(2)
+            },
         ),
         cmp(
             CmpOp::Ne,
@@ -109,7 +113,7 @@ fn filters(width: usize, salt: usize) -> Vec<Cond> {
 }
 
 /// Every unary and binary operator and functor in every type over columns 0 and 1,
-/// and every comparison in every type as filters: one `Scan` per type.
+/// behind one filter that mostly holds: one `Scan` per type.
 fn every_operator(ty: ColType) -> OpSpec {
     let mut project = Vec::new();
     for op in [UnaryOp::Neg, UnaryOp::BNot, UnaryOp::LNot] {
@@ -136,22 +140,40 @@ fn every_operator(ty: ColType) -> OpSpec {
             args: vec![col(1)],
         });
     }
-    let filters = CMPOPS
-        .iter()
-        .filter(|&&op| ty != ColType::Symbol || matches!(op, CmpOp::Eq | CmpOp::Ne))
-        .map(|&op| {
-            cmp(
-                op,
-                ty,
-                col(2),
-                bin(BinOp::Max, ty, col(0), PExpr::Const(0x3f80_0000)),
-            )
-        })
-        .collect();
     OpSpec::Scan {
         arity: 3,
-        filters,
+        filters: vec![cmp(
+            CmpOp::Ne,
+            ty,
+            col(2),
+            bin(BinOp::Max, ty, col(0), PExpr::Const(0x3f80_0000)),
+        )],
         project,
+    }
+}
+
+/// Every comparison in type `ty` as filters that hold together (when column 0 is below
+/// column 1): one `Filter` per type.
+fn every_comparison(ty: ColType) -> OpSpec {
+    let filters = if ty == ColType::Symbol {
+        vec![
+            cmp(CmpOp::Ne, ty, col(0), col(1)),
+            cmp(CmpOp::Eq, ty, col(2), col(2)),
+        ]
+    } else {
+        vec![
+            cmp(CmpOp::Lt, ty, col(0), col(1)),
+            cmp(CmpOp::Le, ty, col(0), col(1)),
+            cmp(CmpOp::Gt, ty, col(1), col(0)),
+            cmp(CmpOp::Ge, ty, col(1), col(0)),
+            cmp(CmpOp::Ne, ty, col(0), col(1)),
+            cmp(CmpOp::Eq, ty, col(2), col(2)),
+        ]
+    };
+    OpSpec::Filter {
+        arity: 3,
+        filters,
+        project: vec![col(1), col(0)],
     }
 }
 
@@ -281,6 +303,7 @@ pub fn coverage_ops() -> Vec<DeviceOp> {
 
     for (i, ty) in TYPES.into_iter().enumerate() {
         add(format!("every{i}"), every_operator(ty));
+        add(format!("compare{i}"), every_comparison(ty));
     }
 
     for (i, (arity, out)) in [
