@@ -13,8 +13,8 @@
 // `a[c]` is input column c, `b[p]` the word at stored position p of the inner
 // row, `o.set(c, v)` sets output column c; `key`/`emit` return false when the
 // tuple is dropped (a failing expression or filter). Everything here is
-// instantiated for that struct, so column indices are constants and rows stay
-// in registers.
+// instantiated for that struct, so column indices are constants and rows of
+// up to REG_ROW words stay in registers (wider rows are read where used).
 //
 // Appending: a block evaluates its items, then reserves room for the rows it
 // keeps with ONE atomicAdd on the u64 counter (a block-wide scan gives each
