@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Compile every CUDA kernel (all arity variants) with NVRTC for sm_90 and run
-# ptxas -v on the PTX: compile errors, registers, spills and shared memory per
-# kernel, without a GPU. Needs NVRTC + ptxas + CCCL headers; by default from a
+# Compile every CUDA kernel (all arity variants, and the generated operator
+# kernels of codegen::coverage_ops as generated.ptx) with NVRTC for sm_90 and
+# run ptxas -v on the PTX: compile errors, registers, spills and shared memory
+# per kernel, without a GPU. Needs NVRTC + ptxas + CCCL headers; by default from a
 # Python venv with the CUDA 13 wheels:
 #   python3 -m venv /work/cudatools && /work/cudatools/bin/pip install \
 #     "nvidia-cuda-nvrtc==13.*" "nvidia-cuda-nvcc==13.*" "nvidia-cuda-cccl==13.*"

@@ -11,6 +11,10 @@
 //!    the same HISA, counts and offsets, and checks both give the same rows.
 //!
 //!   codegen_gpu [EDGES_LOG2=23]
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::{anti_ref, chunks, join_ref, map_ref, sorted, stored, Rng};
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
 use fixlog_cuda::codegen::{
     coverage_ops, module_source, DeviceOp, RunDesc, JC_BLOCK, JD_BLOCK, JD_ITEMS, JW_BLOCK,
@@ -21,9 +25,7 @@ use fixlog_cuda::gpu::join_defines;
 use fixlog_cuda::kernels::JOIN;
 use fixlog_cuda::{CudaError, DevBuf, Gpu, View};
 use fixlog_exec::OpSpec;
-use fixlog_logical::value::{compare, eval_binary, eval_functor, eval_unary};
-use fixlog_logical::{SymbolTable, Value};
-use fixlog_plan::{Cond, PExpr};
+use fixlog_logical::SymbolTable;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -50,97 +52,6 @@ macro_rules! launch {
             unsafe { b.launch(cfg) }.map_err(err)?;
         }
     }};
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 16) as u32
-    }
-    /// Mostly small values (so keys match and filters go both ways), sometimes edges.
-    fn value(&mut self, small: u32) -> u32 {
-        const EDGES: [u32; 10] = [
-            0,
-            u32::MAX,
-            0x8000_0000,
-            0x7FFF_FFFF,
-            0x3F80_0000,
-            0xBF80_0000,
-            0x7FC0_0000,
-            0x7F80_0000,
-            31,
-            33,
-        ];
-        match self.next() % 10 {
-            0 => EDGES[self.next() as usize % EDGES.len()],
-            1 => self.next(),
-            _ => self.next() % small,
-        }
-    }
-    fn rows(&mut self, n: usize, arity: usize, small: u32) -> Vec<u32> {
-        (0..n * arity).map(|_| self.value(small)).collect()
-    }
-}
-
-// ---- the reference ---------------------------------------------------------------------
-
-fn eval(e: &PExpr, t: &[Value], syms: &SymbolTable) -> Option<Value> {
-    match e {
-        PExpr::Col(c) => Some(t[*c]),
-        PExpr::Const(v) => Some(*v),
-        PExpr::Unary { op, ty, arg } => eval_unary(*op, *ty, eval(arg, t, syms)?),
-        PExpr::Binary { op, ty, lhs, rhs } => {
-            eval_binary(*op, *ty, eval(lhs, t, syms)?, eval(rhs, t, syms)?)
-        }
-        PExpr::Functor { func, args } => {
-            let v: Option<Vec<Value>> = args.iter().map(|a| eval(a, t, syms)).collect();
-            eval_functor(*func, &v?, syms)
-        }
-    }
-}
-
-fn emit(
-    filters: &[Cond],
-    project: &[PExpr],
-    t: &[Value],
-    syms: &SymbolTable,
-) -> Option<Vec<Value>> {
-    for f in filters {
-        let Cond::Compare { op, ty, lhs, rhs } = f else {
-            return None;
-        };
-        let (Some(a), Some(b)) = (eval(lhs, t, syms), eval(rhs, t, syms)) else {
-            return None;
-        };
-        if !compare(*op, *ty, a, b) {
-            return None;
-        }
-    }
-    project.iter().map(|e| eval(e, t, syms)).collect()
-}
-
-fn key_of(key: &[PExpr], row: &[Value], syms: &SymbolTable) -> Option<Vec<Value>> {
-    key.iter().map(|e| eval(e, row, syms)).collect()
-}
-
-fn chunks(rows: &[u32], arity: usize, n: usize) -> Vec<Vec<u32>> {
-    (0..n)
-        .map(|i| rows[i * arity..(i + 1) * arity].to_vec())
-        .collect()
-}
-
-/// Relation rows stored in index order, sorted, without repeats.
-fn stored(rel: &[Vec<u32>], order: &[usize]) -> Vec<Vec<u32>> {
-    let mut s: Vec<Vec<u32>> = rel
-        .iter()
-        .map(|r| order.iter().map(|&c| r[c]).collect())
-        .collect();
-    s.sort_unstable();
-    s.dedup();
-    s
 }
 
 // ---- the device side ---------------------------------------------------------------------
@@ -201,22 +112,8 @@ fn run_of(d: &Dev, rows: &[Vec<u32>], arity: usize, key: usize) -> R<Run> {
     })
 }
 
-fn sorted(mut v: Vec<Vec<u32>>) -> Vec<Vec<u32>> {
-    v.sort_unstable();
-    v
-}
-
 fn check_map(d: &Dev, op: &DeviceOp, rng: &mut Rng, n: usize, syms: &SymbolTable) -> R<String> {
-    let (OpSpec::Scan {
-        arity,
-        filters,
-        project,
-    }
-    | OpSpec::Filter {
-        arity,
-        filters,
-        project,
-    }) = &op.spec
+    let (OpSpec::Scan { arity, project, .. } | OpSpec::Filter { arity, project, .. }) = &op.spec
     else {
         unreachable!()
     };
@@ -239,10 +136,7 @@ fn check_map(d: &Dev, op: &DeviceOp, rng: &mut Rng, n: usize, syms: &SymbolTable
         count.ptr()
     );
     let (_, got) = d.read_rows(&out, &count, out_arity)?;
-    let want: Vec<Vec<u32>> = chunks(&rows, *arity, n)
-        .iter()
-        .filter_map(|t| emit(filters, project, t, syms))
-        .collect();
+    let want = map_ref(&op.spec, &rows, n, syms);
     if sorted(got.clone()) != sorted(want.clone()) {
         return Err(CudaError::Invalid(format!(
             "{}_map (n = {n}): {} rows, expected {}",
@@ -252,12 +146,6 @@ fn check_map(d: &Dev, op: &DeviceOp, rng: &mut Rng, n: usize, syms: &SymbolTable
         )));
     }
     Ok(format!("{} rows", want.len()))
-}
-
-struct JoinOut {
-    total: u64,
-    count: u64,
-    distinct_count: u64,
 }
 
 fn check_join(
@@ -272,8 +160,6 @@ fn check_join(
         input_arity,
         order,
         key_len,
-        key,
-        filters,
         project,
         ..
     } = &op.spec
@@ -323,37 +209,14 @@ fn check_join(
     }
     let offs = d.upload(&offsets)?;
 
-    // The reference: every (input row, matching relation row), then filters and projection.
-    let mut want = Vec::new();
-    let mut want_total = 0u64;
-    for t in chunks(&rows, ia, n) {
-        let Some(k) = key_of(key, &t, syms) else {
-            continue;
-        };
-        for s in st.iter().filter(|s| s[..kl] == k[..]) {
-            want_total += 1;
-            let mut joined = t.clone();
-            let mut relrow = vec![0; inner];
-            for (p, &col) in order.iter().enumerate() {
-                relrow[col] = s[p];
-            }
-            joined.extend(relrow);
-            if let Some(o) = emit(filters, project, &joined, syms) {
-                want.push(o);
-            }
-        }
-    }
+    let (want_total, want) = join_ref(&op.spec, &rows, n, &st, syms);
     if total != want_total {
         return Err(CudaError::Invalid(format!(
             "{}_jcount (n = {n}): {total} candidates, expected {want_total}",
             op.prefix
         )));
     }
-    let mut res = JoinOut {
-        total,
-        count: 0,
-        distinct_count: 0,
-    };
+    let mut counts = [0u64; 2];
     for (suffix, block, items) in [
         ("jwrite", JW_BLOCK, JW_ITEMS),
         ("jwrite_distinct", JD_BLOCK, JD_ITEMS),
@@ -376,11 +239,10 @@ fn check_join(
             count.ptr()
         );
         let (cnt, got) = d.read_rows(&out, &count, oa)?;
+        counts[(suffix != "jwrite") as usize] = cnt;
         let ok = if suffix == "jwrite" || !(oa == 1 || oa == 2) {
-            res.count = cnt;
             sorted(got.clone()) == sorted(want.clone())
         } else {
-            res.distinct_count = cnt;
             let g: HashSet<Vec<u32>> = got.iter().cloned().collect();
             let w: HashSet<Vec<u32>> = want.iter().cloned().collect();
             g == w && got.len() <= want.len()
@@ -395,8 +257,8 @@ fn check_join(
         }
     }
     Ok(format!(
-        "{} candidates, {} rows, {} distinct-pass rows",
-        res.total, res.count, res.distinct_count
+        "{total} candidates, {} rows, {} distinct-pass rows",
+        counts[0], counts[1]
     ))
 }
 
@@ -413,7 +275,7 @@ fn check_anti(
         input_arity,
         order,
         key_len,
-        key,
+        ..
     } = &op.spec
     else {
         unreachable!()
@@ -464,14 +326,7 @@ fn check_anti(
         count.ptr()
     );
     let (_, got) = d.read_rows(&out, &count, ia)?;
-    let all: Vec<&Vec<u32>> = runs_rows.iter().flatten().collect();
-    let want: Vec<Vec<u32>> = chunks(&rows, ia, n)
-        .into_iter()
-        .filter(|t| match key_of(key, t, syms) {
-            None => true,
-            Some(k) => !all.iter().any(|s| s[..kl] == k[..]),
-        })
-        .collect();
+    let want = anti_ref(&op.spec, &rows, n, &runs_rows, syms);
     if sorted(got.clone()) != sorted(want.clone()) {
         return Err(CudaError::Invalid(format!(
             "{}_anti (n = {n}, empty runs: {empty}): {} rows, expected {}",
@@ -503,6 +358,13 @@ fn time(
     }
     v.sort_by(|a, b| a.total_cmp(b));
     Ok(v[v.len() / 2])
+}
+
+/// `n` rows of two words, packed and sorted.
+fn packed(d: &Dev, out: &DevBuf, n: usize) -> R<Vec<u64>> {
+    let mut v = d.gpu.dtoh::<u64>(out.ptr(), n)?;
+    v.sort_unstable();
+    Ok(v)
 }
 
 fn bench_tc(d: &Dev, module: &Arc<CudaModule>, name: &str, edges: &[u32], variant: &str) -> R<()> {
@@ -614,7 +476,7 @@ fn bench_tc(d: &Dev, module: &Arc<CudaModule>, name: &str, edges: &[u32], varian
             Ok(())
         },
     )?;
-    let hand = sorted(chunks(&d.gpu.dtoh::<u32>(out.ptr(), total * 2)?, 2, total));
+    let hand = packed(d, &out, total)?;
     let t_gw = time(
         d,
         reps,
@@ -637,8 +499,8 @@ fn bench_tc(d: &Dev, module: &Arc<CudaModule>, name: &str, edges: &[u32], varian
             Ok(())
         },
     )?;
-    let (c, gen) = d.read_rows(&out, &cnt, 2)?;
-    if c as usize != total || sorted(gen) != hand {
+    let c = d.gpu.dtoh::<u64>(cnt.ptr(), 1)?[0] as usize;
+    if c != total || packed(d, &out, c)? != hand {
         return Err(CudaError::Invalid(
             "tc_jwrite differs from join_write_lb".into(),
         ));
@@ -667,9 +529,8 @@ fn bench_tc(d: &Dev, module: &Arc<CudaModule>, name: &str, edges: &[u32], varian
         },
     )?;
     let hand_d = d.gpu.dtoh::<u32>(cnt.ptr(), 1)?[0] as usize;
-    let hand_set: HashSet<Vec<u32>> = chunks(&d.gpu.dtoh::<u32>(out.ptr(), hand_d * 2)?, 2, hand_d)
-        .into_iter()
-        .collect();
+    let mut hand_set = packed(d, &out, hand_d)?;
+    hand_set.dedup();
     let t_gd = time(
         d,
         reps,
@@ -692,8 +553,9 @@ fn bench_tc(d: &Dev, module: &Arc<CudaModule>, name: &str, edges: &[u32], varian
             Ok(())
         },
     )?;
-    let (gd_n, gen_d) = d.read_rows(&out, &cnt, 2)?;
-    let gen_set: HashSet<Vec<u32>> = gen_d.into_iter().collect();
+    let gd_n = d.gpu.dtoh::<u64>(cnt.ptr(), 1)?[0] as usize;
+    let mut gen_set = packed(d, &out, gd_n)?;
+    gen_set.dedup();
     if gen_set != hand_set {
         return Err(CudaError::Invalid(
             "tc_jwrite_distinct differs from join_write_dedup".into(),

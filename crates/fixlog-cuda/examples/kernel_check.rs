@@ -1,7 +1,9 @@
-//! Compile every kernel module, in every variant the primitives use, with
-//! NVRTC for one architecture and write the PTX files: compile errors and
-//! (with `ptxas -v`, see scripts/kernel-check.sh) register use and spills are
-//! seen here, without a GPU and before any device time is spent.
+//! Compile every kernel module, in every variant the primitives use, and the
+//! generated operator kernels of `codegen::coverage_ops` (`generated.ptx`, its
+//! source `generated.cu`), with NVRTC for one architecture and write the PTX
+//! files: compile errors and (with `ptxas -v`, see scripts/kernel-check.sh)
+//! register use and spills are seen here, without a GPU and before any device
+//! time is spent.
 //!
 //!   kernel_check OUT_DIR [ARCH=sm_90] [INCLUDE_DIR...]
 use fixlog_cuda::codegen::{coverage_ops, module_source};
@@ -58,8 +60,15 @@ fn main() {
         Ok(src) => {
             std::fs::write(format!("{out}/generated.cu"), &src).expect("write source");
             let options = ["-std=c++17".to_string(), "--fmad=false".to_string()];
+            let t = std::time::Instant::now();
             match compile_source_ptx("generated", &src, &options, arch, &[]) {
                 Ok(ptx) => {
+                    println!(
+                        "generated module: {} operators, {} kernels, NVRTC {:.1} s",
+                        coverage_ops().len(),
+                        fixlog_cuda::kernels::defined_kernels(&src).len(),
+                        t.elapsed().as_secs_f64()
+                    );
                     std::fs::write(format!("{out}/generated.ptx"), ptx.to_src())
                         .expect("write ptx");
                     written += 1;

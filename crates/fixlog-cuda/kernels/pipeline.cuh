@@ -13,8 +13,8 @@
 // `a[c]` is input column c, `b[p]` the word at stored position p of the inner
 // row, `o.set(c, v)` sets output column c; `key`/`emit` return false when the
 // tuple is dropped (a failing expression or filter). Everything here is
-// instantiated for that struct, so column indices are constants and rows stay
-// in registers.
+// instantiated for that struct, so column indices are constants and rows of
+// up to REG_ROW words stay in registers (wider rows are read where used).
 //
 // Appending: a block evaluates its items, then reserves room for the rows it
 // keeps with ONE atomicAdd on the u64 counter (a block-wide scan gives each
@@ -374,6 +374,7 @@ __device__ __forceinline__ void jwrite_kernel(const u32* __restrict__ in, u64 n,
                                               const u32* __restrict__ begins, const u32* __restrict__ offsets,
                                               u64 total, u32* __restrict__ out, u64* count) {
   constexpr int OUT = OP::OUT, INNER = OP::INNER;
+  static_assert(I <= 32, "a thread's kept candidates are a 32-bit mask");
   constexpr bool HOLD = OUT * I <= HOLD_WORDS;
   constexpr bool STAGE = FX_STAGE && HOLD && (OUT == 1 || OUT == 2);
   constexpr u32 CAP = B * I;
@@ -506,6 +507,7 @@ __device__ __forceinline__ void jdedup_kernel(const u32* __restrict__ in, u64 n,
                                               u64 total, u32* __restrict__ out, u64* count) {
   constexpr int B = FX_JD_BLOCK, I = FX_JD_ITEMS, OUT = OP::OUT, INNER = OP::INNER;
   static_assert(OUT == 1 || OUT == 2, "dedup of one or two words");
+  static_assert(I <= 32, "a thread's kept candidates are a 32-bit mask");
   __shared__ u64 table[JD_SLOTS];
   __shared__ u32 sw[B / 32 + 1];
   __shared__ u64 sbase;

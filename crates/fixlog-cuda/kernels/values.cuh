@@ -152,7 +152,7 @@ __device__ __forceinline__ bool le_f(u32 a, u32 b) { return fval(a) <= fval(b); 
 __device__ __forceinline__ bool gt_f(u32 a, u32 b) { return fval(a) > fval(b); }
 __device__ __forceinline__ bool ge_f(u32 a, u32 b) { return fval(a) >= fval(b); }
 
-// ---- conversions (value::convert) -----------------------------------------------
+// ---- conversions (the functors to_integer and to_float; value::convert) ----------
 
 // float -> number: toward zero, saturating, NaN -> 0.
 __device__ __forceinline__ u32 f2n(u32 a) {
@@ -162,14 +162,6 @@ __device__ __forceinline__ u32 f2n(u32 a) {
   if (x <= -2147483648.0f) return 0x80000000u;
   return (u32)__float2int_rz(x);
 }
-// float -> unsigned: toward zero, saturating, NaN and negatives -> 0.
-__device__ __forceinline__ u32 f2u(u32 a) {
-  float x = fval(a);
-  if (!(x >= 1.0f)) return 0u;
-  if (x >= 4294967296.0f) return 0xFFFFFFFFu;
-  return __float2uint_rz(x);
-}
 __device__ __forceinline__ u32 n2f(u32 a) { return fbits(__int2float_rn((int)a)); }
-__device__ __forceinline__ u32 u2f(u32 a) { return fbits(__uint2float_rn(a)); }
 
 }  // namespace fxv

@@ -1,9 +1,11 @@
 //! A spread of device operators for compile checks: every operator kind, arities from
-//! 0 to 12, key lengths 0 to 3, outputs 0 to 10, every device-able operator, functor
-//! and comparison in every type, filters, index orders that are not the identity, and
-//! the transitive-closure join (`tc*`). `examples/kernel_check.rs` compiles their
-//! module with NVRTC (and `scripts/kernel-check.sh` runs `ptxas -v` on it); the unit
-//! tests generate it.
+//! 0 to 12 and a few of 32 to 40, key lengths 0 to 3, outputs 0 to 10 (and 32 to 36),
+//! every device-able operator, functor and comparison in every type, filters, keys and
+//! projections that can fail, index orders that are not the identity, and the
+//! transitive-closure join (`tc*`). `examples/kernel_check.rs` compiles their
+//! module with NVRTC (and `scripts/kernel-check.sh` runs `ptxas -v` on it), the unit
+//! tests generate it, `tests/kernels_emu.rs` runs it on the host and
+//! `examples/codegen_gpu.rs` on a GPU.
 
 use super::{expr_host_reason, DeviceOp};
 use fixlog_exec::OpSpec;
@@ -90,7 +92,11 @@ fn filters(width: usize, salt: usize) -> Vec<Cond> {
             CMPOPS[salt % 6],
             ColType::Number,
             col(salt % width),
-            col((salt + 1) % width),
+            if width > 1 {
+                col((salt + 1) % width)
+            } else {
+                PExpr::Const(2)
+            },
         ),
         cmp(
             CmpOp::Ne,
@@ -107,7 +113,7 @@ fn filters(width: usize, salt: usize) -> Vec<Cond> {
 }
 
 /// Every unary and binary operator and functor in every type over columns 0 and 1,
-/// and every comparison in every type as filters: one `Scan` per type.
+/// behind one filter that mostly holds: one `Scan` per type.
 fn every_operator(ty: ColType) -> OpSpec {
     let mut project = Vec::new();
     for op in [UnaryOp::Neg, UnaryOp::BNot, UnaryOp::LNot] {
@@ -134,22 +140,40 @@ fn every_operator(ty: ColType) -> OpSpec {
             args: vec![col(1)],
         });
     }
-    let filters = CMPOPS
-        .iter()
-        .filter(|&&op| ty != ColType::Symbol || matches!(op, CmpOp::Eq | CmpOp::Ne))
-        .map(|&op| {
-            cmp(
-                op,
-                ty,
-                col(2),
-                bin(BinOp::Max, ty, col(0), PExpr::Const(0x3f80_0000)),
-            )
-        })
-        .collect();
     OpSpec::Scan {
         arity: 3,
-        filters,
+        filters: vec![cmp(
+            CmpOp::Ne,
+            ty,
+            col(2),
+            bin(BinOp::Max, ty, col(0), PExpr::Const(0x3f80_0000)),
+        )],
         project,
+    }
+}
+
+/// Every comparison in type `ty` as filters that hold together (when column 0 is below
+/// column 1): one `Filter` per type.
+fn every_comparison(ty: ColType) -> OpSpec {
+    let filters = if ty == ColType::Symbol {
+        vec![
+            cmp(CmpOp::Ne, ty, col(0), col(1)),
+            cmp(CmpOp::Eq, ty, col(2), col(2)),
+        ]
+    } else {
+        vec![
+            cmp(CmpOp::Lt, ty, col(0), col(1)),
+            cmp(CmpOp::Le, ty, col(0), col(1)),
+            cmp(CmpOp::Gt, ty, col(1), col(0)),
+            cmp(CmpOp::Ge, ty, col(1), col(0)),
+            cmp(CmpOp::Ne, ty, col(0), col(1)),
+            cmp(CmpOp::Eq, ty, col(2), col(2)),
+        ]
+    };
+    OpSpec::Filter {
+        arity: 3,
+        filters,
+        project: vec![col(1), col(0)],
     }
 }
 
@@ -229,8 +253,57 @@ pub fn coverage_ops() -> Vec<DeviceOp> {
         },
     );
 
+    // Keys that fail (division by zero): the input row matches nothing, or is kept by
+    // the anti-join; a projection that fails, with three outputs (evaluated twice).
+    let div = |op, ty| bin(op, ty, col(0), col(1));
+    add(
+        "join_div".into(),
+        OpSpec::Join {
+            input_arity: 2,
+            order: vec![1, 0],
+            key_len: 1,
+            key: vec![div(BinOp::Rem, ColType::Unsigned)],
+            filters: Vec::new(),
+            project: vec![col(3), div(BinOp::Div, ColType::Number), col(2)],
+            distinct: true,
+        },
+    );
+    add(
+        "anti_div".into(),
+        OpSpec::AntiJoin {
+            input_arity: 2,
+            order: vec![0, 1],
+            key_len: 1,
+            key: vec![div(BinOp::Div, ColType::Number)],
+        },
+    );
+
+    // Wide rows: read from memory where used, projected straight to memory.
+    add(
+        "scan_wide".into(),
+        OpSpec::Scan {
+            arity: 40,
+            filters: filters(40, 5),
+            project: projection(36, 40, 2),
+        },
+    );
+    add("join_wide".into(), join(33, 34, 3, 32, true, 7));
+    add("joinw_nf".into(), join(32, 3, 1, 33, false, 4));
+    if let OpSpec::Join { order, key, .. } = join(32, 33, 2, 0, false, 3) {
+        add(
+            "anti_wide".into(),
+            OpSpec::AntiJoin {
+                input_arity: 32,
+                order,
+                key_len: 2,
+                key,
+            },
+        );
+    }
+
     for (i, ty) in TYPES.into_iter().enumerate() {
         add(format!("every{i}"), every_operator(ty));
+        add(format!("compare{i}"), every_comparison(ty));
     }
 
     for (i, (arity, out)) in [

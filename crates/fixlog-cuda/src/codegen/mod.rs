@@ -52,6 +52,32 @@
 //! A joined column `c < IN` is input column `c`; `c >= IN` is relation column `c - IN`
 //! of the inner relation, which a stored inner row holds at position `inv[c - IN]`
 //! (`inv` the inverse of the index order).
+//!
+//! # What the kernels guarantee besides the contract
+//!
+//! - Alignment: rows of 2 and 4 words are read and written as `uint2`/`uint4`, so `in`,
+//!   `rows` and `out` must be 8- (16-) byte aligned for those arities (as for join.cu).
+//! - Order: within a block rows come out in input order (`P_map`, `P_anti`) or
+//!   candidate order (`P_jwrite`); only the blocks' order is the atomic counter's.
+//! - `P_jwrite_distinct` drops a row only when the same block already kept the very
+//!   same row, so the set of rows is exactly `P_jwrite`'s.
+//! - A block that keeps rows reserves them with one `atomicAdd` on `*count` (a block
+//!   that keeps none makes no atomic), so several launches may append to one buffer.
+//! - Rows of one or two words are staged in shared memory and stored coalesced
+//!   (`FX_STAGE`, on by default); `__launch_bounds__(block, 1)`: no spills (ptxas 13 with
+//!   the block size alone aims at 32 registers at 256 threads), and a launch never
+//!   asks for more registers than a block can have.
+//! - NaN results of float arithmetic carry the bits an x86-64 host gives them (first
+//!   NaN operand quieted, else the default NaN `0xFFC00000`, "-nan"), not the device's
+//!   canonical `0x7FFFFFFF`, so that the output is bit-identical to the CPU backend's.
+//!
+//! Tests: `generate_tests` (the text; a proptest over random specs, valid or not),
+//! `tests/values_cxx.rs` (`values.cuh` and generated expressions on the host against
+//! `fixlog_logical::value`), `tests/kernels_emu.rs` (the whole module of
+//! [`coverage_ops`] run on the host by a small CUDA emulator, against a reference);
+//! `examples/kernel_check.rs` (NVRTC, and ptxas in `scripts/kernel-check.sh`) and
+//! `examples/codegen_gpu.rs` (the same check on a GPU, and the transitive-closure join
+//! timed against join.cu).
 
 mod coverage;
 mod generate;

@@ -1,0 +1,340 @@
+//! The generated kernels RUN, without a GPU: the module of `codegen::coverage_ops`
+//! (every operator kind, arities 0..12, keys 0..3, every device-able operator and type,
+//! filters, rotated index orders, the transitive-closure join) is compiled for the
+//! host with a small CUDA emulator (`tests/cxx/cuda_emu.h`: one OS thread per CUDA
+//! thread, barriers for `__syncthreads` and the warp shuffles and ballots), and each
+//! operator's kernels are launched as the kernel contract says (`tests/cxx/emu_main.cpp`:
+//! launch shapes from the Rust constants, `P_jcount` → exclusive scan → `P_jwrite` and
+//! `P_jwrite_distinct`, `P_anti` over three runs, one empty; input pointer 0 for arity
+//! 0) on random data, including edge values. The results must be what
+//! `fixlog_logical::value` gives (`tests/common`).
+//!
+//! The emulator runs blocks one after the other, so rows must come out in input order
+//! (the kernels keep the order within a block; across blocks the order is the atomic
+//! counter's): `P_map`, `P_anti` and `P_jwrite` are compared row for row, which also
+//! checks every reserved position. `P_jwrite_distinct` with one or two output columns
+//! may drop repeats: its rows must be the same set, without more rows than `P_jwrite`.
+//!
+//! What the emulator cannot show: timing, memory coalescing, and the device's own
+//! intrinsics (its float semantics are the shims of `tests/cxx/values_shim.h`, checked
+//! by `values_cxx.rs`). A missing C++ compiler fails the test: CI has one.
+
+mod common;
+
+use common::{anti_ref, chunks, join_ref, map_ref, stored, Rng};
+use fixlog_cuda::codegen::{coverage_ops, module_source, DeviceOp, JD_BLOCK, JD_ITEMS};
+use fixlog_exec::OpSpec;
+use fixlog_logical::SymbolTable;
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+const VALUES_SHIM: &str = include_str!("cxx/values_shim.h");
+const CUDA_EMU: &str = include_str!("cxx/cuda_emu.h");
+const EMU_MAIN: &str = include_str!("cxx/emu_main.cpp");
+
+fn cxx() -> String {
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    match Command::new(&cxx).arg("--version").output() {
+        Ok(o) if o.status.success() => cxx,
+        _ => panic!(
+            "kernels_emu needs a host C++ compiler with C++20: `{cxx}` was not found or does \
+             not run (install g++ or set CXX)"
+        ),
+    }
+}
+
+/// The table `FX_OPS` of emu_main.cpp.
+fn op_table(ops: &[DeviceOp]) -> String {
+    let mut t = String::from("static const FxOp FX_OPS[] = {\n");
+    for o in ops {
+        let p = &o.prefix;
+        let s = format!("fxop::op_{p}");
+        let dims = format!("{s}::IN, {s}::INNER, {s}::KEY, {s}::OUT");
+        let _ = match &o.spec {
+            OpSpec::Scan { .. } | OpSpec::Filter { .. } => writeln!(
+                t,
+                "  {{0, {dims}, {p}_map, nullptr, nullptr, nullptr, nullptr}},"
+            ),
+            OpSpec::Join { .. } => writeln!(
+                t,
+                "  {{1, {dims}, nullptr, {p}_jcount, {p}_jwrite, {p}_jwrite_distinct, nullptr}},"
+            ),
+            OpSpec::AntiJoin { .. } => writeln!(
+                t,
+                "  {{2, {dims}, nullptr, nullptr, nullptr, nullptr, {p}_anti}},"
+            ),
+            OpSpec::Aggregate { .. } => unreachable!("no aggregates among the ops"),
+        };
+    }
+    t.push_str("};\n");
+    t
+}
+
+fn put_u32(b: &mut Vec<u8>, v: u32) {
+    b.extend(v.to_le_bytes());
+}
+fn put_u64(b: &mut Vec<u8>, v: u64) {
+    b.extend(v.to_le_bytes());
+}
+fn put_rows(b: &mut Vec<u8>, rows: &[Vec<u32>]) {
+    put_u64(b, rows.len() as u64);
+    for v in rows.iter().flatten() {
+        put_u32(b, *v);
+    }
+}
+
+/// What one job must answer.
+enum Expect {
+    Rows(Vec<Vec<u32>>),
+    Join {
+        candidates: u64,
+        rows: Vec<Vec<u32>>,
+        may_dedup: bool,
+    },
+}
+
+struct Job {
+    /// The operator's index in the list.
+    op: usize,
+    what: String,
+    out_arity: usize,
+    expect: Expect,
+}
+
+struct Answers {
+    bytes: Vec<u8>,
+    at: usize,
+}
+
+impl Answers {
+    fn take(&mut self, bytes: usize, what: &str) -> &[u8] {
+        let end = self.at.saturating_add(bytes);
+        let Some(b) = self.bytes.get(self.at..end) else {
+            panic!("the emulator's answers end early ({what})")
+        };
+        self.at = end;
+        b
+    }
+    fn u64(&mut self, what: &str) -> u64 {
+        let b = self.take(8, what);
+        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+    fn rows(&mut self, arity: usize, what: &str) -> Vec<Vec<u32>> {
+        let n = self.u64(what) as usize;
+        let words: Vec<u32> = self
+            .take(n.saturating_mul(arity * 4), what)
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        chunks(&words, arity, n)
+    }
+}
+
+fn jobs(ops: &[DeviceOp], syms: &SymbolTable) -> (Vec<u8>, Vec<Job>) {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut input = Vec::new();
+    let mut jobs = Vec::new();
+    for (i, o) in ops.iter().enumerate() {
+        let p = &o.prefix;
+        match &o.spec {
+            OpSpec::Scan { arity, project, .. } | OpSpec::Filter { arity, project, .. } => {
+                for n in [0, 1, 1000, 2500] {
+                    let rows = rng.rows(n, *arity, 6);
+                    put_u32(&mut input, i as u32);
+                    put_rows(&mut input, &chunks(&rows, *arity, n));
+                    jobs.push(Job {
+                        op: i,
+                        what: format!("{p}_map, n = {n}"),
+                        out_arity: project.len(),
+                        expect: Expect::Rows(map_ref(&o.spec, &rows, n, syms)),
+                    });
+                }
+            }
+            OpSpec::Join {
+                input_arity,
+                order,
+                key_len,
+                project,
+                ..
+            } => {
+                let sizes: &[(usize, usize)] = if *key_len == 0 {
+                    &[(1, 40), (37, 0), (120, 50), (2000, 1)]
+                } else {
+                    &[(1, 40), (37, 0), (400, 80), (2000, 1)]
+                };
+                for &(n, m) in sizes {
+                    let rows = rng.rows(n, *input_arity, 4);
+                    let rel = chunks(&rng.rows(m, order.len(), 4), order.len(), m);
+                    let st = stored(&rel, order);
+                    put_u32(&mut input, i as u32);
+                    put_rows(&mut input, &chunks(&rows, *input_arity, n));
+                    put_rows(&mut input, &st);
+                    let (candidates, rows) = join_ref(&o.spec, &rows, n, &st, syms);
+                    jobs.push(Job {
+                        op: i,
+                        what: format!("{p} join, n = {n}, {} inner rows", st.len()),
+                        out_arity: project.len(),
+                        expect: Expect::Join {
+                            candidates,
+                            rows,
+                            may_dedup: matches!(project.len(), 1 | 2),
+                        },
+                    });
+                }
+            }
+            OpSpec::AntiJoin {
+                input_arity, order, ..
+            } => {
+                for (n, m, empty) in [(1, 10, false), (2500, 100, false), (500, 50, true)] {
+                    let rows = rng.rows(n, *input_arity, 5);
+                    let m = if empty { 0 } else { m };
+                    let rel = chunks(&rng.rows(m, order.len(), 5), order.len(), m);
+                    let (r1, r2) = rel.split_at(m / 3);
+                    let runs = [stored(r1, order), Vec::new(), stored(r2, order)];
+                    put_u32(&mut input, i as u32);
+                    put_rows(&mut input, &chunks(&rows, *input_arity, n));
+                    put_u32(&mut input, runs.len() as u32);
+                    for r in &runs {
+                        put_rows(&mut input, r);
+                    }
+                    jobs.push(Job {
+                        op: i,
+                        what: format!("{p}_anti, n = {n}, runs empty: {empty}"),
+                        out_arity: *input_arity,
+                        expect: Expect::Rows(anti_ref(&o.spec, &rows, n, &runs, syms)),
+                    });
+                }
+            }
+            OpSpec::Aggregate { .. } => unreachable!(),
+        }
+    }
+    (input, jobs)
+}
+
+#[test]
+fn generated_kernels_run_on_the_emulator() {
+    let ops = coverage_ops();
+    let module = module_source(&ops).expect("generate");
+    let main = EMU_MAIN.replace("@FX_OPS@", &op_table(&ops));
+    let src = format!("{VALUES_SHIM}\n{CUDA_EMU}\n{module}\n{main}");
+    let dir = std::env::temp_dir().join(format!("fixlog-kernels-emu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    let file = dir.join("emu.cpp");
+    let exe = dir.join("emu");
+    std::fs::write(&file, &src).expect("write source");
+    let out = Command::new(cxx())
+        .args([
+            "-std=c++20",
+            "-O1",
+            "-pthread",
+            "-ffp-contract=off",
+            "-fno-fast-math",
+            "-Wno-unknown-pragmas",
+        ])
+        .arg(&file)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("run the C++ compiler");
+    assert!(
+        out.status.success(),
+        "{} does not compile:\n{}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let syms = SymbolTable::new();
+    let (input, jobs) = jobs(&ops, &syms);
+    // The data makes every operator write rows somewhere, else it tests too little.
+    for (i, o) in ops.iter().enumerate() {
+        let writes = jobs.iter().filter(|j| j.op == i).any(|j| match &j.expect {
+            Expect::Rows(r) | Expect::Join { rows: r, .. } => !r.is_empty(),
+        });
+        assert!(writes, "no job makes {} write a row", o.prefix);
+    }
+    let mut child = Command::new(&exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run the emulator");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().expect("emulator output");
+    writer.join().expect("writer").expect("write jobs");
+    assert!(out.status.success(), "emulator failed: {:?}", out.status);
+
+    let mut a = Answers {
+        bytes: out.stdout,
+        at: 0,
+    };
+    let mut failures = Vec::new();
+    for j in &jobs {
+        match &j.expect {
+            Expect::Rows(want) => {
+                let got = a.rows(j.out_arity, &j.what);
+                if &got != want {
+                    failures.push(format!(
+                        "{}: {} rows, expected {} (first difference at {:?})",
+                        j.what,
+                        got.len(),
+                        want.len(),
+                        got.iter().zip(want).position(|(g, w)| g != w)
+                    ));
+                }
+            }
+            Expect::Join {
+                candidates,
+                rows,
+                may_dedup,
+            } => {
+                let total = a.u64(&j.what);
+                let plain = a.rows(j.out_arity, &j.what);
+                let distinct = a.rows(j.out_arity, &j.what);
+                if total != *candidates {
+                    failures.push(format!(
+                        "{}: jcount found {total} candidates, expected {candidates}",
+                        j.what
+                    ));
+                }
+                if &plain != rows {
+                    failures.push(format!(
+                        "{}: jwrite wrote {} rows, expected {}",
+                        j.what,
+                        plain.len(),
+                        rows.len()
+                    ));
+                }
+                let ok = if *may_dedup {
+                    let g: HashSet<&Vec<u32>> = distinct.iter().collect();
+                    let w: HashSet<&Vec<u32>> = rows.iter().collect();
+                    // One block sees every candidate: it writes no row twice.
+                    let one_block = total <= (JD_BLOCK * JD_ITEMS) as u64;
+                    g == w
+                        && distinct.len() <= rows.len()
+                        && (!one_block || g.len() == distinct.len())
+                } else {
+                    &distinct == rows
+                };
+                if !ok {
+                    failures.push(format!(
+                        "{}: jwrite_distinct wrote {} rows ({} expected, {} distinct)",
+                        j.what,
+                        distinct.len(),
+                        rows.len(),
+                        rows.iter().collect::<HashSet<_>>().len()
+                    ));
+                }
+            }
+        }
+    }
+    assert_eq!(a.at, a.bytes.len(), "unread answers");
+    eprintln!(
+        "kernels_emu: {} jobs over {} operators",
+        jobs.len(),
+        ops.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let _ = std::fs::remove_dir_all(dir);
+}
