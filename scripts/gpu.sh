@@ -22,9 +22,9 @@ for b in gpu_selftest gpu_bench tc cuda_conformance; do cp "$T/examples/$b" .car
 cp "$T/fixlog" .carry/
 [ -f "$T/examples/cspa_gen" ] && cp "$T/examples/cspa_gen" .carry/
 [ -f examples/cspa/cspa.dl ] && cp examples/cspa/cspa.dl .carry/
-python3 - "$PWD/.carry/tests" < /tmp/fixlog-tests.json <<'PY'
+python3 - "$PWD/.carry/tests" /tmp/fixlog-tests.json <<'PY'
 import json, shutil, sys
-for line in sys.stdin:
+for line in open(sys.argv[2]):
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         shutil.copy(m["executable"], sys.argv[1] + "/" + m["target"]["name"])
