@@ -18,7 +18,7 @@ cargo build --release -p fixlog --features cuda --bin fixlog --examples
 cargo test --release -p fixlog --features cuda --no-run --message-format=json 2>/dev/null > /tmp/fixlog-tests.json
 DATA=${FIXLOG_DATA:-../shared/data}
 rm -rf .carry && mkdir -p .carry/data/graphs .carry/tests
-for b in gpu_selftest gpu_bench tc cuda_conformance; do cp "$T/examples/$b" .carry/; done
+for b in gpu_selftest gpu_bench tc cuda_conformance codegen_gpu; do cp "$T/examples/$b" .carry/; done
 cp "$T/fixlog" .carry/
 [ -f "$T/examples/cspa_gen" ] && cp "$T/examples/cspa_gen" .carry/
 [ -f examples/cspa/cspa.dl ] && cp examples/cspa/cspa.dl .carry/
@@ -29,7 +29,7 @@ for line in open(sys.argv[2]):
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         shutil.copy(m["executable"], sys.argv[1] + "/" + m["target"]["name"])
 PY
-strip .carry/gpu_selftest .carry/gpu_bench .carry/tc .carry/cuda_conformance .carry/fixlog .carry/tests/* 2>/dev/null || true
+strip .carry/gpu_selftest .carry/gpu_bench .carry/tc .carry/cuda_conformance .carry/codegen_gpu .carry/fixlog .carry/tests/* 2>/dev/null || true
 [ -f .carry/cspa_gen ] && strip .carry/cspa_gen
 cat > .carry/paths <<P
 BUILD_ROOT=$PWD
