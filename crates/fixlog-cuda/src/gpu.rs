@@ -195,13 +195,11 @@ pub struct Gpu {
     mapped: Option<MappedWords>,
     modules: RefCell<HashMap<String, Arc<CudaModule>>>,
     funcs: RefCell<HashMap<(String, String), CudaFunction>>,
-    arch: &'static str,
     name: String,
     cc: (i32, i32),
     sm_count: u32,
     total_mem: usize,
-    include_paths: Vec<String>,
-    cache_dir: Option<PathBuf>,
+    compiler: Compiler,
     compile_stats: RefCell<CompileStats>,
     /// Rows per onesweep launch (at most 2^28); lowered only by tests, to
     /// exercise the portion hand-over on small inputs.
@@ -286,13 +284,11 @@ impl Gpu {
             mapped,
             modules: RefCell::new(HashMap::new()),
             funcs: RefCell::new(HashMap::new()),
-            arch,
+            compiler: Compiler::new(arch, &name, include_paths, default_cache_dir()),
             name,
             cc,
             sm_count,
             total_mem,
-            include_paths,
-            cache_dir: default_cache_dir(),
             compile_stats: RefCell::new(CompileStats::default()),
             sort_portion: std::cell::Cell::new(crate::ops::OS_PORTION),
         })
@@ -421,47 +417,21 @@ impl Gpu {
         self.compile_cached(m.name, &src, &options)
     }
 
-    /// NVRTC-compiles `src` (with `-std=c++17` and `options`) for this device, or loads
-    /// the PTX from the disk cache, keyed by the source, options, include paths and
-    /// device.
+    /// The module's machine code for this device: from the disk cache, or compiled.
     fn compile_cached(&self, name: &str, src: &str, options: &[String]) -> Result<Ptx> {
-        let mut options = options.to_vec();
-        options.push("-std=c++17".into());
-        let key = fnv1a(&[
-            src,
-            &options.join(" "),
-            &self.include_paths.join(":"),
-            self.arch,
-            &self.name,
-        ]);
-        let file = self
-            .cache_dir
-            .as_ref()
-            .map(|d| d.join(format!("{name}-{key:016x}.ptx")));
-        if let Some(f) = &file {
-            if let Ok(text) = std::fs::read_to_string(f) {
-                self.compile_stats.borrow_mut().disk_hits += 1;
-                return Ok(Ptx::from_src(text));
-            }
-        }
-        let t = std::time::Instant::now();
-        let ptx = compile_source_ptx(name, src, &options, self.arch, &self.include_paths)?;
-        {
-            let mut s = self.compile_stats.borrow_mut();
+        let out = self.compiler.cubin(name, src, options)?;
+        self.count_compile(&out);
+        Ok(Ptx::from_binary(out.cubin))
+    }
+
+    fn count_compile(&self, out: &Compiled) {
+        let mut s = self.compile_stats.borrow_mut();
+        if out.cached {
+            s.disk_hits += 1;
+        } else {
             s.compiled += 1;
-            s.compile_ms += t.elapsed().as_secs_f64() * 1e3;
+            s.compile_ms += out.ms;
         }
-        if let Some(f) = &file {
-            let text = ptx.to_src();
-            if let Some(dir) = f.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            let tmp = f.with_extension(format!("tmp{}", std::process::id()));
-            if std::fs::write(&tmp, &text).is_ok() {
-                let _ = std::fs::rename(&tmp, f);
-            }
-        }
-        Ok(ptx)
     }
 
     /// Compiles (or loads from the disk cache) a generated module and loads it.
@@ -471,10 +441,45 @@ impl Gpu {
         src: &str,
         options: &[String],
     ) -> Result<Arc<CudaModule>> {
-        let ptx = self.compile_cached(name, src, options)?;
-        self.ctx
-            .load_module(ptx)
-            .map_err(|e| CudaError::driver(&format!("cuModuleLoadData({name})"), e))
+        let mut modules = self.load_sources(&[(name.to_string(), src.to_string())], options)?;
+        modules
+            .pop()
+            .ok_or_else(|| CudaError::Invalid("no module was loaded".into()))
+    }
+
+    /// Compiles several generated modules at once, on as many threads (NVRTC needs no
+    /// device, and each compile is single-threaded), then loads them, in order.
+    pub fn load_sources(
+        &self,
+        sources: &[(String, String)],
+        options: &[String],
+    ) -> Result<Vec<Arc<CudaModule>>> {
+        let compiler = &self.compiler;
+        let compiled: Vec<Result<Compiled>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = sources
+                .iter()
+                .map(|(name, src)| scope.spawn(move || compiler.cubin(name, src, options)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(CudaError::Invalid("a compiler thread panicked".into()))
+                    })
+                })
+                .collect()
+        });
+        let mut modules = Vec::with_capacity(sources.len());
+        for ((name, _), out) in sources.iter().zip(compiled) {
+            let out = out?;
+            self.count_compile(&out);
+            let m = self
+                .ctx
+                .load_module(Ptx::from_binary(out.cubin))
+                .map_err(|e| CudaError::driver(&format!("cuModuleLoadData({name})"), e))?;
+            modules.push(m);
+        }
+        Ok(modules)
     }
 
     /// A kernel of a module loaded with [`Gpu::load_source`].
@@ -524,6 +529,60 @@ impl Gpu {
         Ok(f)
     }
 
+    /// Compiles (or loads from the disk cache) and loads the hand-written modules
+    /// `(module, defines)` not loaded yet, compiling on several threads at once.
+    pub fn load_modules(&self, wanted: &[(&str, String)]) -> Result<()> {
+        let mut todo: Vec<(&kernels::KernelModule, String)> = Vec::new();
+        for (module, defines) in wanted {
+            let key = format!("{module} {defines}");
+            if self.modules.borrow().contains_key(&key)
+                || todo.iter().any(|(m, d)| m.name == *module && d == defines)
+            {
+                continue;
+            }
+            let m = kernels::module(module).ok_or_else(|| CudaError::UnknownKernel {
+                module: module.to_string(),
+                function: String::new(),
+            })?;
+            todo.push((m, defines.clone()));
+        }
+        let compiler = &self.compiler;
+        let compiled: Vec<Result<Compiled>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = todo
+                .iter()
+                .map(|(m, defines)| {
+                    scope.spawn(move || {
+                        let options: Vec<String> =
+                            defines.split_whitespace().map(String::from).collect();
+                        compiler.cubin(m.name, &kernels::assemble(m), &options)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(CudaError::Invalid("a compiler thread panicked".into()))
+                    })
+                })
+                .collect()
+        });
+        for ((m, defines), out) in todo.iter().zip(compiled) {
+            let out = out?;
+            self.count_compile(&out);
+            let cm = self
+                .ctx
+                .load_module(Ptx::from_binary(out.cubin))
+                .map_err(|e| {
+                    CudaError::driver(&format!("cuModuleLoadData({} {defines})", m.name), e)
+                })?;
+            self.modules
+                .borrow_mut()
+                .insert(format!("{} {defines}", m.name), cm);
+        }
+        Ok(())
+    }
+
     /// Compile (or load from the disk cache) every module variant up front.
     pub fn warm_up(&self, arities: &[usize]) -> Result<()> {
         for m in kernels::KERNELS {
@@ -547,6 +606,159 @@ impl Gpu {
         }
         Ok(())
     }
+}
+
+/// Compiles CUDA C++ to machine code for one device with NVRTC, through a disk cache
+/// (`Send + Sync`: several modules compile at once on several threads).
+///
+/// The cached artifact is the CUBIN for the device's exact architecture, so a second
+/// run loads it with no compilation at all (PTX would be compiled again by the driver
+/// at every load). The cache key covers source, options, include paths, architecture
+/// and device name; a cache that cannot be written is not an error.
+#[derive(Clone, Debug)]
+pub struct Compiler {
+    arch: &'static str,
+    device: String,
+    include_paths: Vec<String>,
+    cache_dir: Option<PathBuf>,
+}
+
+/// One module's machine code and where it came from.
+pub struct Compiled {
+    pub cubin: Vec<u8>,
+    pub cached: bool,
+    /// Milliseconds NVRTC took (0 from the cache).
+    pub ms: f64,
+}
+
+impl Compiler {
+    pub fn new(
+        arch: &'static str,
+        device: &str,
+        include_paths: Vec<String>,
+        cache_dir: Option<PathBuf>,
+    ) -> Compiler {
+        Compiler {
+            arch,
+            device: device.to_string(),
+            include_paths,
+            cache_dir,
+        }
+    }
+
+    /// The CUBIN of `src` compiled with `-std=c++17` and `options`.
+    pub fn cubin(&self, name: &str, src: &str, options: &[String]) -> Result<Compiled> {
+        let mut options = options.to_vec();
+        options.push("-std=c++17".into());
+        let key = fnv1a(&[
+            src,
+            &options.join(" "),
+            &self.include_paths.join(":"),
+            self.arch,
+            &self.device,
+        ]);
+        let file = self
+            .cache_dir
+            .as_ref()
+            .map(|d| d.join(format!("{name}-{key:016x}.cubin")));
+        if let Some(f) = &file {
+            if let Ok(bytes) = std::fs::read(f) {
+                if !bytes.is_empty() {
+                    return Ok(Compiled {
+                        cubin: bytes,
+                        cached: true,
+                        ms: 0.0,
+                    });
+                }
+            }
+        }
+        let t = std::time::Instant::now();
+        let cubin = compile_source_cubin(name, src, &options, self.arch, &self.include_paths)?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        if let Some(f) = &file {
+            if let Some(dir) = f.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let tmp = f.with_extension(format!(
+                "tmp{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            if std::fs::write(&tmp, &cubin).is_ok() {
+                let _ = std::fs::rename(&tmp, f);
+            }
+        }
+        Ok(Compiled {
+            cubin,
+            cached: false,
+            ms,
+        })
+    }
+}
+
+/// NVRTC-compiles a source text to a CUBIN for `arch` (a real architecture, `sm_XY`).
+pub fn compile_source_cubin(
+    name: &str,
+    src: &str,
+    options: &[String],
+    arch: &'static str,
+    include_paths: &[String],
+) -> Result<Vec<u8>> {
+    use cudarc::nvrtc::{result, sys};
+    let compile_error = |log: String| CudaError::Compile {
+        module: format!("{name} {}", options.join(" ")),
+        log,
+    };
+    let csrc = std::ffi::CString::new(src)
+        .map_err(|_| compile_error("the source holds a NUL byte".into()))?;
+    let cname = std::ffi::CString::new(format!("{name}.cu"))
+        .map_err(|_| compile_error("the module name holds a NUL byte".into()))?;
+    let prog = result::create_program(&csrc, Some(&cname))
+        .map_err(|e| compile_error(format!("nvrtcCreateProgram: {e:?}")))?;
+    let mut opts: Vec<String> = include_paths
+        .iter()
+        .map(|p| format!("--include-path={p}"))
+        .collect();
+    opts.push(format!("--gpu-architecture={arch}"));
+    opts.extend(options.iter().cloned());
+    // SAFETY: `prog` comes from create_program and is destroyed once, below; the
+    // source and name CStrings outlive it.
+    let out = unsafe {
+        let compiled = result::compile_program(prog, &opts);
+        let out = match compiled {
+            Err(e) => {
+                let log = result::get_program_log(prog)
+                    .map(|l| {
+                        let bytes: Vec<u8> = l
+                            .iter()
+                            .take_while(|&&c| c != 0)
+                            .map(|&c| c as u8)
+                            .collect();
+                        String::from_utf8_lossy(&bytes).into_owned()
+                    })
+                    .unwrap_or_default();
+                Err(compile_error(format!("{e:?}: {log}")))
+            }
+            Ok(()) => {
+                let mut size = 0usize;
+                let r = sys::nvrtcGetCUBINSize(prog, &mut size);
+                if r != sys::nvrtcResult::NVRTC_SUCCESS || size == 0 {
+                    Err(compile_error(format!("nvrtcGetCUBINSize: {r:?}")))
+                } else {
+                    let mut cubin = vec![0u8; size];
+                    let r = sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast());
+                    if r != sys::nvrtcResult::NVRTC_SUCCESS {
+                        Err(compile_error(format!("nvrtcGetCUBIN: {r:?}")))
+                    } else {
+                        Ok(cubin)
+                    }
+                }
+            }
+        };
+        let _ = result::destroy_program(prog);
+        out
+    };
+    out
 }
 
 /// NVRTC-compile one kernel module with `defines` (e.g. "-DARITY=2") for

@@ -18,13 +18,18 @@
 
 use crate::codegen::{self, key_host_reason, pipeline_host_reason, DeviceOp};
 use crate::error::Result;
-use crate::gpu::Gpu;
+use crate::gpu::{arity_defines, Gpu};
+use crate::kernels;
 use crate::CudaError;
 use cudarc::driver::CudaFunction;
 use fixlog_cpu::eval::{compile_expr, CExpr, Src};
 use fixlog_cpu::{CpuBackend, CpuCode};
 use fixlog_exec::OpSpec;
 use fixlog_plan::{Cond, PExpr};
+
+/// The fewest operators a generated module holds: NVRTC's fixed cost per module (its
+/// headers) is worth sharing across several operators.
+const OPS_PER_MODULE_MIN: usize = 4;
 
 /// Kernels of one device join (see the kernel contract in [`crate::codegen`]).
 pub struct JoinKernels {
@@ -342,17 +347,67 @@ pub(crate) fn prepare(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<V
         });
     }
 
-    let module = if device.is_empty() {
-        None
-    } else {
-        let source = codegen::module_source(&device).map_err(CudaError::Invalid)?;
-        Some(gpu.load_source("ops", &source, &["--fmad=false".to_string()])?)
-    };
-    let function = |name: String| -> Result<CudaFunction> {
-        let m = module
-            .as_ref()
-            .ok_or_else(|| CudaError::Invalid("no generated module".into()))?;
-        gpu.module_function(m, &name)
+    // The operators' kernels, compiled as a few modules at once on several threads
+    // (NVRTC compiles one module on one thread; a large program is seconds of it).
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 16);
+    let per_module = device.len().div_ceil(threads).max(OPS_PER_MODULE_MIN);
+    let mut sources = Vec::new();
+    let mut module_of = std::collections::HashMap::new();
+    for (m, chunk) in device.chunks(per_module.max(1)).enumerate() {
+        let source = codegen::module_source(chunk).map_err(CudaError::Invalid)?;
+        for op in chunk {
+            module_of.insert(op.prefix.clone(), m);
+        }
+        sources.push((format!("ops{m}"), source));
+    }
+    let modules = gpu.load_sources(&sources, &["--fmad=false".to_string()])?;
+    // The primitives of every arity the operators touch (sorting, merging and indexing
+    // their outputs and inputs), compiled in parallel now rather than one by one on
+    // first use.
+    let mut arities: Vec<usize> = specs
+        .iter()
+        .flat_map(|s| match s {
+            OpSpec::Scan { arity, project, .. } | OpSpec::Filter { arity, project, .. } => {
+                vec![*arity, project.len()]
+            }
+            OpSpec::Join {
+                input_arity,
+                order,
+                project,
+                ..
+            } => vec![*input_arity, order.len(), project.len()],
+            OpSpec::AntiJoin {
+                input_arity, order, ..
+            } => vec![*input_arity, order.len()],
+            OpSpec::Aggregate {
+                input_arity,
+                project,
+                ..
+            } => vec![*input_arity, project.len()],
+        })
+        .filter(|a| (1..=8).contains(a))
+        .collect();
+    arities.sort_unstable();
+    arities.dedup();
+    let mut wanted: Vec<(&str, String)> = vec![
+        (kernels::SCAN, String::new()),
+        (kernels::MISC, String::new()),
+    ];
+    for &a in &arities {
+        for m in [kernels::SORT, kernels::REL, kernels::HISA] {
+            wanted.push((m, arity_defines(a)));
+        }
+    }
+    gpu.load_modules(&wanted)?;
+    let function = |prefix: &str, kernel: &str| -> Result<CudaFunction> {
+        let m = module_of
+            .get(prefix)
+            .and_then(|&m| modules.get(m))
+            .ok_or_else(|| CudaError::Invalid(format!("no generated module holds {prefix}")))?;
+        gpu.module_function(m, &format!("{prefix}_{kernel}"))
     };
     pending
         .into_iter()
@@ -367,7 +422,7 @@ pub(crate) fn prepare(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<V
                     arity,
                     out_arity,
                     exec: match (prefix, host) {
-                        (Some(p), _) => MapExec::Device(function(format!("{p}_map"))?),
+                        (Some(p), _) => MapExec::Device(function(&p, "map")?),
                         (None, Some(h)) => MapExec::Host(h),
                         (None, None) => MapExec::Identity,
                     },
@@ -387,9 +442,9 @@ pub(crate) fn prepare(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<V
                     key_len,
                     host_key,
                     kernels: JoinKernels {
-                        count: function(format!("{prefix}_jcount"))?,
-                        write: function(format!("{prefix}_jwrite"))?,
-                        write_distinct: function(format!("{prefix}_jwrite_distinct"))?,
+                        count: function(&prefix, "jcount")?,
+                        write: function(&prefix, "jwrite")?,
+                        write_distinct: function(&prefix, "jwrite_distinct")?,
                     },
                     distinct,
                     device_out,
@@ -406,7 +461,7 @@ pub(crate) fn prepare(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<V
                     order,
                     key_len,
                     host_key,
-                    kernel: function(format!("{prefix}_anti"))?,
+                    kernel: function(&prefix, "anti")?,
                 }),
                 Pending::Aggregate { input_arity, cpu } => CudaCode::Aggregate { input_arity, cpu },
             })
