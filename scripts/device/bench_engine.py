@@ -40,7 +40,10 @@ def truth(data):
     with open(os.path.join(data, "ground_truth.tsv")) as f:
         head = f.readline().rstrip("\n").split("\t")
         for line in f:
-            r = dict(zip(head, line.rstrip("\n").split("\t")))
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) < len(head):
+                continue
+            r = dict(zip(head, fields))
             key = (r["dataset"], r["query"])
             if key not in t:
                 t[key] = (int(r["value"]), int(r["iterations"]) if r["iterations"].isdigit() else None)
@@ -115,8 +118,8 @@ def main():
             wrong += 0 if ok else 1
             ev = sum(s["seconds"] for s in best["strata"])
             ph = best["phases"]
-            peak = best.get("peak_device_memory")
-            peak = f"{peak / 2**30:.2f}" if peak else "-"
+            held, used = best.get("peak_device_memory"), best.get("peak_device_memory_in_use")
+            peak = f"{held / 2**30:.2f} / {used / 2**30:.2f}" if held else "-"
             line = (f"| {q} | {g} | {size} | {'exact' if ok else f'WRONG (want {want}/{want_it})'} | {iters} "
                     f"| {ev:.3f} | {best['driver_seconds']:.3f} | {best['wall']:.3f} | {peak} "
                     f"| load {ph['load']:.3f} prep {ph['prepare']:.3f} join {ph['join']:.3f} "
@@ -126,7 +129,7 @@ def main():
             rows.append(line)
     print(f"\n## fixlog run --backend {opt['--backend']} ({'outputs written' if output else '.printsize'})")
     print("| query | graph | size | count | iterations | evaluation s | driver s | process s "
-          "| peak device GiB | phases (s) |")
+          "| peak device GiB held / in use | phases (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(r)

@@ -8,15 +8,15 @@
 
 use crate::hisa::HashTable;
 use crate::rows;
-use fixlog_exec::runs::push_run;
+use fixlog_exec::runs::{push_run, RunPolicy};
 use fixlog_exec::{ExecError, ExecResult};
 use fixlog_logical::Value;
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// Each run of a relation or index is at least this many times larger than the next
-/// (see `fixlog_exec::runs`).
-pub const GROWTH: usize = 4;
+/// Each run of a relation or index is at least four times larger than the next (see
+/// `fixlog_exec::runs`); host memory is not capped.
+pub const RUNS: RunPolicy = RunPolicy::geometric(4);
 
 /// A sorted, duplicate-free array of rows.
 #[derive(Debug, Default)]
@@ -229,7 +229,7 @@ pub(crate) fn add_run(arity: usize, runs: &mut Vec<Arc<Run>>, run: Arc<Run>) -> 
     push_run(
         runs,
         run,
-        GROWTH,
+        RUNS,
         |r| r.len,
         |below, top| Ok(Arc::new(union_runs(arity, &below, &top)?)),
     )
@@ -241,7 +241,7 @@ pub(crate) fn add_index_run(index: &mut CpuIndex, run: Arc<Run>) -> ExecResult<(
     push_run(
         &mut index.runs,
         IndexRun::new(run, arity, key_len),
-        GROWTH,
+        RUNS,
         |r| r.run.len,
         |below, top| {
             let merged = union_runs(arity, &below.run, &top.run)?;

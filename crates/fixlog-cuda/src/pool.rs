@@ -9,6 +9,11 @@
 //! a request beyond it first releases cached blocks, and if still too large
 //! returns [`CudaError::OutOfMemory`] instead of crashing.
 //!
+//! The cache is bounded: beyond [`CACHE_FLOOR`] bytes it holds at most a quarter of
+//! the bytes in use, so memory a run no longer needs (the runs a merge replaced, the
+//! buffers of a large iteration) goes back to the device instead of inflating what the
+//! process holds; blocks of the steady-state loop are still reused.
+//!
 //! The bookkeeping ([`PoolCore`]) is generic over a [`RawAlloc`] so it is
 //! unit-tested without a device.
 
@@ -21,6 +26,11 @@ pub trait RawAlloc {
     fn alloc(&mut self, bytes: usize) -> Result<u64>;
     fn free(&mut self, ptr: u64, bytes: usize);
 }
+
+/// The cache may always hold this many bytes (see the module docs).
+pub const CACHE_FLOOR: usize = 256 << 20;
+/// Beyond the floor, the cache holds at most `in use / CACHE_SHARE` bytes.
+pub const CACHE_SHARE: usize = 4;
 
 /// Smallest geometric size class holding `bytes` (min 256 B).
 pub fn size_class(bytes: usize) -> usize {
@@ -43,7 +53,10 @@ pub fn size_class(bytes: usize) -> usize {
 pub struct PoolStats {
     pub in_use: usize,
     pub cached: usize,
+    /// Most bytes held from the device at once (in use and cached).
     pub high_water: usize,
+    /// Most bytes in use at once.
+    pub peak_in_use: usize,
     pub raw_allocs: u64,
     pub raw_frees: u64,
     pub reuses: u64,
@@ -97,6 +110,7 @@ impl<A: RawAlloc> PoolCore<A> {
                 }
                 self.stats.cached -= class;
                 self.stats.in_use += class;
+                self.stats.peak_in_use = self.stats.peak_in_use.max(self.stats.in_use);
                 self.stats.reuses += 1;
                 return Ok((p, class));
             }
@@ -113,6 +127,7 @@ impl<A: RawAlloc> PoolCore<A> {
         };
         self.stats.raw_allocs += 1;
         self.stats.in_use += class;
+        self.stats.peak_in_use = self.stats.peak_in_use.max(self.stats.in_use);
         let held = self.stats.in_use + self.stats.cached;
         self.stats.high_water = self.stats.high_water.max(held);
         Ok((p, class))
@@ -123,6 +138,10 @@ impl<A: RawAlloc> PoolCore<A> {
         self.stats.in_use -= class;
         self.stats.cached += class;
         self.free.entry(class).or_default().push(ptr);
+        let cap = CACHE_FLOOR.max(self.stats.in_use / CACHE_SHARE);
+        if self.stats.cached > cap {
+            self.release_cached_until(self.stats.in_use + cap);
+        }
     }
 
     /// Free cached blocks (largest first) until in_use + cached <= target.
@@ -259,6 +278,26 @@ mod tests {
         assert_eq!(p.stats().cached, 0);
         assert!(p.alloc(4096).is_err());
         p.release(a.0, a.1);
+    }
+
+    #[test]
+    fn the_cache_is_bounded_by_the_bytes_in_use() {
+        let mut p = pool(usize::MAX / 2, usize::MAX / 2);
+        let big = 64 << 20;
+        // Twelve big blocks in use, then ten released: the cache keeps what the floor
+        // allows (in use / 4 is less), the rest goes back to the device.
+        let held: Vec<_> = (0..12).map(|_| p.alloc(big).unwrap()).collect();
+        for &(ptr, c) in &held[..10] {
+            p.release(ptr, c);
+        }
+        let s = p.stats();
+        assert_eq!(s.in_use, 2 * size_class(big));
+        assert!(s.cached <= CACHE_FLOOR, "{} cached", s.cached);
+        assert!(s.raw_frees > 0);
+        assert_eq!(s.peak_in_use, 12 * size_class(big));
+        for &(ptr, c) in &held[10..] {
+            p.release(ptr, c);
+        }
     }
 
     #[test]

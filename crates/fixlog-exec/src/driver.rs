@@ -26,14 +26,14 @@
 //!   another join is sorted and deduplicated first.
 
 use crate::backend::{internal, Backend, EvalContext, ExecError, ExecResult, OpSpec};
-use crate::runs::push_run;
+use crate::runs::{push_run, RunPolicy};
 use fixlog_logical::{Program, RelId, SymbolTable, Value};
 use fixlog_plan::{Op, PExpr, Plan, RulePlan, Version};
 use std::time::{Duration, Instant};
 
-/// Growth factor of the stack of a rule's new tuples within one iteration (see
+/// Growth of the stack of a rule's new tuples within one iteration (see
 /// [`crate::runs`]): merging often keeps the stack short, and the runs are small.
-const NEW_RUNS_GROWTH: usize = 2;
+const NEW_RUNS: RunPolicy = RunPolicy::geometric(2);
 
 /// Tuples of one relation, row-major.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -117,8 +117,11 @@ pub struct RunStats {
     pub derived: usize,
     /// Pieces run again in halves after running out of memory.
     pub memory_retries: usize,
-    /// The backend's peak memory, in bytes, where it measures one (device memory).
+    /// The most memory the backend held at once, in bytes, where it measures it
+    /// (device memory: in use and cached by its pool).
     pub peak_memory: Option<usize>,
+    /// The most of it in use at once.
+    pub peak_memory_in_use: Option<usize>,
     pub total: Duration,
 }
 
@@ -761,7 +764,7 @@ impl<B: Backend> Driver<'_, B> {
         push_run(
             acc,
             new,
-            NEW_RUNS_GROWTH,
+            NEW_RUNS,
             |r| b.relation_len(r),
             |below, top| b.merge(&below, &top),
         )?;

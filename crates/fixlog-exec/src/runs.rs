@@ -11,17 +11,43 @@
 //!
 //! The same function keeps the CPU backend's relations and indexes, the CUDA backend's
 //! relations and indexes on the device, and the driver's stack of a rule's new tuples;
-//! each picks its growth factor (a larger factor: fewer runs to probe, more copying).
+//! each picks its [`RunPolicy`]: the growth factor (a larger factor: fewer runs to
+//! probe, more copying) and, where memory is scarce (a GPU), a cap on how large a
+//! merged run may be relative to the whole: a merge holds its inputs and its output at
+//! once, so merging everything into one run would need twice the relation's memory;
+//! with runs capped at half the relation, a merge needs at most half more, and the
+//! runs stay few (at most a handful above a quarter of the relation, then
+//! geometrically smaller ones).
 
 use crate::backend::ExecResult;
 
+/// How a stack of runs grows; see the module docs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunPolicy {
+    /// Each run is at least `growth` times the size of the run on top of it.
+    pub growth: usize,
+    /// A merge may make a run of at most this share of all the rows (`1.0`: no cap).
+    pub max_share: f64,
+}
+
+impl RunPolicy {
+    /// Geometric growth, no cap.
+    pub const fn geometric(growth: usize) -> RunPolicy {
+        RunPolicy {
+            growth,
+            max_share: 1.0,
+        }
+    }
+}
+
 /// Pushes `run` onto `runs` (largest first) and merges the two smallest runs while the
-/// one below is less than `growth` times the size of the one on top. Empty runs are
-/// not pushed. `merge(below, top)` must return their union.
+/// one below is less than `policy.growth` times the size of the one on top (and the
+/// merged run stays within `policy.max_share` of all the rows). Empty runs are not
+/// pushed. `merge(below, top)` must return their union.
 pub fn push_run<T>(
     runs: &mut Vec<T>,
     run: T,
-    growth: usize,
+    policy: RunPolicy,
     len: impl Fn(&T) -> usize,
     mut merge: impl FnMut(T, T) -> ExecResult<T>,
 ) -> ExecResult<()> {
@@ -29,9 +55,14 @@ pub fn push_run<T>(
         return Ok(());
     }
     runs.push(run);
+    let total: usize = runs.iter().map(&len).sum();
+    let cap = (total as f64 * policy.max_share.clamp(0.0, 1.0)) as usize;
     while runs.len() >= 2 {
         let n = runs.len();
-        if len(&runs[n - 2]) >= growth.saturating_mul(len(&runs[n - 1])) {
+        let (below, top) = (len(&runs[n - 2]), len(&runs[n - 1]));
+        if below >= policy.growth.saturating_mul(top)
+            || (below + top > cap && policy.max_share < 1.0)
+        {
             break;
         }
         let (Some(top), Some(below)) = (runs.pop(), runs.pop()) else {
@@ -58,7 +89,7 @@ mod tests {
                 push_run(
                     &mut runs,
                     run,
-                    growth,
+                    RunPolicy::geometric(growth),
                     |r| r.len(),
                     |mut a, b| {
                         a.extend(b);
@@ -78,9 +109,54 @@ mod tests {
     }
 
     #[test]
+    fn capped_merges_stay_within_half_and_runs_stay_few() {
+        // Deltas that grow and shrink, as the iterations of a transitive closure.
+        let policy = RunPolicy {
+            growth: 2,
+            max_share: 0.5,
+        };
+        let mut runs: Vec<Vec<u32>> = Vec::new();
+        let mut next = 0u32;
+        for step in 0..3000u32 {
+            let size = 1 + (step * 7919) % 97 + (step % 400) * 20;
+            let run: Vec<u32> = (next..next + size).collect();
+            next += size;
+            let mut largest_merge = 0;
+            push_run(
+                &mut runs,
+                run,
+                policy,
+                |r| r.len(),
+                |mut a, b| {
+                    a.extend(b);
+                    largest_merge = largest_merge.max(a.len());
+                    Ok(a)
+                },
+            )
+            .unwrap();
+            let total: usize = runs.iter().map(|r| r.len()).sum();
+            assert!(
+                largest_merge <= total / 2 + 1,
+                "merged {largest_merge} of {total}"
+            );
+            let bound = 2 * (total as f64).log2().ceil() as usize + 4;
+            assert!(runs.len() <= bound, "{} runs for {total}", runs.len());
+        }
+        let total: usize = runs.iter().map(|r| r.len()).sum();
+        assert_eq!(total, next as usize);
+    }
+
+    #[test]
     fn empty_runs_are_not_pushed() {
         let mut runs = vec![vec![1u32]];
-        push_run(&mut runs, vec![], 4, |r| r.len(), |_, _| unreachable!()).unwrap();
+        push_run(
+            &mut runs,
+            vec![],
+            RunPolicy::geometric(4),
+            |r| r.len(),
+            |_, _| unreachable!(),
+        )
+        .unwrap();
         assert_eq!(runs, vec![vec![1]]);
     }
 }

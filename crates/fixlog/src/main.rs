@@ -210,10 +210,11 @@ fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
         "tuples derived before deduplication: {}\n",
         stats.derived
     ));
-    if let Some(peak) = stats.peak_memory {
+    if let (Some(held), Some(used)) = (stats.peak_memory, stats.peak_memory_in_use) {
         s.push_str(&format!(
-            "peak device memory: {:.1} MiB\n",
-            peak as f64 / (1u64 << 20) as f64
+            "peak device memory: {:.1} MiB held, {:.1} MiB in use\n",
+            held as f64 / (1u64 << 20) as f64,
+            used as f64 / (1u64 << 20) as f64
         ));
     }
     if stats.memory_retries > 0 {
@@ -248,6 +249,7 @@ fn stats_json(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
         "device": stats.device,
         "memory_retries": stats.memory_retries,
         "peak_device_memory": stats.peak_memory,
+        "peak_device_memory_in_use": stats.peak_memory_in_use,
         "seconds": start.elapsed().as_secs_f64(),
         "driver_seconds": stats.total.as_secs_f64(),
         "evaluation_seconds": stats.strata.iter().map(|s| s.time.as_secs_f64()).sum::<f64>(),

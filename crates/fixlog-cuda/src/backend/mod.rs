@@ -73,6 +73,7 @@ pub fn run(
             backend.gpu.total_mem() as f64 / (1u64 << 30) as f64
         );
         result.stats.peak_memory = Some(s.high_water);
+        result.stats.peak_memory_in_use = Some(s.peak_in_use);
         Ok(result)
     })
 }

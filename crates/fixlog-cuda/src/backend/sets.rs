@@ -13,14 +13,18 @@ use crate::kernels::MISC;
 use crate::ops::{Rel, View};
 use crate::CudaError;
 use fixlog_cpu::rows;
-use fixlog_exec::runs::push_run;
+use fixlog_exec::runs::{push_run, RunPolicy};
 use fixlog_logical::Value;
 use std::rc::Rc;
 
-/// Each run of a device relation or index is at least this many times larger than the
-/// next (the policy of `fixlog_exec::runs`; the transitive-closure driver measured 2
-/// best: fewer rows copied per merge than with 4, and few runs to probe).
-pub(crate) const GROWTH: usize = 2;
+/// Each run of a device relation or index is at least twice the size of the next (the
+/// transitive-closure driver measured 2 best: fewer rows copied per merge than with 4,
+/// and few runs to probe), and no merge makes a run of more than half the relation, so
+/// merging needs at most half the relation's memory more (`fixlog_exec::runs`).
+pub(crate) const RUNS: RunPolicy = RunPolicy {
+    growth: 2,
+    max_share: 0.5,
+};
 
 /// Whether the device primitives sort and merge rows of this arity.
 pub(crate) fn on_device(arity: usize) -> bool {
@@ -233,7 +237,7 @@ impl CudaBackend {
         push_run(
             runs,
             run,
-            GROWTH,
+            RUNS,
             |r| r.n,
             |below, top| {
                 self.union_disjoint(arity, &below, &top)
@@ -309,7 +313,7 @@ impl CudaBackend {
         push_run(
             &mut index.runs,
             run,
-            GROWTH,
+            RUNS,
             |r| r.rows.n,
             |below, top| {
                 let merged = self
