@@ -34,7 +34,13 @@ fn main() {
         gpu.sm_count(),
         limit
     );
-    let backend = CudaBackend::new(gpu);
+    let backend = match CudaBackend::new(std::rc::Rc::new(gpu), None) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("cannot start the backend: {e}");
+            std::process::exit(2);
+        }
+    };
     // Panics are caught and reported per check; keep their messages short.
     std::panic::set_hook(Box::new(|info| {
         let msg = info

@@ -21,22 +21,92 @@ use std::sync::Arc;
 // SAFETY: JoinSpec is #[repr(C)], plain u32 data, same layout as in join.cu.
 unsafe impl cudarc::driver::DeviceRepr for crate::cpu::JoinSpec {}
 
-/// cuMemAlloc / cuMemFree underneath the pool.
+/// Device memory underneath the pool: the driver's stream-ordered allocator on the
+/// device's default memory pool where the device has one (`cuMemAllocAsync` /
+/// `cuMemFreeAsync` on the one stream all work runs on: no synchronisation, and freed
+/// memory is reused for requests of any size), `cuMemAlloc` / `cuMemFree` otherwise.
 pub struct DriverAlloc {
     ctx: Arc<CudaContext>,
+    /// The stream every kernel and copy runs on (the legacy default stream).
+    stream: sys::CUstream,
+    /// The device's default memory pool, when stream-ordered allocation is used.
+    mempool: Option<sys::CUmemoryPool>,
 }
 
 impl RawAlloc for DriverAlloc {
     fn alloc(&mut self, bytes: usize) -> Result<u64> {
         self.ctx.bind_to_thread()?;
-        // SAFETY: plain allocation; the pointer is owned by the pool.
-        unsafe { result::malloc_sync(bytes) }.map_err(|e| CudaError::driver("cuMemAlloc", e))
+        // SAFETY: plain allocations; the pointer is owned by the pool, and every use
+        // of it is on `stream`.
+        if self.mempool.is_some() {
+            unsafe { result::malloc_async(self.stream, bytes) }
+                .map_err(|e| CudaError::driver("cuMemAllocAsync", e))
+        } else {
+            unsafe { result::malloc_sync(bytes) }.map_err(|e| CudaError::driver("cuMemAlloc", e))
+        }
     }
     fn free(&mut self, ptr: u64, _bytes: usize) {
         // A failing free cannot be recovered; it would surface at the next call.
         let _ = self.ctx.bind_to_thread();
-        let _ = unsafe { result::free_sync(ptr) };
+        if self.mempool.is_some() {
+            let _ = unsafe { result::free_async(ptr, self.stream) };
+        } else {
+            let _ = unsafe { result::free_sync(ptr) };
+        }
     }
+}
+
+/// The device's default memory pool, set to keep what is freed (release threshold:
+/// unlimited) and with its high-water marks reset; `None` without memory pools.
+fn default_mempool(ctx: &Arc<CudaContext>) -> Option<sys::CUmemoryPool> {
+    let supported = ctx
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
+        .ok()?;
+    if supported == 0 {
+        return None;
+    }
+    // SAFETY: the pool handle comes from the driver for this context's device; the
+    // attribute values are u64 as the driver documents.
+    unsafe {
+        let pool = result::device::get_default_mem_pool(ctx.cu_device()).ok()?;
+        let mut keep: u64 = u64::MAX;
+        result::mem_pool::set_attribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut keep as *mut u64).cast(),
+        )
+        .ok()?;
+        reset_mempool_peaks(pool);
+        Some(pool)
+    }
+}
+
+/// Resets the high-water marks of a memory pool.
+///
+/// # Safety
+/// `pool` must be a valid memory pool.
+unsafe fn reset_mempool_peaks(pool: sys::CUmemoryPool) {
+    for attr in [
+        sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+        sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+    ] {
+        let mut zero: u64 = 0;
+        let _ = result::mem_pool::set_attribute(pool, attr, (&mut zero as *mut u64).cast());
+    }
+}
+
+/// A memory pool attribute (u64).
+///
+/// # Safety
+/// `pool` must be a valid memory pool.
+unsafe fn mempool_attribute(
+    pool: sys::CUmemoryPool,
+    attr: sys::CUmemPool_attribute,
+) -> Option<u64> {
+    let mut v: u64 = 0;
+    result::mem_pool::get_attribute(pool, attr, (&mut v as *mut u64).cast())
+        .ok()
+        .map(|_| v)
 }
 
 type SharedPool = Rc<RefCell<PoolCore<DriverAlloc>>>;
@@ -200,6 +270,8 @@ pub struct Gpu {
     sm_count: u32,
     total_mem: usize,
     compiler: Compiler,
+    /// The pool limit when none is given: 90% of the memory free at start.
+    default_limit: usize,
     compile_stats: RefCell<CompileStats>,
     /// Rows per onesweep launch (at most 2^28); lowered only by tests, to
     /// exercise the portion hand-over on small inputs.
@@ -261,7 +333,8 @@ impl Gpu {
             as u32;
         let total_mem = ctx.total_mem()?;
         let (free, _) = ctx.mem_get_info()?;
-        let limit = byte_limit.unwrap_or(free / 10 * 9);
+        let default_limit = free / 10 * 9;
+        let limit = byte_limit.unwrap_or(default_limit);
         let arch: &'static str = Box::leak(format!("sm_{}{}", cc.0, cc.1).into_boxed_str());
         let mut include_paths = vec![];
         if let Some(root) = cuda_root() {
@@ -272,9 +345,15 @@ impl Gpu {
                 }
             }
         }
+        let mempool = default_mempool(&ctx);
         let pool = Rc::new(RefCell::new(PoolCore::new(
-            DriverAlloc { ctx: ctx.clone() },
+            DriverAlloc {
+                ctx: ctx.clone(),
+                stream: stream.cu_stream(),
+                mempool,
+            },
             limit,
+            mempool.is_none(),
         )));
         let mapped = MappedWords::new(&ctx);
         Ok(Gpu {
@@ -285,6 +364,7 @@ impl Gpu {
             modules: RefCell::new(HashMap::new()),
             funcs: RefCell::new(HashMap::new()),
             compiler: Compiler::new(arch, &name, include_paths, default_cache_dir()),
+            default_limit,
             name,
             cc,
             sm_count,
@@ -312,8 +392,46 @@ impl Gpu {
     pub fn pool_stats(&self) -> PoolStats {
         self.pool.borrow().stats()
     }
+    /// The pool limit used when none is given (90% of the memory free at start).
+    pub fn default_limit(&self) -> usize {
+        self.default_limit
+    }
     pub fn set_pool_limit(&self, limit: usize) {
         self.pool.borrow_mut().set_limit(limit);
+    }
+    /// The most device memory held (reserved from the device) and in use since the
+    /// peaks were last reset: from the driver's memory pool where it is used, else
+    /// from this pool's accounting.
+    pub fn memory_peaks(&self) -> (usize, usize) {
+        let mut core = self.pool.borrow_mut();
+        let s = core.stats();
+        match core.raw_mut().mempool {
+            // SAFETY: the pool handle is valid for the context's life.
+            Some(pool) => unsafe {
+                let held = mempool_attribute(
+                    pool,
+                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+                );
+                let used = mempool_attribute(
+                    pool,
+                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                );
+                (
+                    held.map_or(s.high_water, |v| v as usize),
+                    used.map_or(s.peak_in_use, |v| v as usize),
+                )
+            },
+            None => (s.high_water, s.peak_in_use),
+        }
+    }
+    /// Starts the memory peaks afresh (the pool's and the driver's).
+    pub fn reset_memory_peaks(&self) {
+        let mut core = self.pool.borrow_mut();
+        core.reset_peaks();
+        if let Some(pool) = core.raw_mut().mempool {
+            // SAFETY: as above.
+            unsafe { reset_mempool_peaks(pool) };
+        }
     }
     /// Rows per radix-sort launch (default and maximum 2^28, rounded down to
     /// whole tiles); a test hook for the hand-over between launches.

@@ -9,10 +9,12 @@
 //! a request beyond it first releases cached blocks, and if still too large
 //! returns [`CudaError::OutOfMemory`] instead of crashing.
 //!
-//! The cache is bounded: beyond [`CACHE_FLOOR`] bytes it holds at most a quarter of
-//! the bytes in use, so memory a run no longer needs (the runs a merge replaced, the
-//! buffers of a large iteration) goes back to the device instead of inflating what the
-//! process holds; blocks of the steady-state loop are still reused.
+//! Where the allocator underneath caches by itself (the driver's stream-ordered
+//! allocator, which reuses freed memory across sizes without synchronising), the pool
+//! keeps no cache ([`PoolCore::new`]'s `cache`) and only accounts and enforces the
+//! limit. Otherwise its cache is bounded: beyond [`CACHE_FLOOR`] bytes it holds at
+//! most a quarter of the bytes in use, so memory a run no longer needs goes back to
+//! the device instead of inflating what the process holds.
 //!
 //! The bookkeeping ([`PoolCore`]) is generic over a [`RawAlloc`] so it is
 //! unit-tested without a device.
@@ -67,10 +69,12 @@ pub struct PoolCore<A: RawAlloc> {
     raw: A,
     free: BTreeMap<usize, Vec<u64>>,
     stats: PoolStats,
+    /// Keep released blocks for reuse (false: `raw` caches by itself).
+    cache: bool,
 }
 
 impl<A: RawAlloc> PoolCore<A> {
-    pub fn new(raw: A, limit: usize) -> Self {
+    pub fn new(raw: A, limit: usize, cache: bool) -> Self {
         PoolCore {
             raw,
             free: BTreeMap::new(),
@@ -78,7 +82,14 @@ impl<A: RawAlloc> PoolCore<A> {
                 limit,
                 ..Default::default()
             },
+            cache,
         }
+    }
+
+    /// Starts the high-water marks afresh (at the bytes held and in use now).
+    pub fn reset_peaks(&mut self) {
+        self.stats.high_water = self.stats.in_use + self.stats.cached;
+        self.stats.peak_in_use = self.stats.in_use;
     }
 
     pub fn stats(&self) -> PoolStats {
@@ -136,6 +147,11 @@ impl<A: RawAlloc> PoolCore<A> {
     /// Return a block obtained from [`alloc`](Self::alloc) to the cache.
     pub fn release(&mut self, ptr: u64, class: usize) {
         self.stats.in_use -= class;
+        if !self.cache {
+            self.raw.free(ptr, class);
+            self.stats.raw_frees += 1;
+            return;
+        }
         self.stats.cached += class;
         self.free.entry(class).or_default().push(ptr);
         let cap = CACHE_FLOOR.max(self.stats.in_use / CACHE_SHARE);
@@ -209,7 +225,31 @@ mod tests {
                 cap,
             },
             limit,
+            true,
         )
+    }
+
+    #[test]
+    fn without_a_cache_blocks_go_back_at_once_and_the_limit_holds() {
+        let fake = Fake {
+            next: 0,
+            live: 0,
+            cap: 1 << 30,
+        };
+        let mut p = PoolCore::new(fake, 1 << 20, false);
+        let a = p.alloc(300_000).unwrap();
+        let b = p.alloc(300_000).unwrap();
+        assert!(p.alloc(600_000).is_err(), "over the limit");
+        p.release(a.0, a.1);
+        assert_eq!(p.stats().cached, 0);
+        assert_eq!(p.raw_mut().live, b.1);
+        let c = p.alloc(600_000).unwrap();
+        assert_eq!(p.stats().peak_in_use, b.1 + c.1);
+        p.release(b.0, b.1);
+        p.release(c.0, c.1);
+        assert_eq!(p.raw_mut().live, 0);
+        p.reset_peaks();
+        assert_eq!(p.stats().peak_in_use, 0);
     }
 
     #[test]

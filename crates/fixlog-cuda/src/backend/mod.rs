@@ -42,6 +42,10 @@ pub struct CudaOptions {
 }
 
 /// Runs `plan` to its fixpoint on the GPU.
+///
+/// The device is opened once per thread and kept: later runs on the same thread reuse
+/// its context and the kernels already loaded (a library that runs many programs pays
+/// for the context once), with the memory limit and peaks set afresh.
 pub fn run(
     program: &Program,
     plan: &Plan,
@@ -50,31 +54,39 @@ pub fn run(
     options: &DriverOptions,
     cuda: &CudaOptions,
 ) -> ExecResult<RunResult> {
-    let threads = cuda.host_threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .build()
-        .map_err(|e| ExecError::Backend(format!("cannot start worker threads: {e}")))?;
-    // The GPU context lives on the thread that runs the driver (`Gpu` is not `Send`);
-    // host work inside operators fans out to the pool.
-    pool.install(|| {
-        let gpu = Gpu::new(cuda.device, cuda.memory_limit).map_err(exec_error)?;
-        let backend = CudaBackend::new(gpu);
-        let mut result = driver::run(&backend, program, plan, initial, symbols, options)?;
-        let s = backend.gpu.pool_stats();
-        result.stats.device = format!(
-            "{}, {} SMs, {:.1} GiB; {threads} host threads",
-            backend.gpu.name(),
-            backend.gpu.sm_count(),
-            backend.gpu.total_mem() as f64 / (1u64 << 30) as f64
-        );
-        result.stats.peak_memory = Some(s.high_water);
-        result.stats.peak_memory_in_use = Some(s.peak_in_use);
-        Ok(result)
+    let gpu = thread_gpu(cuda.device).map_err(exec_error)?;
+    gpu.set_pool_limit(cuda.memory_limit.unwrap_or(gpu.default_limit()));
+    gpu.reset_memory_peaks();
+    let backend = CudaBackend::new(gpu, cuda.host_threads)?;
+    let mut result = driver::run(&backend, program, plan, initial, symbols, options)?;
+    let (held, used) = backend.gpu.memory_peaks();
+    result.stats.device = format!(
+        "{}, {} SMs, {:.1} GiB; {} host threads",
+        backend.gpu.name(),
+        backend.gpu.sm_count(),
+        backend.gpu.total_mem() as f64 / (1u64 << 30) as f64,
+        backend.host.current_num_threads()
+    );
+    result.stats.peak_memory = Some(held);
+    result.stats.peak_memory_in_use = Some(used);
+    Ok(result)
+}
+
+thread_local! {
+    /// The devices this thread opened, by ordinal (`Gpu` is not `Send`: a context is
+    /// used from the thread that made it).
+    static GPUS: std::cell::RefCell<Vec<(usize, Rc<Gpu>)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// This thread's handle on device `ordinal`, opened on first use.
+fn thread_gpu(ordinal: usize) -> Result<Rc<Gpu>> {
+    GPUS.with(|gpus| {
+        if let Some((_, g)) = gpus.borrow().iter().find(|(o, _)| *o == ordinal) {
+            return Ok(g.clone());
+        }
+        let g = Rc::new(Gpu::new(ordinal, None)?);
+        gpus.borrow_mut().push((ordinal, g.clone()));
+        Ok(g)
     })
 }
 
@@ -94,19 +106,34 @@ pub(crate) fn cuda_error(e: ExecError) -> CudaError {
     CudaError::Exec(e)
 }
 
-/// The CUDA backend: one GPU, and the CPU backend for the operators that run on the
-/// host.
+/// The CUDA backend: one GPU, and the CPU backend with its own threads for the
+/// operators that run on the host.
 pub struct CudaBackend {
-    pub(crate) gpu: Gpu,
+    pub(crate) gpu: Rc<Gpu>,
     pub(crate) cpu: CpuBackend,
+    /// Threads for host work (`-j`); the driver and the device calls stay on the
+    /// thread that owns the context.
+    pub(crate) host: rayon::ThreadPool,
 }
 
 impl CudaBackend {
-    pub fn new(gpu: Gpu) -> CudaBackend {
-        CudaBackend {
+    /// A backend on `gpu`, with `host_threads` threads for host work (`None`: all
+    /// cores).
+    pub fn new(gpu: Rc<Gpu>, host_threads: Option<usize>) -> ExecResult<CudaBackend> {
+        let threads = host_threads.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        });
+        let host = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()
+            .map_err(|e| ExecError::Backend(format!("cannot start worker threads: {e}")))?;
+        Ok(CudaBackend {
             gpu,
             cpu: CpuBackend::new(),
-        }
+            host,
+        })
     }
 
     pub fn gpu(&self) -> &Gpu {

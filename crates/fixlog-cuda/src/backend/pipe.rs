@@ -60,9 +60,10 @@ impl CudaBackend {
         ctx: &EvalContext,
     ) -> Result<CudaBatch> {
         let batch = CpuBatch::from_rows(arity, rows, len);
+        let cpu = &self.cpu;
         let out = self
-            .cpu
-            .filter(&batch, code, ctx)
+            .host
+            .install(|| cpu.filter(&batch, code, ctx))
             .map_err(super::cuda_error)?;
         self.upload_batch(out.arity(), &out.rows(), out.len())
     }
@@ -132,13 +133,16 @@ impl CudaBackend {
         let rows = self.download_batch(input)?;
         let n = input.len;
         // Keys in parallel on the host, in row order.
-        let keys: Vec<Option<Vec<Value>>> = (0..n)
-            .into_par_iter()
-            .map(|i| {
-                let r = &rows[i * a..i * a + a];
-                key.iter().map(|e| e.eval(r, &[], ctx.symbols)).collect()
-            })
-            .collect();
+        let rows_ref = &rows;
+        let keys: Vec<Option<Vec<Value>>> = self.host.install(|| {
+            (0..n)
+                .into_par_iter()
+                .map(|i| {
+                    let r = &rows_ref[i * a..i * a + a];
+                    key.iter().map(|e| e.eval(r, &[], ctx.symbols)).collect()
+                })
+                .collect()
+        });
         let mut out = Vec::with_capacity(n * (a + k));
         let mut kept = 0;
         for (i, key) in keys.into_iter().enumerate() {
@@ -437,9 +441,10 @@ impl CudaBackend {
         let group_rows = self.download_batch(&groups)?;
         let input = CpuBatch::from_rows(input.arity, input_rows, input.len);
         let groups = CpuBatch::from_rows(groups.arity, group_rows, groups.len);
+        let backend = &self.cpu;
         let out = self
-            .cpu
-            .aggregate(&input, groups, cpu, ctx)
+            .host
+            .install(|| backend.aggregate(&input, groups, cpu, ctx))
             .map_err(super::cuda_error)?;
         self.upload_batch(out.arity(), &out.rows(), out.len())
     }

@@ -19,12 +19,8 @@ use std::rc::Rc;
 
 /// Each run of a device relation or index is at least twice the size of the next (the
 /// transitive-closure driver measured 2 best: fewer rows copied per merge than with 4,
-/// and few runs to probe), and no merge makes a run of more than half the relation, so
-/// merging needs at most half the relation's memory more (`fixlog_exec::runs`).
-pub(crate) const RUNS: RunPolicy = RunPolicy {
-    growth: 2,
-    max_share: 0.5,
-};
+/// and few runs to probe).
+const GROWTH: usize = 2;
 
 /// Whether the device primitives sort and merge rows of this arity.
 pub(crate) fn on_device(arity: usize) -> bool {
@@ -32,6 +28,23 @@ pub(crate) fn on_device(arity: usize) -> bool {
 }
 
 impl CudaBackend {
+    /// How runs of `total_rows` rows of `arity` grow: merged freely while the device
+    /// has room for a merge's output beside its inputs, and otherwise only into runs
+    /// that fit in the room left (a merge holds inputs and output at once; merging
+    /// everything would need twice the relation). Measured on TC fe_ocean (H200,
+    /// docs/gpu-results.md): capping every merge at half the relation keeps the peak
+    /// at 1.5x the relation but takes 1.6x the time, so the cap applies only where
+    /// memory is short.
+    fn runs_policy(&self, arity: usize, total_rows: usize) -> RunPolicy {
+        let s = self.gpu.pool_stats();
+        let room = s.limit.saturating_sub(s.in_use) as f64 * 0.8;
+        let bytes = (total_rows * arity.max(1) * 4).max(1) as f64;
+        RunPolicy {
+            growth: GROWTH,
+            max_share: (room / bytes).min(1.0),
+        }
+    }
+
     // ---- moving rows --------------------------------------------------------------
 
     pub(crate) fn upload_rows(&self, rows: &[Value], n: usize) -> Result<DevRows> {
@@ -150,7 +163,7 @@ impl CudaBackend {
         } else {
             let mut data = self.download_batch(&batch)?;
             drop(batch);
-            let n = rows::sort_unique(arity, &mut data);
+            let n = self.host.install(|| rows::sort_unique(arity, &mut data));
             self.upload_rows(&data, n)
         }
     }
@@ -174,10 +187,12 @@ impl CudaBackend {
         } else {
             let mut data = self.download_batch(&batch)?;
             drop(batch);
-            rows::sort_unique(arity, &mut data);
             let olds = self.host_runs(old)?;
             let refs: Vec<&[Value]> = olds.iter().map(|r| &r[..]).collect();
-            let out = rows::difference_many(arity, &data, &refs);
+            let out = self.host.install(|| {
+                rows::sort_unique(arity, &mut data);
+                rows::difference_many(arity, &data, &refs)
+            });
             let n = out.len() / arity;
             self.upload_rows(&out, n)
         }
@@ -201,7 +216,7 @@ impl CudaBackend {
             Ok(CudaBackend::rows_of(rel))
         } else {
             let mut data = self.download(rows.ptr(), rows.n * arity)?;
-            rows::sort_distinct(arity, &mut data);
+            self.host.install(|| rows::sort_distinct(arity, &mut data));
             self.upload_rows(&data, rows.n)
         }
     }
@@ -222,7 +237,7 @@ impl CudaBackend {
         } else {
             let x = self.download(a.ptr(), a.n * arity)?;
             let y = self.download(b.ptr(), b.n * arity)?;
-            let out = rows::union_disjoint(arity, &x, &y);
+            let out = self.host.install(|| rows::union_disjoint(arity, &x, &y));
             self.upload_rows(&out, a.n + b.n)
         }
     }
@@ -234,10 +249,12 @@ impl CudaBackend {
         runs: &mut Vec<Rc<DevRows>>,
         run: Rc<DevRows>,
     ) -> Result<()> {
+        let total = runs.iter().map(|r| r.n).sum::<usize>() + run.n;
+        let policy = self.runs_policy(arity, total);
         push_run(
             runs,
             run,
-            RUNS,
+            policy,
             |r| r.n,
             |below, top| {
                 self.union_disjoint(arity, &below, &top)
@@ -289,7 +306,9 @@ impl CudaBackend {
             let x = self.download(a.ptr(), a.n * arity)?;
             let olds = self.host_runs(b)?;
             let refs: Vec<&[Value]> = olds.iter().map(|r| &r[..]).collect();
-            let out = rows::difference_many(arity, &x, &refs);
+            let out = self
+                .host
+                .install(|| rows::difference_many(arity, &x, &refs));
             let n = out.len() / arity;
             self.upload_rows(&out, n)
         }
@@ -310,10 +329,12 @@ impl CudaBackend {
     pub(crate) fn add_index_run(&self, index: &mut CudaIndex, rows: Rc<DevRows>) -> Result<()> {
         let (arity, key_len) = (index.arity, index.key_len);
         let run = self.index_run(rows, arity, key_len)?;
+        let total = index.len() + run.rows.n;
+        let policy = self.runs_policy(arity, total);
         push_run(
             &mut index.runs,
             run,
-            RUNS,
+            policy,
             |r| r.rows.n,
             |below, top| {
                 let merged = self
