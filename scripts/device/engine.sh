@@ -8,7 +8,7 @@
 #                default 300), scale tests, real-data TC/SG (all graphs of the suite,
 #                the ones CI skips as slow included)
 #   lowmem       golden and small real-data suites with the GPU capped at LOWMEM bytes
-#                (default 32 MiB), the larger real-data graphs at LOWMEM_BIG (default 2 GiB)
+#                (default 128 MiB), the larger real-data graphs at LOWMEM_BIG (default 2 GiB)
 #   engine       TC and SG on the shared graphs through `fixlog run --backend cuda`
 #                (GRAPHS_TC / GRAPHS_SG: comma lists; REPS, default 1)
 #   output       the same with outputs written (end-to-end), on OUTPUT_GRAPHS (TC)
@@ -51,7 +51,7 @@ for s in "${STEPS[@]}"; do
       done;;
     lowmem)
       for t in golden real_data real_data_big; do
-        bin=$t; limit=${LOWMEM:-$((32<<20))}; extra=""
+        bin=$t; limit=${LOWMEM:-$((128<<20))}; extra=""
         [ $t = real_data_big ] && { bin=real_data; limit=${LOWMEM_BIG:-$((2<<30))}; extra=--ignored; }
         FIXLOG_TEST_BACKEND=cuda FIXLOG_TEST_GPU_MEMORY_LIMIT=$limit timeout ${T_TESTS:-400} "$C/tests/$bin" $extra --test-threads 1 > "$OUT/lowmem-$t.log" 2>&1
         rc=$?; r=$(grep -E "^test result" "$OUT/lowmem-$t.log" | tail -1)
@@ -75,7 +75,7 @@ for s in "${STEPS[@]}"; do
         /usr/bin/time -v timeout ${T_CSPA:-300} "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-gpu --backend cuda --stats > "$OUT/cspa-$p-gpu.log" 2>&1; echo "gpu rc=$?"
         /usr/bin/time -v timeout ${T_CSPA:-300} "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-cpu --backend cpu --stats > "$OUT/cspa-$p-cpu.log" 2>&1; echo "cpu rc=$?"
         if diff -rq $d/out-gpu $d/out-cpu > /dev/null; then same=identical; else same=DIFFERENT; fi
-        echo "cspa $p: outputs $same"; grep -E "^[A-Za-z]+\s[0-9]+$|total|evaluation|peak|Maximum resident" "$OUT/cspa-$p-gpu.log" "$OUT/cspa-$p-cpu.log"
+        echo "cspa $p: outputs $same"; grep -E "^[A-Za-z]+\s[0-9]+$|total|peak|phases|Maximum resident" "$OUT/cspa-$p-gpu.log" "$OUT/cspa-$p-cpu.log"
         summary+=("cspa $p: GPU vs CPU outputs $same")
       done;;
     *) echo "unknown step $s";;

@@ -497,6 +497,57 @@ impl Gpu {
         }
         Ok(v)
     }
+    /// `words` u32 from the device into a new vector. Large copies go through a
+    /// pinned staging buffer (a copy into pageable memory runs at a fraction of the
+    /// bus's speed) and are spread over the host's cores from there.
+    pub fn download_words(&self, src: u64, words: usize) -> Result<Vec<u32>> {
+        use rayon::prelude::*;
+        /// Words per staging copy (64 MiB).
+        const STAGE: usize = 16 << 20;
+        if words < STAGE / 8 {
+            return self.dtoh::<u32>(src, words);
+        }
+        let stage_words = STAGE.min(words);
+        // SAFETY: a plain pinned allocation of `stage_words` u32, freed below; the
+        // slices over it never outlive it.
+        let host = unsafe { result::malloc_host(stage_words * 4, 0) }
+            .map_err(|e| CudaError::driver("cuMemHostAlloc", e))? as *mut u32;
+        let mut out: Vec<u32> = Vec::new();
+        let copied = out.try_reserve_exact(words).map_err(|_| {
+            CudaError::Invalid(format!(
+                "cannot allocate {} bytes of host memory",
+                words * 4
+            ))
+        });
+        let copied = copied.and_then(|()| {
+            let mut done = 0;
+            while done < words {
+                let n = (words - done).min(stage_words);
+                // SAFETY: `host` holds `stage_words >= n` u32.
+                let stage = unsafe { std::slice::from_raw_parts_mut(host, n) };
+                unsafe { result::memcpy_dtoh_sync(stage, src + (done * 4) as u64) }
+                    .map_err(|e| CudaError::driver("cuMemcpyDtoH", e))?;
+                let spare = &mut out.spare_capacity_mut()[done..done + n];
+                spare
+                    .par_chunks_mut(1 << 18)
+                    .zip(stage.par_chunks(1 << 18))
+                    .for_each(|(d, s)| {
+                        for (d, &s) in d.iter_mut().zip(s) {
+                            d.write(s);
+                        }
+                    });
+                done += n;
+            }
+            Ok(())
+        });
+        // SAFETY: allocated above, no longer referenced.
+        let _ = unsafe { result::free_host(host.cast()) };
+        copied?;
+        // SAFETY: every one of the `words` elements was written above.
+        unsafe { out.set_len(words) };
+        Ok(out)
+    }
+
     pub fn dtod(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
         if bytes == 0 {
             return Ok(());

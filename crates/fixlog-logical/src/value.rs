@@ -526,12 +526,8 @@ fn strip_zeros(s: &str) -> &str {
 /// as `<symbol N>`.
 pub fn write_value(out: &mut String, v: Value, ty: ColType, strings: &[Arc<str>]) {
     match ty {
-        ColType::Number => {
-            let _ = write!(out, "{}", as_i32(v));
-        }
-        ColType::Unsigned => {
-            let _ = write!(out, "{v}");
-        }
+        ColType::Number => out.push_str(itoa::Buffer::new().format(as_i32(v))),
+        ColType::Unsigned => out.push_str(itoa::Buffer::new().format(v)),
         ColType::Float => write_float(out, as_f32(v)),
         ColType::Symbol => match strings.get(v as usize) {
             Some(s) => out.push_str(s),

@@ -216,6 +216,99 @@ fn sort_for_output(rows: &mut [Vec<Value>], types: &[ColType], symbols: &SymbolT
     rows.par_sort_by(|a, b| order(a, b));
 }
 
+/// Whether the raw order of `tuples` (sorted by `u32` value, column by column) is
+/// already their output order: every column unsigned, or numbers none of which is
+/// negative (the usual case of ids and counts), and no float or symbol column.
+fn raw_order_is_output_order(tuples: &Tuples, types: &[ColType]) -> bool {
+    if types.iter().all(|&t| t == ColType::Unsigned) {
+        return true;
+    }
+    if !types
+        .iter()
+        .all(|&t| matches!(t, ColType::Unsigned | ColType::Number))
+    {
+        return false;
+    }
+    let a = tuples.arity;
+    let signed: Vec<usize> = (0..a).filter(|&c| types[c] == ColType::Number).collect();
+    tuples.rows.par_chunks(a * 4096).all(|chunk| {
+        chunk
+            .chunks_exact(a)
+            .all(|r| signed.iter().all(|&c| (r[c] as i32) >= 0))
+    })
+}
+
+/// Rows of the output text formatted per part; the parts in order.
+const FORMAT_PART_ROWS: usize = 1 << 16;
+/// Rows formatted (in parallel) before they are handed on, so the text of a large
+/// relation is never all in memory at once.
+const FORMAT_BATCH_ROWS: usize = 1 << 22;
+
+/// Formats a relation as Soufflé's output text and hands the text on in order, a
+/// part at a time (`sink` returns an error to stop).
+pub fn format_tuples_into<E>(
+    tuples: &Tuples,
+    types: &[ColType],
+    symbols: &SymbolTable,
+    delimiter: &str,
+    mut sink: impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
+    if tuples.arity == 0 {
+        return sink(&"()\n".repeat(tuples.len));
+    }
+    let strings = if types.contains(&ColType::Symbol) {
+        symbols.snapshot()
+    } else {
+        Vec::new()
+    };
+    let a = tuples.arity;
+    let index: Option<Vec<usize>> = if raw_order_is_output_order(tuples, types) {
+        None
+    } else {
+        let order = value::output_order(types, symbols);
+        let mut index: Vec<usize> = (0..tuples.len).collect();
+        index.par_sort_by(|&x, &y| {
+            order(
+                &tuples.rows[x * a..(x + 1) * a],
+                &tuples.rows[y * a..(y + 1) * a],
+            )
+        });
+        Some(index)
+    };
+    let row = |i: usize| -> &[Value] {
+        let r = index.as_ref().map_or(i, |ix| ix[i]);
+        &tuples.rows[r * a..(r + 1) * a]
+    };
+    let format_part = |lo: usize, hi: usize| {
+        let mut s = String::with_capacity((hi - lo) * (a * 8 + 1));
+        for i in lo..hi {
+            for (c, (&v, &ty)) in row(i).iter().zip(types).enumerate() {
+                if c > 0 {
+                    s.push_str(delimiter);
+                }
+                value::write_value(&mut s, v, ty, &strings);
+            }
+            s.push('\n');
+        }
+        s
+    };
+    let mut start = 0;
+    while start < tuples.len {
+        let end = (start + FORMAT_BATCH_ROWS).min(tuples.len);
+        let parts: Vec<String> = (start..end)
+            .step_by(FORMAT_PART_ROWS)
+            .collect::<Vec<_>>()
+            .par_iter()
+            .map(|&lo| format_part(lo, (lo + FORMAT_PART_ROWS).min(end)))
+            .collect();
+        for p in &parts {
+            sink(p)?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
 /// Formats a relation as Soufflé's output text.
 pub fn format_tuples(
     tuples: &Tuples,
@@ -223,43 +316,12 @@ pub fn format_tuples(
     symbols: &SymbolTable,
     delimiter: &str,
 ) -> String {
-    if tuples.arity == 0 {
-        return "()\n".repeat(tuples.len);
-    }
-    let strings = if types.contains(&ColType::Symbol) {
-        symbols.snapshot()
-    } else {
-        Vec::new()
-    };
-    let mut index: Vec<usize> = (0..tuples.len).collect();
-    if !types.iter().all(|&t| t == ColType::Unsigned) {
-        let order = value::output_order(types, symbols);
-        let a = tuples.arity;
-        index.par_sort_by(|&x, &y| {
-            order(
-                &tuples.rows[x * a..(x + 1) * a],
-                &tuples.rows[y * a..(y + 1) * a],
-            )
-        });
-    }
-    let parts: Vec<String> = index
-        .par_chunks(1 << 16)
-        .map(|chunk| {
-            let mut s = String::new();
-            for &i in chunk {
-                let row = &tuples.rows[i * tuples.arity..(i + 1) * tuples.arity];
-                for (c, (&v, &ty)) in row.iter().zip(types).enumerate() {
-                    if c > 0 {
-                        s.push_str(delimiter);
-                    }
-                    value::write_value(&mut s, v, ty, &strings);
-                }
-                s.push('\n');
-            }
-            s
-        })
-        .collect();
-    parts.concat()
+    let mut text = String::new();
+    let _ = format_tuples_into(tuples, types, symbols, delimiter, |p| {
+        text.push_str(p);
+        Ok::<(), ()>(())
+    });
+    text
 }
 
 /// Writes one `.output` directive's relation.
@@ -270,14 +332,19 @@ pub fn write_output(
     tuples: &Tuples,
     symbols: &SymbolTable,
 ) -> Result<(), Error> {
-    let text = format_tuples(tuples, &relation.types(), symbols, &delimiter(directive));
+    let types = relation.types();
+    let delim = delimiter(directive);
     let to_stdout = io_kind(directive) == "stdout" || out_dir == Path::new("-");
     if to_stdout {
         // Soufflé's framing of a relation printed on stdout.
         let stdout = std::io::stdout();
         let mut lock = stdout.lock();
         let res = writeln!(lock, "---------------\n{}\n===============", relation.name)
-            .and_then(|_| lock.write_all(text.as_bytes()))
+            .and_then(|_| {
+                format_tuples_into(tuples, &types, symbols, &delim, |p| {
+                    lock.write_all(p.as_bytes())
+                })
+            })
             .and_then(|_| writeln!(lock, "==============="));
         return res.map_err(|source| Error::WriteFile {
             path: PathBuf::from("<stdout>"),
@@ -303,11 +370,19 @@ pub fn write_output(
     } else {
         out_dir.join(&name)
     };
-    write_atomically(&path, text.as_bytes())
+    write_atomically(&path, |file| {
+        format_tuples_into(tuples, &types, symbols, &delim, |p| {
+            file.write_all(p.as_bytes())
+        })
+    })
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it to `path`.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+/// Writes a file through `write` into a temporary file beside `path`, then renames it
+/// to `path`: a failure leaves no half-written file.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), Error> {
     let err = |source| Error::WriteFile {
         path: path.to_path_buf(),
         source,
@@ -317,11 +392,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(err)?;
-    let mut tmp = tempfile::Builder::new()
+    let tmp = tempfile::Builder::new()
         .prefix(".fixlog-")
         .tempfile_in(dir)
         .map_err(err)?;
-    tmp.write_all(bytes).map_err(err)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, tmp);
+    write(&mut out).map_err(err)?;
+    let tmp = out.into_inner().map_err(|e| err(e.into_error()))?;
     tmp.persist(path).map_err(|e| err(e.error))?;
     Ok(())
 }

@@ -190,10 +190,11 @@ fn run(cli: Cli) -> Result<(), Error> {
 fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> String {
     let mut s = String::new();
     s.push_str(&format!(
-        "backend {} ({}); total {:.3} s, evaluation {:.3} s\n",
+        "backend {} ({}); total {:.3} s: evaluation {:.3} s (strata), driver {:.3} s (facts in, prepare, strata, results out)\n",
         stats.backend,
         stats.device,
         start.elapsed().as_secs_f64(),
+        stats.strata.iter().map(|s| s.time.as_secs_f64()).sum::<f64>(),
         stats.total.as_secs_f64()
     ));
     s.push_str("stratum  iterations  seconds  relations\n");

@@ -54,7 +54,7 @@ impl CudaBackend {
     }
 
     pub(crate) fn download(&self, ptr: u64, words: usize) -> Result<Vec<Value>> {
-        self.gpu.dtoh::<u32>(ptr, words)
+        self.gpu.download_words(ptr, words)
     }
 
     /// A batch's rows, row-major, in batch order.
