@@ -202,7 +202,6 @@ impl CudaBackend {
     ) -> Result<CudaBatch> {
         let ow = code.device_out;
         let pieces = input.pieces();
-        let inner_arity = index.arity;
         struct Part {
             ptr: u64,
             n: usize,
@@ -253,7 +252,6 @@ impl CudaBackend {
                     });
                 }
                 total += t;
-                let _ = inner_arity;
                 parts.push(Part {
                     ptr,
                     n,
@@ -269,41 +267,28 @@ impl CudaBackend {
         }
         let out = self.out_buffer(total, ow)?;
         let count = self.counter()?;
+        let (kernel, block, items) = if code.distinct {
+            (&code.kernels.write_distinct, JD_BLOCK, JD_ITEMS)
+        } else {
+            (&code.kernels.write, JW_BLOCK, JW_ITEMS)
+        };
+        let per = (block * items) as usize;
         for p in &parts {
             let gpu = &self.gpu;
-            if code.distinct {
-                let per = (JD_BLOCK * JD_ITEMS) as usize;
-                launch!(
-                    gpu,
-                    code.kernels.write_distinct.clone(),
-                    p.total.div_ceil(per),
-                    JD_BLOCK,
-                    p.ptr,
-                    p.n as u64,
-                    p.rows,
-                    p.begins.ptr(),
-                    p.offsets.ptr(),
-                    p.total as u64,
-                    out.ptr(),
-                    count.word.ptr()
-                );
-            } else {
-                let per = (JW_BLOCK * JW_ITEMS) as usize;
-                launch!(
-                    gpu,
-                    code.kernels.write.clone(),
-                    p.total.div_ceil(per),
-                    JW_BLOCK,
-                    p.ptr,
-                    p.n as u64,
-                    p.rows,
-                    p.begins.ptr(),
-                    p.offsets.ptr(),
-                    p.total as u64,
-                    out.ptr(),
-                    count.word.ptr()
-                );
-            }
+            launch!(
+                gpu,
+                kernel.clone(),
+                p.total.div_ceil(per),
+                block,
+                p.ptr,
+                p.n as u64,
+                p.rows,
+                p.begins.ptr(),
+                p.offsets.ptr(),
+                p.total as u64,
+                out.ptr(),
+                count.word.ptr()
+            );
         }
         let n = self.read(&count)?;
         drop(parts);
