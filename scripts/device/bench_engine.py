@@ -120,6 +120,8 @@ def main():
             ph = best["phases"]
             held, used = best.get("peak_device_memory"), best.get("peak_device_memory_in_use")
             peak = f"{held / 2**30:.2f} / {used / 2**30:.2f}" if held else "-"
+            if best.get("peak_host_spilled"):
+                peak += f" (+{best['peak_host_spilled'] / 2**30:.2f} on host)"
             line = (f"| {q} | {g} | {size} | {'exact' if ok else f'WRONG (want {want}/{want_it})'} | {iters} "
                     f"| {ev:.3f} | {best['driver_seconds']:.3f} | {best['wall']:.3f} | {peak} "
                     f"| load {ph['load']:.3f} prep {ph['prepare']:.3f} join {ph['join']:.3f} "

@@ -144,6 +144,47 @@ impl std::fmt::Debug for DevBuf {
     }
 }
 
+/// Pinned host memory mapped into the device's address space: kernels read and write
+/// it through [`HostBuf::dev_ptr`] (over the bus), the host through its own pointer.
+/// Holds the rows of relations that do not fit in device memory. Freeing waits for
+/// the queued work first (a kernel may still be reading it).
+pub struct HostBuf {
+    host: *mut u32,
+    dev: u64,
+    bytes: usize,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    accounted: Rc<std::cell::Cell<(usize, usize)>>,
+}
+
+impl HostBuf {
+    /// The address kernels use.
+    pub fn dev_ptr(&self) -> u64 {
+        self.dev
+    }
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for HostBuf {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        let _ = self.stream.synchronize();
+        // SAFETY: allocated by `Gpu::alloc_host_mapped`; the queued work that could
+        // use it has finished.
+        let _ = unsafe { result::free_host(self.host.cast()) };
+        let (now, peak) = self.accounted.get();
+        self.accounted.set((now.saturating_sub(self.bytes), peak));
+    }
+}
+
+impl std::fmt::Debug for HostBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HostBuf({:#x}, {} B)", self.dev, self.bytes)
+    }
+}
+
 /// Words in the mapped count page (counts alive at once).
 const MAPPED_WORDS: usize = 64;
 /// Written by the host before a kernel runs; a count still equal to it was
@@ -272,6 +313,8 @@ pub struct Gpu {
     compiler: Compiler,
     /// The pool limit when none is given: 90% of the memory free at start.
     default_limit: usize,
+    /// Bytes of mapped host memory held now and at most (see [`HostBuf`]).
+    host_mapped: Rc<std::cell::Cell<(usize, usize)>>,
     compile_stats: RefCell<CompileStats>,
     /// Rows per onesweep launch (at most 2^28); lowered only by tests, to
     /// exercise the portion hand-over on small inputs.
@@ -365,6 +408,7 @@ impl Gpu {
             funcs: RefCell::new(HashMap::new()),
             compiler: Compiler::new(arch, &name, include_paths, default_cache_dir()),
             default_limit,
+            host_mapped: Rc::new(std::cell::Cell::new((0, 0))),
             name,
             cc,
             sm_count,
@@ -392,6 +436,58 @@ impl Gpu {
     pub fn pool_stats(&self) -> PoolStats {
         self.pool.borrow().stats()
     }
+    /// `bytes` of pinned host memory mapped into the device (for rows that do not fit
+    /// in device memory); an error where the host cannot pin that much.
+    pub fn alloc_host_mapped(&self, bytes: usize) -> Result<HostBuf> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: a plain pinned, device-mapped allocation, owned by the HostBuf.
+        let host = unsafe { result::malloc_host(bytes.max(4), sys::CU_MEMHOSTALLOC_DEVICEMAP) }
+            .map_err(|_| CudaError::OutOfMemory {
+                requested: bytes,
+                in_use: self.host_mapped.get().0,
+                limit: 0,
+                device: false,
+            })? as *mut u32;
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: `host` was just allocated with DEVICEMAP.
+        let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, host.cast(), 0) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            // SAFETY: allocated above, never used.
+            let _ = unsafe { result::free_host(host.cast()) };
+            return Err(CudaError::Driver {
+                context: "cuMemHostGetDevicePointer".into(),
+                message: format!("{r:?}"),
+            });
+        }
+        let (now, peak) = self.host_mapped.get();
+        self.host_mapped.set((now + bytes, peak.max(now + bytes)));
+        Ok(HostBuf {
+            host,
+            dev,
+            bytes,
+            ctx: self.ctx.clone(),
+            stream: self.stream.clone(),
+            accounted: self.host_mapped.clone(),
+        })
+    }
+
+    /// Copies `bytes` from device address `src` into a host buffer (waits for the
+    /// queued work first).
+    pub fn dtoh_into(&self, dst: &HostBuf, src: u64, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: `dst` holds at least `bytes` bytes (callers size it so).
+        let words = unsafe { std::slice::from_raw_parts_mut(dst.host, bytes.div_ceil(4)) };
+        unsafe { result::memcpy_dtoh_sync(&mut words[..bytes / 4], src) }
+            .map_err(|e| CudaError::driver("cuMemcpyDtoH", e))
+    }
+
+    /// Bytes of mapped host memory held now, and at most since the peaks were reset.
+    pub fn host_mapped_bytes(&self) -> (usize, usize) {
+        self.host_mapped.get()
+    }
+
     /// The pool limit used when none is given (90% of the memory free at start).
     pub fn default_limit(&self) -> usize {
         self.default_limit
@@ -426,6 +522,8 @@ impl Gpu {
     }
     /// Starts the memory peaks afresh (the pool's and the driver's).
     pub fn reset_memory_peaks(&self) {
+        let (now, _) = self.host_mapped.get();
+        self.host_mapped.set((now, now));
         let mut core = self.pool.borrow_mut();
         core.reset_peaks();
         if let Some(pool) = core.raw_mut().mempool {

@@ -218,6 +218,12 @@ fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
             used as f64 / (1u64 << 20) as f64
         ));
     }
+    if let Some(spilled) = stats.peak_spilled.filter(|&b| b > 0) {
+        s.push_str(&format!(
+            "relations kept in host memory (device memory short): at most {:.1} MiB\n",
+            spilled as f64 / (1u64 << 20) as f64
+        ));
+    }
     if stats.memory_retries > 0 {
         s.push_str(&format!(
             "pieces run again in halves after running out of memory: {}\n",
@@ -251,6 +257,7 @@ fn stats_json(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
         "memory_retries": stats.memory_retries,
         "peak_device_memory": stats.peak_memory,
         "peak_device_memory_in_use": stats.peak_memory_in_use,
+        "peak_host_spilled": stats.peak_spilled,
         "seconds": start.elapsed().as_secs_f64(),
         "driver_seconds": stats.total.as_secs_f64(),
         "evaluation_seconds": stats.strata.iter().map(|s| s.time.as_secs_f64()).sum::<f64>(),

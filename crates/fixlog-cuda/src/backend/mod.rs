@@ -69,6 +69,7 @@ pub fn run(
     );
     result.stats.peak_memory = Some(held);
     result.stats.peak_memory_in_use = Some(used);
+    result.stats.peak_spilled = Some(backend.gpu.host_mapped_bytes().1);
     Ok(result)
 }
 
@@ -114,6 +115,9 @@ pub struct CudaBackend {
     /// Threads for host work (`-j`); the driver and the device calls stay on the
     /// thread that owns the context.
     pub(crate) host: rayon::ThreadPool,
+    /// The runs of relations and indexes (with their arity), which `make_room` may
+    /// move to host memory.
+    pub(crate) runs: std::cell::RefCell<Vec<(std::rc::Weak<DevRows>, usize)>>,
 }
 
 impl CudaBackend {
@@ -133,7 +137,50 @@ impl CudaBackend {
             gpu,
             cpu: CpuBackend::new(),
             host,
+            runs: std::cell::RefCell::new(Vec::new()),
         })
+    }
+
+    /// Notes a run of a relation or index, so that it can be moved to host memory
+    /// when the device runs short.
+    pub(crate) fn keep(&self, run: &Rc<DevRows>, arity: usize) {
+        let mut runs = self.runs.borrow_mut();
+        if runs.len() >= 1024 && runs.len().is_power_of_two() {
+            runs.retain(|(w, _)| w.strong_count() > 0);
+        }
+        runs.push((Rc::downgrade(run), arity));
+    }
+
+    /// Called before every operator: when the device memory in use passes
+    /// three quarters of the limit, moves the largest runs of relations and indexes
+    /// to pinned host memory (kernels read them there, over the bus) until half the
+    /// limit is in use, so the operator has room for its work. Relations larger than
+    /// the device's memory stay in host memory and stream through the kernels.
+    /// Nothing is moved while an operator runs: the address an operator took stays
+    /// valid until it returns.
+    pub(crate) fn make_room(&self) -> Result<()> {
+        let s = self.gpu.pool_stats();
+        if s.in_use <= s.limit / 4 * 3 {
+            return Ok(());
+        }
+        let target = s.limit / 2;
+        let mut live: Vec<(Rc<DevRows>, usize)> = {
+            let mut runs = self.runs.borrow_mut();
+            runs.retain(|(w, _)| w.strong_count() > 0);
+            runs.iter()
+                .filter_map(|(w, a)| w.upgrade().map(|r| (r, *a)))
+                .filter(|(r, a)| *a > 0 && r.on_device() && r.n > 0)
+                .collect()
+        };
+        live.sort_by_key(|(r, _)| std::cmp::Reverse(r.device_bytes()));
+        live.dedup_by(|x, y| Rc::ptr_eq(&x.0, &y.0));
+        for (run, arity) in live {
+            if self.gpu.pool_stats().in_use <= target {
+                break;
+            }
+            run.move_to_host(&self.gpu, arity)?;
+        }
+        Ok(())
     }
 
     pub fn gpu(&self) -> &Gpu {
@@ -172,6 +219,7 @@ impl Backend for CudaBackend {
     }
 
     fn relation_from_rows(&self, arity: usize, rows: Vec<Value>) -> ExecResult<CudaRelation> {
+        self.make_room().map_err(exec_error)?;
         if arity == 0 {
             return Ok(CudaRelation::empty(0));
         }
@@ -192,12 +240,7 @@ impl Backend for CudaBackend {
     }
 
     fn relation_rows(&self, rel: &CudaRelation) -> ExecResult<Vec<Value>> {
-        if rel.arity == 0 {
-            return Ok(Vec::new());
-        }
-        let run = self.single_run(rel).map_err(exec_error)?;
-        self.download(run.ptr(), run.n * rel.arity)
-            .map_err(exec_error)
+        self.sorted_rows(rel).map_err(exec_error)
     }
 
     fn relation_len(&self, rel: &CudaRelation) -> usize {
@@ -231,6 +274,7 @@ impl Backend for CudaBackend {
     }
 
     fn sort_unique(&self, batch: CudaBatch) -> ExecResult<CudaRelation> {
+        self.make_room().map_err(exec_error)?;
         let arity = batch.arity;
         if batch.len == 0 {
             return Ok(CudaRelation::empty(arity));
@@ -239,10 +283,11 @@ impl Backend for CudaBackend {
             return self.unit_relation().map_err(exec_error);
         }
         let run = self.sorted_unique(batch).map_err(exec_error)?;
-        Ok(CudaBackend::relation_of(arity, run))
+        Ok(self.relation_of(arity, run))
     }
 
     fn sort_unique_minus(&self, batch: CudaBatch, old: &CudaRelation) -> ExecResult<CudaRelation> {
+        self.make_room().map_err(exec_error)?;
         let arity = batch.arity;
         if batch.len == 0 {
             return Ok(CudaRelation::empty(arity));
@@ -255,7 +300,7 @@ impl Backend for CudaBackend {
             };
         }
         let run = self.sorted_unique_minus(batch, old).map_err(exec_error)?;
-        Ok(CudaBackend::relation_of(arity, run))
+        Ok(self.relation_of(arity, run))
     }
 
     fn relation_batch(&self, rel: &CudaRelation) -> ExecResult<CudaBatch> {
@@ -271,6 +316,7 @@ impl Backend for CudaBackend {
     }
 
     fn merge(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
+        self.make_room().map_err(exec_error)?;
         if b.is_empty() || (a.arity == 0 && !a.is_empty()) {
             return Ok(a.clone());
         }
@@ -289,6 +335,7 @@ impl Backend for CudaBackend {
     }
 
     fn merge_disjoint(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
+        self.make_room().map_err(exec_error)?;
         if b.is_empty() || (a.arity == 0 && !a.is_empty()) {
             return Ok(a.clone());
         }
@@ -302,6 +349,7 @@ impl Backend for CudaBackend {
     }
 
     fn difference(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
+        self.make_room().map_err(exec_error)?;
         let arity = a.arity;
         if a.is_empty() || b.is_empty() {
             return Ok(a.clone());
@@ -314,7 +362,7 @@ impl Backend for CudaBackend {
             self.run_minus(arity, &a1, b)
         })()
         .map_err(exec_error)?;
-        Ok(CudaBackend::relation_of(arity, run))
+        Ok(self.relation_of(arity, run))
     }
 
     fn build_index(
@@ -323,6 +371,7 @@ impl Backend for CudaBackend {
         order: &[usize],
         key_len: usize,
     ) -> ExecResult<CudaIndex> {
+        self.make_room().map_err(exec_error)?;
         let arity = rel.arity;
         let mut seen = vec![false; arity];
         let permutation = order.len() == arity
@@ -347,9 +396,11 @@ impl Backend for CudaBackend {
                 for run in &rel.runs {
                     self.add_index_run(&mut index, run.clone())?;
                 }
-            } else if !rel.is_empty() {
-                let run = self.permuted_run(arity, &rel.runs, order)?;
-                self.add_index_run(&mut index, Rc::new(run))?;
+            } else {
+                for run in &rel.runs {
+                    let permuted = self.permuted_run(arity, run, order)?;
+                    self.add_index_run(&mut index, Rc::new(permuted))?;
+                }
             }
             Ok(())
         })();
@@ -358,6 +409,7 @@ impl Backend for CudaBackend {
     }
 
     fn extend_index(&self, index: &mut CudaIndex, delta: &CudaRelation) -> ExecResult<()> {
+        self.make_room().map_err(exec_error)?;
         let arity = index.arity;
         if delta.arity != arity {
             return Err(ExecError::Backend(format!(
@@ -375,8 +427,10 @@ impl Backend for CudaBackend {
                 }
             } else {
                 let order = index.order.clone();
-                let run = self.permuted_run(arity, &delta.runs, &order)?;
-                self.add_index_run(index, Rc::new(run))?;
+                for run in &delta.runs {
+                    let permuted = self.permuted_run(arity, run, &order)?;
+                    self.add_index_run(index, Rc::new(permuted))?;
+                }
             }
             Ok(())
         })();
@@ -397,6 +451,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
+        self.make_room().map_err(exec_error)?;
         let CudaCode::Map(map) = code else {
             return Err(wrong_code("scan", code));
         };
@@ -420,6 +475,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
+        self.make_room().map_err(exec_error)?;
         let CudaCode::Join(join) = code else {
             return Err(wrong_code("join", code));
         };
@@ -433,6 +489,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
+        self.make_room().map_err(exec_error)?;
         let CudaCode::AntiJoin(anti) = code else {
             return Err(wrong_code("anti-join", code));
         };
@@ -446,6 +503,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
+        self.make_room().map_err(exec_error)?;
         let CudaCode::Map(map) = code else {
             return Err(wrong_code("filter", code));
         };
@@ -463,6 +521,7 @@ impl Backend for CudaBackend {
     }
 
     fn with_row_numbers(&self, input: &CudaBatch) -> ExecResult<CudaBatch> {
+        self.make_room().map_err(exec_error)?;
         self.numbered(input).map_err(exec_error)
     }
 
@@ -473,6 +532,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
+        self.make_room().map_err(exec_error)?;
         let CudaCode::Aggregate { input_arity, cpu } = code else {
             return Err(wrong_code("aggregate", code));
         };

@@ -46,7 +46,7 @@ impl CudaBackend {
         if arity == 0 {
             return CudaBatch::from_shared(0, Vec::new(), n);
         }
-        CudaBatch::from_rows(arity, DevRows { buf, n })
+        CudaBatch::from_rows(arity, DevRows::device(buf, n))
     }
 
     /// Runs the host code of a scan or filter (or of the host part of a join) on rows

@@ -50,7 +50,7 @@ impl CudaBackend {
     pub(crate) fn upload_rows(&self, rows: &[Value], n: usize) -> Result<DevRows> {
         let buf = self.gpu.alloc(rows.len() * 4)?;
         self.gpu.htod(buf.ptr(), rows)?;
-        Ok(DevRows { buf, n })
+        Ok(DevRows::device(buf, n))
     }
 
     pub(crate) fn download(&self, ptr: u64, words: usize) -> Result<Vec<Value>> {
@@ -89,17 +89,20 @@ impl CudaBackend {
                 CudaError::Invalid("internal error: a batch lost its segment".into())
             })?;
             match Rc::try_unwrap(seg.rows) {
-                Ok(rows) if rows.n == seg.n => return Ok(rows),
+                Ok(rows) if rows.on_device() => {
+                    let n = seg.n;
+                    return Ok(DevRows::device(rows.into_device(&self.gpu, arity)?, n));
+                }
                 Ok(rows) => {
-                    return Ok(DevRows {
-                        buf: rows.buf,
-                        n: seg.n,
-                    })
+                    // Moved to the host: copy the segment's rows back.
+                    let buf = self.gpu.alloc(len * arity * 4)?;
+                    self.gpu.dtod(buf.ptr(), rows.ptr(), len * arity * 4)?;
+                    return Ok(DevRows::device(buf, len));
                 }
                 Err(shared) => {
                     let buf = self.gpu.alloc(len * arity * 4)?;
                     self.gpu.dtod(buf.ptr(), shared.ptr(), len * arity * 4)?;
-                    return Ok(DevRows { buf, n: len });
+                    return Ok(DevRows::device(buf, len));
                 }
             }
         }
@@ -110,42 +113,37 @@ impl CudaBackend {
             self.gpu.dtod(buf.ptr() + at, ptr, bytes)?;
             at += bytes as u64;
         }
-        Ok(DevRows { buf, n: len })
+        Ok(DevRows::device(buf, len))
     }
 
-    fn rel_of(rows: DevRows, arity: usize) -> Rel {
-        Rel {
-            buf: rows.buf,
-            n: rows.n,
+    /// Rows as a primitive's relation (in device memory).
+    fn rel_of(&self, rows: DevRows, arity: usize) -> Result<Rel> {
+        let n = rows.n;
+        Ok(Rel {
+            buf: rows.into_device(&self.gpu, arity)?,
+            n,
             arity,
-        }
+        })
     }
 
     fn rows_of(rel: Rel) -> DevRows {
-        DevRows {
-            buf: rel.buf,
-            n: rel.n,
-        }
+        DevRows::device(rel.buf, rel.n)
     }
 
     /// A relation of one run (none if empty).
-    pub(crate) fn relation_of(arity: usize, run: DevRows) -> CudaRelation {
+    pub(crate) fn relation_of(&self, arity: usize, run: DevRows) -> CudaRelation {
         let mut rel = CudaRelation::empty(arity);
         if run.n > 0 {
-            rel.runs.push(Rc::new(run));
+            let run = Rc::new(run);
+            self.keep(&run, arity);
+            rel.runs.push(run);
         }
         rel
     }
 
     /// The arity-0 relation holding the empty tuple.
     pub(crate) fn unit_relation(&self) -> Result<CudaRelation> {
-        Ok(CudaBackend::relation_of(
-            0,
-            DevRows {
-                buf: self.gpu.alloc(0)?,
-                n: 1,
-            },
-        ))
+        Ok(self.relation_of(0, DevRows::device(self.gpu.alloc(0)?, 1)))
     }
 
     // ---- sorting ------------------------------------------------------------------
@@ -154,7 +152,7 @@ impl CudaBackend {
     pub(crate) fn sorted_unique(&self, batch: CudaBatch) -> Result<DevRows> {
         let arity = batch.arity;
         if on_device(arity) {
-            let mut rel = CudaBackend::rel_of(self.contiguous(batch)?, arity);
+            let mut rel = self.rel_of(self.contiguous(batch)?, arity)?;
             if rel.n <= 1 {
                 return Ok(CudaBackend::rows_of(rel));
             }
@@ -176,7 +174,7 @@ impl CudaBackend {
     ) -> Result<DevRows> {
         let arity = batch.arity;
         if on_device(arity) {
-            let mut rel = CudaBackend::rel_of(self.contiguous(batch)?, arity);
+            let mut rel = self.rel_of(self.contiguous(batch)?, arity)?;
             if rel.n > 1 {
                 self.gpu.sort(&mut rel)?;
             }
@@ -211,7 +209,7 @@ impl CudaBackend {
             return Ok(rows);
         }
         if on_device(arity) {
-            let mut rel = CudaBackend::rel_of(rows, arity);
+            let mut rel = self.rel_of(rows, arity)?;
             self.gpu.sort(&mut rel)?;
             Ok(CudaBackend::rows_of(rel))
         } else {
@@ -226,10 +224,7 @@ impl CudaBackend {
     /// The union of two disjoint sorted runs.
     fn union_disjoint(&self, arity: usize, a: &DevRows, b: &DevRows) -> Result<DevRows> {
         if arity == 0 {
-            return Ok(DevRows {
-                buf: self.gpu.alloc(0)?,
-                n: 1,
-            });
+            return Ok(DevRows::device(self.gpu.alloc(0)?, 1));
         }
         if on_device(arity) {
             let m = self.gpu.merge(a.view(arity), b.view(arity))?;
@@ -257,9 +252,12 @@ impl CudaBackend {
             policy,
             |r| r.n,
             |below, top| {
-                self.union_disjoint(arity, &below, &top)
+                let merged = self
+                    .union_disjoint(arity, &below, &top)
                     .map(Rc::new)
-                    .map_err(super::exec_error)
+                    .map_err(super::exec_error)?;
+                self.keep(&merged, arity);
+                Ok(merged)
             },
         )
         .map_err(super::cuda_error)
@@ -268,10 +266,7 @@ impl CudaBackend {
     /// The relation as one run.
     pub(crate) fn single_run(&self, rel: &CudaRelation) -> Result<Rc<DevRows>> {
         match rel.runs.len() {
-            0 => Ok(Rc::new(DevRows {
-                buf: self.gpu.alloc(0)?,
-                n: 0,
-            })),
+            0 => Ok(Rc::new(DevRows::device(self.gpu.alloc(0)?, 0))),
             1 => Ok(rel.runs[0].clone()),
             _ => {
                 // Smallest first: each row is copied O(log runs) times at most.
@@ -289,13 +284,10 @@ impl CudaBackend {
         if b.is_empty() || a.n == 0 {
             let buf = self.gpu.alloc(a.n * arity * 4)?;
             self.gpu.dtod(buf.ptr(), a.ptr(), a.n * arity * 4)?;
-            return Ok(DevRows { buf, n: a.n });
+            return Ok(DevRows::device(buf, a.n));
         }
         if arity == 0 {
-            return Ok(DevRows {
-                buf: self.gpu.alloc(0)?,
-                n: 0,
-            });
+            return Ok(DevRows::device(self.gpu.alloc(0)?, 0));
         }
         if on_device(arity) {
             let bs: Vec<View> = b.runs.iter().map(|r| r.view(arity)).collect();
@@ -328,6 +320,7 @@ impl CudaBackend {
     /// Appends an index run disjoint from the index's runs and restores the invariant.
     pub(crate) fn add_index_run(&self, index: &mut CudaIndex, rows: Rc<DevRows>) -> Result<()> {
         let (arity, key_len) = (index.arity, index.key_len);
+        self.keep(&rows, arity);
         let run = self.index_run(rows, arity, key_len)?;
         let total = index.len() + run.rows.n;
         let policy = self.runs_policy(arity, total);
@@ -337,49 +330,73 @@ impl CudaBackend {
             policy,
             |r| r.rows.n,
             |below, top| {
-                let merged = self
-                    .union_disjoint(arity, &below.rows, &top.rows)
-                    .map_err(super::exec_error)?;
-                self.index_run(Rc::new(merged), arity, key_len)
+                let merged = Rc::new(
+                    self.union_disjoint(arity, &below.rows, &top.rows)
+                        .map_err(super::exec_error)?,
+                );
+                self.keep(&merged, arity);
+                self.index_run(merged, arity, key_len)
                     .map_err(super::exec_error)
             },
         )
         .map_err(super::cuda_error)
     }
 
-    /// The rows of `runs` permuted into `order` and sorted: one run.
+    /// The rows of a run permuted into `order` and sorted (a permutation of a set is
+    /// a set: no duplicates to remove).
     pub(crate) fn permuted_run(
         &self,
         arity: usize,
-        runs: &[Rc<DevRows>],
+        run: &DevRows,
         order: &[usize],
     ) -> Result<DevRows> {
-        let total: usize = runs.iter().map(|r| r.n).sum();
-        let out = self.gpu.alloc(total * arity * 4)?;
+        let out = self.gpu.alloc(run.n * arity * 4)?;
         let order32: Vec<u32> = order.iter().map(|&c| c as u32).collect();
         let ord = self.gpu.alloc(order32.len() * 4)?;
         self.gpu.htod(ord.ptr(), &order32)?;
-        let f = self.gpu.function(MISC, "", "rows_permute")?;
-        let mut at = 0usize;
-        for r in runs {
-            if r.n == 0 {
-                continue;
-            }
-            let dst = out.ptr() + (at * arity * 4) as u64;
+        if run.n > 0 {
+            let f = self.gpu.function(MISC, "", "rows_permute")?;
             let gpu = &self.gpu;
             launch!(
                 gpu,
-                f.clone(),
-                r.n.div_ceil(256),
+                f,
+                run.n.div_ceil(256),
                 256u32,
-                r.ptr(),
-                r.n as u64,
+                run.ptr(),
+                run.n as u64,
                 arity as u32,
                 ord.ptr(),
-                dst
+                out.ptr()
             );
-            at += r.n;
         }
-        self.sort_rows(DevRows { buf: out, n: total }, arity)
+        self.sort_rows(DevRows::device(out, run.n), arity)
+    }
+
+    /// A relation's rows in sorted order, for the host. Merged on the device when the
+    /// merge fits there, else run by run on the host (a relation larger than the
+    /// device's memory).
+    pub(crate) fn sorted_rows(&self, rel: &CudaRelation) -> Result<Vec<Value>> {
+        let arity = rel.arity;
+        if arity == 0 {
+            return Ok(Vec::new());
+        }
+        let bytes = rel.len() * arity * 4;
+        let s = self.gpu.pool_stats();
+        let room = s.limit.saturating_sub(s.in_use) / 10 * 8;
+        if rel.runs.len() <= 1 || bytes <= room {
+            let run = self.single_run(rel)?;
+            return self.download(run.ptr(), run.n * arity);
+        }
+        let mut acc: Vec<Value> = Vec::new();
+        for run in rel.runs.iter().rev() {
+            let rows = self.download(run.ptr(), run.n * arity)?;
+            acc = if acc.is_empty() {
+                rows
+            } else {
+                self.host
+                    .install(|| rows::union_disjoint(arity, &rows, &acc))
+            };
+        }
+        Ok(acc)
     }
 }

@@ -14,29 +14,93 @@
 //!
 //! Arity 0 (relations that hold the empty tuple or nothing) has no words to store: a
 //! run of arity 0 is a count with an empty buffer.
+//!
+//! A run's rows may move to pinned host memory mapped into the device (`HostBuf`)
+//! when the device runs short (see `CudaBackend::make_room`): kernels keep reading
+//! them, over the bus, through the same kind of address, so every operator works on
+//! them unchanged. A move happens only between operators, never while one holds the
+//! run's address.
 
-use crate::gpu::DevBuf;
+use crate::gpu::{DevBuf, Gpu, HostBuf};
 use crate::ops::View;
-use crate::HisaTable;
+use crate::{HisaTable, Result};
+use std::cell::RefCell;
 use std::rc::Rc;
 
-/// `n` rows in a device buffer (the buffer may be larger); the arity is the owner's.
+/// Where a run's rows are.
+#[derive(Debug)]
+pub(crate) enum RowsMem {
+    Device(DevBuf),
+    Host(HostBuf),
+}
+
+/// `n` rows in a buffer (which may be larger); the arity is the owner's.
 #[derive(Debug)]
 pub struct DevRows {
-    pub(crate) buf: DevBuf,
+    mem: RefCell<RowsMem>,
     pub(crate) n: usize,
 }
 
 impl DevRows {
-    pub(crate) fn ptr(&self) -> u64 {
-        self.buf.ptr()
+    pub(crate) fn device(buf: DevBuf, n: usize) -> DevRows {
+        DevRows {
+            mem: RefCell::new(RowsMem::Device(buf)),
+            n,
+        }
     }
+
+    /// The rows' address as kernels use it (device memory, or mapped host memory).
+    pub(crate) fn ptr(&self) -> u64 {
+        match &*self.mem.borrow() {
+            RowsMem::Device(b) => b.ptr(),
+            RowsMem::Host(h) => h.dev_ptr(),
+        }
+    }
+
     pub(crate) fn view(&self, arity: usize) -> View {
         View {
-            ptr: self.buf.ptr(),
+            ptr: self.ptr(),
             n: self.n,
             arity,
         }
+    }
+
+    pub(crate) fn on_device(&self) -> bool {
+        matches!(&*self.mem.borrow(), RowsMem::Device(_))
+    }
+
+    /// Device bytes the rows hold (0 once moved to the host).
+    pub(crate) fn device_bytes(&self) -> usize {
+        match &*self.mem.borrow() {
+            RowsMem::Device(b) => b.capacity(),
+            RowsMem::Host(_) => 0,
+        }
+    }
+
+    /// The rows in a device buffer this caller owns (copied there from the host if
+    /// they had moved).
+    pub(crate) fn into_device(self, gpu: &Gpu, arity: usize) -> Result<DevBuf> {
+        match self.mem.into_inner() {
+            RowsMem::Device(b) => Ok(b),
+            RowsMem::Host(h) => {
+                let bytes = self.n * arity * 4;
+                let b = gpu.alloc(bytes)?;
+                gpu.dtod(b.ptr(), h.dev_ptr(), bytes)?;
+                Ok(b)
+            }
+        }
+    }
+
+    /// Moves the rows to mapped host memory, freeing their device memory.
+    pub(crate) fn move_to_host(&self, gpu: &Gpu, arity: usize) -> Result<()> {
+        if !self.on_device() {
+            return Ok(());
+        }
+        let bytes = self.n * arity * 4;
+        let host = gpu.alloc_host_mapped(bytes)?;
+        gpu.dtoh_into(&host, self.ptr(), bytes)?;
+        *self.mem.borrow_mut() = RowsMem::Host(host);
+        Ok(())
     }
 }
 
