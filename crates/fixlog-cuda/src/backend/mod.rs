@@ -163,7 +163,25 @@ impl CudaBackend {
         if s.in_use <= s.limit / 4 * 3 {
             return Ok(());
         }
-        let target = s.limit / 2;
+        self.move_runs_until(s.limit / 2)
+    }
+
+    /// Before allocating `bytes` for a run (a merge's output): moves runs to the
+    /// host until they fit beside what is in use. Safe within an operator between its
+    /// kernels: every kernel takes the runs' addresses when it is launched.
+    pub(crate) fn make_room_for(&self, bytes: usize) -> Result<()> {
+        let s = self.gpu.pool_stats();
+        // A quarter more for the size class the pool rounds the request up to.
+        let need = bytes.saturating_add(bytes / 4);
+        if s.in_use.saturating_add(need) <= s.limit {
+            return Ok(());
+        }
+        self.move_runs_until(s.limit.saturating_sub(need).min(s.limit / 2))
+    }
+
+    /// Moves the largest runs still on the device to host memory until at most
+    /// `target` bytes are in use (or none is left to move).
+    fn move_runs_until(&self, target: usize) -> Result<()> {
         let mut live: Vec<(Rc<DevRows>, usize)> = {
             let mut runs = self.runs.borrow_mut();
             runs.retain(|(w, _)| w.strong_count() > 0);
@@ -464,6 +482,8 @@ impl Backend for CudaBackend {
         if matches!(map.exec, code::MapExec::Identity) {
             return self.relation_batch(rel);
         }
+        self.make_room_for(rel.len() * map.out_arity * 4)
+            .map_err(exec_error)?;
         let pieces: Vec<(u64, usize)> = rel.runs.iter().map(|r| (r.ptr(), r.n)).collect();
         self.map_pieces(map, &pieces, ctx).map_err(exec_error)
     }
@@ -516,6 +536,8 @@ impl Backend for CudaBackend {
         if matches!(map.exec, code::MapExec::Identity) {
             return Ok(input.clone());
         }
+        self.make_room_for(input.len * map.out_arity * 4)
+            .map_err(exec_error)?;
         self.map_pieces(map, &input.pieces(), ctx)
             .map_err(exec_error)
     }

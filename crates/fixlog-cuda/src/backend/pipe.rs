@@ -92,6 +92,7 @@ impl CudaBackend {
                 self.host_filter(code.arity, rows, total, cpu, ctx)
             }
             MapExec::Device(f) => {
+                // (Callers make room before they take the pieces' addresses.)
                 let out = self.out_buffer(total, code.out_arity)?;
                 let count = self.counter()?;
                 let per = (MAP_BLOCK * MAP_ITEMS) as usize;
@@ -202,18 +203,20 @@ impl CudaBackend {
     ) -> Result<CudaBatch> {
         let ow = code.device_out;
         let pieces = input.pieces();
+        // Positions, not addresses: making room for the output may move runs to the
+        // host, so the write pass takes the addresses afresh.
         struct Part {
-            ptr: u64,
+            piece: usize,
+            run: usize,
             n: usize,
-            rows: u64,
             begins: DevBuf,
             offsets: DevBuf,
             total: usize,
         }
         let mut parts = Vec::new();
         let mut total = 0usize;
-        for &(ptr, n) in &pieces {
-            for run in &index.runs {
+        for (piece, &(ptr, n)) in pieces.iter().enumerate() {
+            for (r, run) in index.runs.iter().enumerate() {
                 if n == 0 || run.rows.n == 0 {
                     continue;
                 }
@@ -253,9 +256,9 @@ impl CudaBackend {
                 }
                 total += t;
                 parts.push(Part {
-                    ptr,
+                    piece,
+                    run: r,
                     n,
-                    rows: run.rows.ptr(),
                     begins,
                     offsets: counts,
                     total: t,
@@ -265,6 +268,7 @@ impl CudaBackend {
         if total == 0 {
             return Ok(CudaBatch::empty(ow));
         }
+        self.make_room_for(total * ow * 4)?;
         let out = self.out_buffer(total, ow)?;
         let count = self.counter()?;
         let (kernel, block, items) = if code.distinct {
@@ -273,16 +277,19 @@ impl CudaBackend {
             (&code.kernels.write, JW_BLOCK, JW_ITEMS)
         };
         let per = (block * items) as usize;
+        let pieces = input.pieces();
         for p in &parts {
             let gpu = &self.gpu;
+            let (ptr, _) = pieces[p.piece];
+            let rows = index.runs[p.run].rows.ptr();
             launch!(
                 gpu,
                 kernel.clone(),
                 p.total.div_ceil(per),
                 block,
-                p.ptr,
+                ptr,
                 p.n as u64,
-                p.rows,
+                rows,
                 p.begins.ptr(),
                 p.offsets.ptr(),
                 p.total as u64,
@@ -341,6 +348,8 @@ impl CudaBackend {
         code: &AntiCode,
         width: usize,
     ) -> Result<CudaBatch> {
+        // Room first: it may move runs, whose addresses the run table holds.
+        self.make_room_for(input.len * width * 4)?;
         let descs: Vec<RunDesc> = index
             .runs
             .iter()
@@ -367,7 +376,8 @@ impl CudaBackend {
         let out = self.out_buffer(input.len, width)?;
         let count = self.counter()?;
         let per = (MAP_BLOCK * MAP_ITEMS) as usize;
-        for (ptr, n) in input.pieces() {
+        let pieces = input.pieces();
+        for (ptr, n) in pieces {
             let gpu = &self.gpu;
             launch!(
                 gpu,

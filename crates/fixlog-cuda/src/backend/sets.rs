@@ -151,6 +151,8 @@ impl CudaBackend {
     /// Sorted, duplicate-free rows of a batch.
     pub(crate) fn sorted_unique(&self, batch: CudaBatch) -> Result<DevRows> {
         let arity = batch.arity;
+        // The sort's second buffer and the output.
+        self.make_room_for(2 * batch.len * arity * 4)?;
         if on_device(arity) {
             let mut rel = self.rel_of(self.contiguous(batch)?, arity)?;
             if rel.n <= 1 {
@@ -252,6 +254,8 @@ impl CudaBackend {
             policy,
             |r| r.n,
             |below, top| {
+                self.make_room_for((below.n + top.n) * arity * 4)
+                    .map_err(super::exec_error)?;
                 let merged = self
                     .union_disjoint(arity, &below, &top)
                     .map(Rc::new)
@@ -330,6 +334,8 @@ impl CudaBackend {
             policy,
             |r| r.rows.n,
             |below, top| {
+                self.make_room_for((below.rows.n + top.rows.n) * arity * 4)
+                    .map_err(super::exec_error)?;
                 let merged = Rc::new(
                     self.union_disjoint(arity, &below.rows, &top.rows)
                         .map_err(super::exec_error)?,
