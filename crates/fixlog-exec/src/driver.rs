@@ -714,10 +714,11 @@ impl<B: Backend> Driver<'_, B> {
                 pending.push(rest_rows);
             }
             let t = Instant::now();
-            let outcome = self
-                .run_ops(rest, Some(&piece))
-                .and_then(|(out, peak)| Ok((self.absorb(rule.head, out, acc)?, peak)));
-            self.stats.phases.join += t.elapsed();
+            let outcome = self.run_ops(rest, Some(&piece)).and_then(|(out, peak)| {
+                // (`absorb` counts its own time, as deduplication.)
+                self.stats.phases.join += t.elapsed();
+                Ok((self.absorb(rule.head, out, acc)?, peak))
+            });
             match outcome {
                 Ok(((), peak)) => {
                     if peak > self.max_batch_rows {
