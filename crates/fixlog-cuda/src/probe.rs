@@ -38,17 +38,27 @@ pub fn probe() -> Probe {
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return unavailable("NVRTC library (libnvrtc) not found".into());
     }
+    // Device queries only: no context is created here (the backend creates the one
+    // it uses; creating one here too would double the start-up cost).
     let r = std::panic::catch_unwind(|| -> Result<Probe, String> {
-        use cudarc::driver::{result, CudaContext};
+        use cudarc::driver::{result, sys};
         result::init().map_err(|e| format!("cuInit failed: {e:?}"))?;
-        let count = CudaContext::device_count().map_err(|e| format!("device count: {e:?}"))?;
+        let count = result::device::get_count().map_err(|e| format!("device count: {e:?}"))?;
         if count <= 0 {
             return Err("no CUDA device".into());
         }
-        let ctx = CudaContext::new(0).map_err(|e| format!("context: {e:?}"))?;
-        let name = ctx.name().map_err(|e| format!("{e:?}"))?;
-        let cc = ctx.compute_capability().map_err(|e| format!("{e:?}"))?;
-        let mem = ctx.total_mem().map_err(|e| format!("{e:?}"))?;
+        let dev = result::device::get(0).map_err(|e| format!("device 0: {e:?}"))?;
+        let name = result::device::get_name(dev).map_err(|e| format!("{e:?}"))?;
+        // SAFETY: `dev` is a valid device handle from cuDeviceGet.
+        let (major, minor, mem) = unsafe {
+            let attr = |a| result::device::get_attribute(dev, a).map_err(|e| format!("{e:?}"));
+            (
+                attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+                result::device::total_mem(dev).map_err(|e| format!("{e:?}"))?,
+            )
+        };
+        let cc = (major, minor);
         Ok(Probe {
             available: true,
             reason: format!(
