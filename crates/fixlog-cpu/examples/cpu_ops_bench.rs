@@ -206,7 +206,7 @@ fn transitive_closure(path: &str) {
         let (d, s) = time(|| be.difference(&new, &full).unwrap());
         td += s;
         drop(new);
-        let (f, s) = time(|| be.merge_disjoint(&full, &d).unwrap());
+        let (f, s) = time(|| be.merge_disjoint(full.clone(), &d).unwrap());
         tm += s;
         full = f;
         delta = d;

@@ -336,15 +336,11 @@ impl Backend for CpuBackend {
         Ok(CpuRelation { arity, runs })
     }
 
-    fn merge_disjoint(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
+    fn merge_disjoint(&self, a: CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
         if b.is_empty() || a.arity == 0 {
-            return if a.is_empty() {
-                Ok(b.clone())
-            } else {
-                Ok(a.clone())
-            };
+            return if a.is_empty() { Ok(b.clone()) } else { Ok(a) };
         }
-        let mut runs = a.runs.clone();
+        let mut runs = a.runs;
         add_run(a.arity, &mut runs, single_run(b))?;
         Ok(CpuRelation {
             arity: a.arity,

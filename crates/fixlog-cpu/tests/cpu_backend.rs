@@ -52,7 +52,7 @@ fn runs_stay_few() {
         let n = 1 + (i * 37) % 500;
         let rows = rng.rows(2 * n, 1 << 16);
         let delta = be.difference(&rel(&be, 2, &rows), &full).unwrap();
-        full = be.merge_disjoint(&full, &delta).unwrap();
+        full = be.merge_disjoint(full, &delta).unwrap();
         expect.extend(rows.chunks_exact(2).map(|r| r.to_vec()));
         assert!(full.run_count() <= 8, "{} runs", full.run_count());
     }
@@ -109,7 +109,7 @@ fn results_do_not_depend_on_threads() {
                 trace.push(be.join(&d, &idx, &codes[2], &ctx).unwrap().rows());
                 let new = be.sort_unique(j).unwrap();
                 delta = be.difference(&new, &full).unwrap();
-                full = be.merge_disjoint(&full, &delta).unwrap();
+                full = be.merge_disjoint(full, &delta).unwrap();
                 trace.push(be.relation_rows(&delta).unwrap());
             }
             trace.push(be.relation_rows(&full).unwrap());

@@ -301,6 +301,55 @@ fn main() -> Result<(), CudaError> {
             gpu.download(u.view())? == cpu::unique(&sa[2..], 2),
         );
     }
+    // Merges that give back their inputs' memory piece by piece (crate::vmm): the
+    // inputs are themselves merges of at least 256 MiB (mapped), the result must be
+    // the plain merge, and the memory in use may grow by about a chunk, not by the
+    // output's size.
+    for a in [2usize, 3] {
+        let n = if a == 2 { 40_000_000usize } else { 27_000_000 };
+        // four sorted sets: rows (i, s, ...) for i < n, set s = 0..4
+        let set = |s: u32| -> Vec<u32> {
+            let mut v = Vec::with_capacity(n * a);
+            for i in 0..n as u32 {
+                v.push(i);
+                v.push(s);
+                if a == 3 {
+                    v.push(i ^ s);
+                }
+            }
+            v
+        };
+        let sets: Vec<Vec<u32>> = (0..4).map(set).collect();
+        let g: Vec<_> = sets
+            .iter()
+            .map(|s| gpu.upload(s, a))
+            .collect::<Result<_, _>>()?;
+        let mut m1 = gpu.merge_releasing(g[0].view(), g[1].view(), |_, _| {})?;
+        let mut m2 = gpu.merge_releasing(g[2].view(), g[3].view(), |_, _| {})?;
+        drop(g);
+        let want = cpu::merge(
+            &cpu::merge(&sets[0], &sets[1], a),
+            &cpu::merge(&sets[2], &sets[3], a),
+            a,
+        );
+        drop(sets);
+        let before = gpu.pool_stats().in_use;
+        gpu.reset_memory_peaks();
+        let (v1, v2) = (m1.view(), m2.view());
+        let row = a * 4;
+        let m = gpu.merge_releasing(v1, v2, |i, j| {
+            m1.buf.release_below(i * row);
+            m2.buf.release_below(j * row);
+        })?;
+        let grew = gpu.memory_peaks().1.saturating_sub(before);
+        drop((m1, m2));
+        let out = m.n * row;
+        let chunk = (out / 16).max(8 * fixlog_cuda::vmm::PIECE);
+        t.check(
+            &format!("merge releasing inputs a={a} {n}x4 (grew {grew} B, output {out} B)"),
+            gpu.download(m.view())? == want && grew <= chunk + 3 * fixlog_cuda::vmm::PIECE,
+        );
+    }
     t.group("merge + set difference", b);
 
     // ---- HISA ----

@@ -10,6 +10,7 @@
 use crate::error::{CudaError, Result};
 use crate::kernels;
 use crate::pool::{PoolCore, PoolStats, RawAlloc};
+use crate::vmm::{MappedBuf, Pieces};
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::cell::RefCell;
@@ -52,6 +53,22 @@ impl RawAlloc for DriverAlloc {
             let _ = unsafe { result::free_async(ptr, self.stream) };
         } else {
             let _ = unsafe { result::free_sync(ptr) };
+        }
+    }
+}
+
+impl DriverAlloc {
+    /// Gives the memory the driver's stream-ordered pool keeps unused back to the
+    /// device (for allocations outside it: `crate::vmm`).
+    pub(crate) fn trim_driver_pool(&mut self) {
+        if let Some(pool) = self.mempool {
+            let _ = self.ctx.bind_to_thread();
+            // SAFETY: the pool handle is valid for the context's life; trimming
+            // releases only memory no allocation uses.
+            let _ = unsafe {
+                sys::cuStreamSynchronize(self.stream);
+                sys::cuMemPoolTrimTo(pool, 0)
+            };
         }
     }
 }
@@ -111,12 +128,17 @@ unsafe fn mempool_attribute(
 
 type SharedPool = Rc<RefCell<PoolCore<DriverAlloc>>>;
 
-/// A device buffer from the pool; returned to the pool on drop.
+/// A device buffer: a block of the pool (returned to it on drop), or a range mapped
+/// piece by piece ([`MappedBuf`], a merge's output).
 pub struct DevBuf {
     ptr: u64,
     bytes: usize,
-    class: usize,
-    pool: SharedPool,
+    mem: BufMem,
+}
+
+enum BufMem {
+    Pool { class: usize, pool: SharedPool },
+    Mapped(MappedBuf),
 }
 
 impl DevBuf {
@@ -127,14 +149,36 @@ impl DevBuf {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+    /// Device bytes the buffer holds now.
     pub fn capacity(&self) -> usize {
-        self.class
+        match &self.mem {
+            BufMem::Pool { class, .. } => *class,
+            BufMem::Mapped(m) => m.mapped_bytes(),
+        }
+    }
+    /// Gives back the device memory of the buffer's first `bytes` bytes where it is
+    /// mapped piece by piece (`crate::vmm`; whole pieces only), nothing otherwise.
+    /// For the buffer's owner, once no kernel reads those bytes (a merge past them):
+    /// reading them later is an error of the caller.
+    pub fn release_below(&mut self, bytes: usize) {
+        if let Some(m) = self.mapped_mut() {
+            m.unmap_below(bytes);
+        }
+    }
+    /// The mapped range behind the buffer, if it is one.
+    pub(crate) fn mapped_mut(&mut self) -> Option<&mut MappedBuf> {
+        match &mut self.mem {
+            BufMem::Mapped(m) => Some(m),
+            BufMem::Pool { .. } => None,
+        }
     }
 }
 
 impl Drop for DevBuf {
     fn drop(&mut self) {
-        self.pool.borrow_mut().release(self.ptr, self.class);
+        if let BufMem::Pool { class, pool } = &self.mem {
+            pool.borrow_mut().release(self.ptr, *class);
+        }
     }
 }
 
@@ -303,6 +347,9 @@ pub struct Gpu {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     pool: SharedPool,
+    /// Physical pieces for buffers mapped piece by piece (`None`: the device has no
+    /// virtual memory management).
+    pieces: Option<Rc<Pieces>>,
     mapped: Option<MappedWords>,
     modules: RefCell<HashMap<String, Arc<CudaModule>>>,
     funcs: RefCell<HashMap<(String, String), CudaFunction>>,
@@ -399,10 +446,12 @@ impl Gpu {
             mempool.is_none(),
         )));
         let mapped = MappedWords::new(&ctx);
+        let pieces = Pieces::new(&ctx, pool.clone()).map(Rc::new);
         Ok(Gpu {
             ctx,
             stream,
             pool,
+            pieces,
             mapped,
             modules: RefCell::new(HashMap::new()),
             funcs: RefCell::new(HashMap::new()),
@@ -496,9 +545,12 @@ impl Gpu {
         self.pool.borrow_mut().set_limit(limit);
     }
     /// The most device memory held (reserved from the device) and in use since the
-    /// peaks were last reset: from the driver's memory pool where it is used, else
-    /// from this pool's accounting.
+    /// peaks were last reset. In use: this pool's accounting (every buffer, mapped
+    /// pieces included). Held: the driver's memory pool's high-water mark where it is
+    /// used, plus the most physical pieces held for mapped buffers (an upper bound:
+    /// the two peaks need not coincide); else the pool's own high-water mark.
     pub fn memory_peaks(&self) -> (usize, usize) {
+        let pieces = self.pieces.as_ref().map_or(0, |p| p.held().1);
         let mut core = self.pool.borrow_mut();
         let s = core.stats();
         match core.raw_mut().mempool {
@@ -508,13 +560,9 @@ impl Gpu {
                     pool,
                     sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
                 );
-                let used = mempool_attribute(
-                    pool,
-                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
-                );
                 (
-                    held.map_or(s.high_water, |v| v as usize),
-                    used.map_or(s.peak_in_use, |v| v as usize),
+                    held.map_or(s.high_water, |v| v as usize + pieces),
+                    s.peak_in_use,
                 )
             },
             None => (s.high_water, s.peak_in_use),
@@ -524,6 +572,9 @@ impl Gpu {
     pub fn reset_memory_peaks(&self) {
         let (now, _) = self.host_mapped.get();
         self.host_mapped.set((now, now));
+        if let Some(p) = &self.pieces {
+            p.reset_peak();
+        }
         let mut core = self.pool.borrow_mut();
         core.reset_peaks();
         if let Some(pool) = core.raw_mut().mempool {
@@ -547,9 +598,33 @@ impl Gpu {
         Ok(DevBuf {
             ptr,
             bytes,
-            class,
-            pool: self.pool.clone(),
+            mem: BufMem::Pool {
+                class,
+                pool: self.pool.clone(),
+            },
         })
+    }
+
+    /// Addresses for `bytes` bytes whose pieces the caller maps as it writes them
+    /// (`MappedBuf::map`); `None` where the device cannot map memory piece by piece.
+    pub(crate) fn reserve_mapped(&self, bytes: usize) -> Result<Option<DevBuf>> {
+        let Some(pieces) = &self.pieces else {
+            return Ok(None);
+        };
+        self.ctx.bind_to_thread()?;
+        let m = MappedBuf::reserve(pieces, self.stream.cu_stream(), bytes)?;
+        Ok(Some(DevBuf {
+            ptr: m.ptr(),
+            bytes,
+            mem: BufMem::Mapped(m),
+        }))
+    }
+
+    /// Releases the physical pieces kept for reuse (after a merge).
+    pub(crate) fn release_spare_pieces(&self) {
+        if let Some(p) = &self.pieces {
+            p.release_spares();
+        }
     }
     /// A u64 for a kernel to write a count into, read back by the host with
     /// `CountOut::read`: a word of the mapped host page (no copy), else a

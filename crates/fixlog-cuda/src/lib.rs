@@ -54,6 +54,8 @@ pub mod gpu;
 pub mod backend;
 #[cfg(feature = "cuda")]
 pub mod ops;
+#[cfg(feature = "cuda")]
+pub mod vmm;
 
 pub use error::{CudaError, Result};
 pub use probe::{probe, Probe};

@@ -101,6 +101,10 @@ impl View {
     }
 }
 
+/// Outputs from this size merge chunk by chunk and release their inputs as they go
+/// ([`Gpu::merge_releasing`]); below it the memory saved is not worth the waits.
+pub const MERGE_RELEASING_MIN: usize = 256 << 20;
+
 fn check_arity(a: usize) -> Result<()> {
     if (1..=8).contains(&a) {
         Ok(())
@@ -432,49 +436,109 @@ impl Gpu {
         check_arity(a.arity)?;
         let n = a.n + b.n;
         let out = self.alloc(n * a.arity * 4)?;
+        self.merge_into(a, b, out.ptr())?;
+        Ok(Rel {
+            buf: out,
+            n,
+            arity: a.arity,
+        })
+    }
+
+    /// Writes the merge of `a` and `b` (same arity, checked by the caller) at `out`.
+    fn merge_into(&self, a: View, b: View, out: u64) -> Result<()> {
         if a.n == 0 || b.n == 0 {
             let s = if a.n == 0 { b } else { a };
-            self.dtod(out.ptr(), s.ptr, s.n * s.arity * 4)?;
-        } else {
-            if a.arity == 2 {
-                // persistent: one resident grid walks the tiles, pipelined
-                let f = self.function(REL, &arity_defines(2), "merge2_pipe_8")?;
-                let (bounds, tiles) = self.merge_bounds(a, b, 256 * 8)?;
-                let grid = self.resident_grid(&f, tiles)?;
-                launch!(
-                    self,
-                    f,
-                    grid,
-                    256,
-                    a.ptr,
-                    a.n as u64,
-                    b.ptr,
-                    b.n as u64,
-                    bounds.ptr(),
-                    tiles as u64,
-                    out.ptr()
-                );
-                return Ok(Rel {
-                    buf: out,
-                    n,
-                    arity: a.arity,
-                });
-            }
-            let f = self.function(REL, &arity_defines(a.arity), "merge_rows")?;
-            let (bounds, tiles) = self.merge_bounds(a, b, merge_tile(a.arity))?;
+            return self.dtod(out, s.ptr, s.n * s.arity * 4);
+        }
+        if a.arity == 2 {
+            // persistent: one resident grid walks the tiles, pipelined
+            let f = self.function(REL, &arity_defines(2), "merge2_pipe_8")?;
+            let (bounds, tiles) = self.merge_bounds(a, b, 256 * 8)?;
+            let grid = self.resident_grid(&f, tiles)?;
             launch!(
                 self,
                 f,
-                tiles,
+                grid,
                 256,
                 a.ptr,
                 a.n as u64,
                 b.ptr,
                 b.n as u64,
                 bounds.ptr(),
-                out.ptr()
+                tiles as u64,
+                out
             );
+            return Ok(());
         }
+        let f = self.function(REL, &arity_defines(a.arity), "merge_rows")?;
+        let (bounds, tiles) = self.merge_bounds(a, b, merge_tile(a.arity))?;
+        launch!(
+            self,
+            f,
+            tiles,
+            256,
+            a.ptr,
+            a.n as u64,
+            b.ptr,
+            b.n as u64,
+            bounds.ptr(),
+            out
+        );
+        Ok(())
+    }
+
+    /// The merge of `a` and `b` written chunk by chunk into a buffer mapped piece by
+    /// piece (`crate::vmm`), calling `read(i, j)` after each chunk, once the device is
+    /// done with it: every later chunk reads only rows `i..` of `a` and `j..` of `b`,
+    /// so the caller may give back the memory below them. The merge then needs its
+    /// inputs' memory plus about a chunk, not twice. An ordinary merge (and `read`
+    /// never called) where the output is small or the device cannot map memory piece
+    /// by piece.
+    pub fn merge_releasing(
+        &self,
+        a: View,
+        b: View,
+        mut read: impl FnMut(usize, usize),
+    ) -> Result<Rel> {
+        if a.arity != b.arity {
+            return Err(CudaError::Invalid("merge: arity mismatch".into()));
+        }
+        check_arity(a.arity)?;
+        let n = a.n + b.n;
+        let row = a.arity * 4;
+        let bytes = n * row;
+        if bytes < MERGE_RELEASING_MIN || a.n == 0 || b.n == 0 {
+            return self.merge(a, b);
+        }
+        let Some(mut out) = self.reserve_mapped(bytes)? else {
+            return self.merge(a, b);
+        };
+        // Chunks of a sixteenth of the output, at least 8 pieces: few enough launches
+        // and waits, small enough that the slack is a few percent.
+        let chunk = (bytes / 16).max(8 * crate::vmm::PIECE) / row;
+        let (bounds, chunks) = self.merge_bounds(a, b, chunk)?;
+        let bounds: Vec<u64> = self.dtoh(bounds.ptr(), chunks + 1)?;
+        for c in 0..chunks {
+            let (k0, k1) = (c * chunk, ((c + 1) * chunk).min(n));
+            let (i0, i1) = (bounds[c] as usize, bounds[c + 1] as usize);
+            let (j0, j1) = (k0 - i0, k1 - i1);
+            if i1 < i0 || j1 < j0 || i1 > a.n || j1 > b.n {
+                return Err(CudaError::Invalid(format!(
+                    "internal error: merge chunk {c} bounds {i0}..{i1} / {j0}..{j1}"
+                )));
+            }
+            if let Some(m) = out.mapped_mut() {
+                m.map(k0 * row, k1 * row)?;
+            }
+            self.merge_into(
+                a.slice(i0, i1),
+                b.slice(j0, j1),
+                out.ptr() + (k0 * row) as u64,
+            )?;
+            self.sync()?;
+            read(i1, j1);
+        }
+        self.release_spare_pieces();
         Ok(Rel {
             buf: out,
             n,

@@ -11,8 +11,11 @@
 //!
 //! Where the allocator underneath caches by itself (the driver's stream-ordered
 //! allocator, which reuses freed memory across sizes without synchronising), the pool
-//! keeps no cache ([`PoolCore::new`]'s `cache`) and only accounts and enforces the
-//! limit. Otherwise its cache is bounded: beyond [`CACHE_FLOOR`] bytes it holds at
+//! keeps no cache ([`PoolCore::new`]'s `cache`), asks for the bytes requested (rounded
+//! to 512 B, not to a size class: up to 25% of a relation's memory would be slack)
+//! and only accounts and enforces the limit. Memory the pool does not allocate but
+//! must count against the limit (the physical pieces of a merge's output mapped
+//! piece by piece, `crate::vmm`) is accounted with [`PoolCore::reserve_external`]. Otherwise its cache is bounded: beyond [`CACHE_FLOOR`] bytes it holds at
 //! most a quarter of the bytes in use, so memory a run no longer needs goes back to
 //! the device instead of inflating what the process holds.
 //!
@@ -104,7 +107,11 @@ impl<A: RawAlloc> PoolCore<A> {
 
     /// Allocate a block of at least `bytes`; returns (pointer, class size).
     pub fn alloc(&mut self, bytes: usize) -> Result<(u64, usize)> {
-        let class = size_class(bytes);
+        let class = if self.cache {
+            size_class(bytes)
+        } else {
+            bytes.max(1).next_multiple_of(512)
+        };
         let oom = |s: &PoolStats, device| CudaError::OutOfMemory {
             requested: bytes,
             in_use: s.in_use,
@@ -142,6 +149,32 @@ impl<A: RawAlloc> PoolCore<A> {
         let held = self.stats.in_use + self.stats.cached;
         self.stats.high_water = self.stats.high_water.max(held);
         Ok((p, class))
+    }
+
+    /// Counts `bytes` the caller allocates itself as in use (an error, counting
+    /// nothing, where they would pass the limit).
+    pub fn reserve_external(&mut self, bytes: usize) -> Result<()> {
+        if self.stats.in_use + bytes > self.stats.limit {
+            self.release_cached_until(self.stats.limit.saturating_sub(bytes));
+        }
+        if self.stats.in_use + bytes > self.stats.limit {
+            return Err(CudaError::OutOfMemory {
+                requested: bytes,
+                in_use: self.stats.in_use,
+                limit: self.stats.limit,
+                device: false,
+            });
+        }
+        self.stats.in_use += bytes;
+        self.stats.peak_in_use = self.stats.peak_in_use.max(self.stats.in_use);
+        let held = self.stats.in_use + self.stats.cached;
+        self.stats.high_water = self.stats.high_water.max(held);
+        Ok(())
+    }
+
+    /// Stops counting `bytes` given to [`reserve_external`](Self::reserve_external).
+    pub fn release_external(&mut self, bytes: usize) {
+        self.stats.in_use = self.stats.in_use.saturating_sub(bytes);
     }
 
     /// Return a block obtained from [`alloc`](Self::alloc) to the cache.
@@ -350,5 +383,41 @@ mod tests {
         let e = p.alloc(4096).unwrap_err();
         assert!(matches!(e, CudaError::OutOfMemory { device: true, .. }));
         p.release(b.0, b.1);
+    }
+
+    #[test]
+    fn without_a_cache_requests_are_not_rounded_to_classes() {
+        let mut p = PoolCore::new(
+            Fake {
+                next: 0,
+                live: 0,
+                cap: usize::MAX / 2,
+            },
+            1 << 30,
+            false,
+        );
+        let big = (100 << 20) + 8; // a size class would add up to 25%
+        let a = p.alloc(big).unwrap();
+        assert_eq!(a.1, big.next_multiple_of(512));
+        assert_eq!(p.stats().in_use, a.1);
+        p.release(a.0, a.1);
+        assert_eq!((p.stats().in_use, p.stats().cached), (0, 0));
+    }
+
+    #[test]
+    fn external_bytes_count_against_the_limit() {
+        let mut p = pool(1 << 20, 1 << 30);
+        let a = p.alloc(1 << 19).unwrap();
+        p.reserve_external(1 << 18).unwrap();
+        assert_eq!(p.stats().in_use, (1 << 19) + (1 << 18));
+        assert!(matches!(
+            p.reserve_external(1 << 19),
+            Err(CudaError::OutOfMemory { .. })
+        ));
+        assert_eq!(p.stats().in_use, (1 << 19) + (1 << 18));
+        p.release_external(1 << 18);
+        p.release(a.0, a.1);
+        assert_eq!(p.stats().in_use, 0);
+        assert_eq!(p.stats().peak_in_use, (1 << 19) + (1 << 18));
     }
 }

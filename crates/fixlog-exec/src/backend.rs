@@ -216,8 +216,9 @@ pub trait Backend {
     /// `a ∪ b`.
     fn merge(&self, a: &Self::Relation, b: &Self::Relation) -> ExecResult<Self::Relation>;
     /// `a ∪ b` where the caller guarantees that `b` and `a` share no tuple (the
-    /// semi-naive `full ∪ (new − full)`), so no membership test is needed.
-    fn merge_disjoint(&self, a: &Self::Relation, b: &Self::Relation) -> ExecResult<Self::Relation>;
+    /// semi-naive `full ∪ (new − full)`), so no membership test is needed. Takes `a`
+    /// (the large side): a backend may give back its memory while merging.
+    fn merge_disjoint(&self, a: Self::Relation, b: &Self::Relation) -> ExecResult<Self::Relation>;
     /// `a − b`.
     fn difference(&self, a: &Self::Relation, b: &Self::Relation) -> ExecResult<Self::Relation>;
 

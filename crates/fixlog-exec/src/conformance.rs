@@ -297,7 +297,7 @@ fn check_set_ops<B: Backend>(be: &B, arity: usize, a: &[Value], b: &[Value], pa:
     assert_eq!(rows_of(be, &d), flat(&sd), "{what}");
     // merge_disjoint of b − a into a is the union.
     let bd = be.difference(&rb, &ra).unwrap();
-    let u2 = be.merge_disjoint(&ra, &bd).unwrap();
+    let u2 = be.merge_disjoint(ra.clone(), &bd).unwrap();
     assert_eq!(rows_of(be, &u2), flat(&su), "{what} (merge_disjoint)");
     // sort_unique_minus of a batch of b (with repeats) against a.
     let nb = b.len() / arity.max(1);
@@ -370,7 +370,7 @@ fn runs_stay_few<B: Backend>(be: &B) {
         let n = 1 + (i * 37) % 500;
         let rows = random_rows(&mut rng, 2, n, 1 << 16);
         let delta = be.difference(&rel(be, 2, &rows), &full).unwrap();
-        full = be.merge_disjoint(&full, &delta).unwrap();
+        full = be.merge_disjoint(full, &delta).unwrap();
         expect.extend(to_set(2, &rows));
     }
     assert_eq!(rows_of(be, &full), flat(&expect));

@@ -907,10 +907,12 @@ impl<B: Backend> Driver<'_, B> {
             )),
             other => other,
         };
-        self.full[rel] = self
-            .backend
-            .merge_disjoint(&self.full[rel], &new)
-            .map_err(context)?;
+        // The full relation moves into the merge (its memory may be given back as the
+        // merge passes it); an error ends the run, so nothing needs it afterwards.
+        let arity = self.plan.relations[rel].types.len();
+        let empty = self.backend.empty_relation(arity)?;
+        let full = std::mem::replace(&mut self.full[rel], empty);
+        self.full[rel] = self.backend.merge_disjoint(full, &new).map_err(context)?;
         self.stats.phases.merge += t.elapsed();
         let t = Instant::now();
         for (id, spec) in self.plan.indexes.iter().enumerate() {

@@ -352,13 +352,14 @@ impl Backend for CudaBackend {
         run.map_err(exec_error)
     }
 
-    fn merge_disjoint(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
+    fn merge_disjoint(&self, a: CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
         self.make_room().map_err(exec_error)?;
         if b.is_empty() || (a.arity == 0 && !a.is_empty()) {
-            return Ok(a.clone());
+            return Ok(a);
         }
         let arity = a.arity;
-        let mut runs = a.runs.clone();
+        // `a`'s runs, owned here: a merge may give their memory back as it goes.
+        let mut runs = a.runs;
         for run in &b.runs {
             self.add_run(arity, &mut runs, run.clone())
                 .map_err(exec_error)?;

@@ -239,6 +239,46 @@ impl CudaBackend {
         }
     }
 
+    /// The union of two disjoint sorted runs this caller owns: where neither is shared
+    /// (no other relation, index or batch holds it), a large merge gives back the
+    /// memory of its inputs as it passes them (`Gpu::merge_releasing`), so it needs
+    /// about its inputs' memory instead of twice.
+    fn union_disjoint_owned(
+        &self,
+        arity: usize,
+        a: Rc<DevRows>,
+        b: Rc<DevRows>,
+    ) -> Result<DevRows> {
+        if !on_device(arity) || !a.on_device() || !b.on_device() {
+            return self.union_disjoint(arity, &a, &b);
+        }
+        let sole = |r: &Rc<DevRows>| Rc::strong_count(r) == 1;
+        let (free_a, free_b) = (sole(&a), sole(&b));
+        let row = arity * 4;
+        let m = self
+            .gpu
+            .merge_releasing(a.view(arity), b.view(arity), |i, j| {
+                if free_a {
+                    a.release_below(i * row);
+                }
+                if free_b {
+                    b.release_below(j * row);
+                }
+            })?;
+        Ok(CudaBackend::rows_of(m))
+    }
+
+    /// Bytes a merge of `a` and `b` needs beside its inputs.
+    fn merge_room(arity: usize, a: &Rc<DevRows>, b: &Rc<DevRows>) -> usize {
+        let bytes = (a.n + b.n) * arity * 4;
+        let releasing = Rc::strong_count(a) == 1 && Rc::strong_count(b) == 1;
+        if releasing && bytes >= crate::ops::MERGE_RELEASING_MIN && on_device(arity) {
+            (bytes / 16).max(8 * crate::vmm::PIECE) + 2 * crate::vmm::PIECE
+        } else {
+            bytes
+        }
+    }
+
     /// Appends a run disjoint from `runs` and restores the geometric invariant.
     pub(crate) fn add_run(
         &self,
@@ -254,10 +294,10 @@ impl CudaBackend {
             policy,
             |r| r.n,
             |below, top| {
-                self.make_room_for((below.n + top.n) * arity * 4)
+                self.make_room_for(Self::merge_room(arity, &below, &top))
                     .map_err(super::exec_error)?;
                 let merged = self
-                    .union_disjoint(arity, &below, &top)
+                    .union_disjoint_owned(arity, below, top)
                     .map(Rc::new)
                     .map_err(super::exec_error)?;
                 self.keep(&merged, arity);
@@ -334,10 +374,12 @@ impl CudaBackend {
             policy,
             |r| r.rows.n,
             |below, top| {
-                self.make_room_for((below.rows.n + top.rows.n) * arity * 4)
+                // The hash tables go first: the rows may then be the merge's alone.
+                let (IndexRun { rows: a, .. }, IndexRun { rows: b, .. }) = (below, top);
+                self.make_room_for(Self::merge_room(arity, &a, &b))
                     .map_err(super::exec_error)?;
                 let merged = Rc::new(
-                    self.union_disjoint(arity, &below.rows, &top.rows)
+                    self.union_disjoint_owned(arity, a, b)
                         .map_err(super::exec_error)?,
                 );
                 self.keep(&merged, arity);

@@ -91,6 +91,18 @@ impl DevRows {
         }
     }
 
+    /// Gives back the device memory of the first `bytes` bytes of rows where they are
+    /// in a buffer mapped piece by piece (`crate::vmm`); nothing otherwise. Only for
+    /// the rows' sole owner, once no kernel reads those rows any more (a merge that
+    /// is past them).
+    pub(crate) fn release_below(&self, bytes: usize) {
+        if let RowsMem::Device(b) = &mut *self.mem.borrow_mut() {
+            if let Some(m) = b.mapped_mut() {
+                m.unmap_below(bytes);
+            }
+        }
+    }
+
     /// Moves the rows to mapped host memory, freeing their device memory.
     pub(crate) fn move_to_host(&self, gpu: &Gpu, arity: usize) -> Result<()> {
         if !self.on_device() {
