@@ -37,6 +37,9 @@ BUILD_BIN=$T/fixlog
 P
 cp crates/fixlog-cuda/scripts/cub_sort.py crates/fixlog-cuda/scripts/ncu_summary.py crates/fixlog-cuda/scripts/run.sh .carry/
 cp scripts/device/engine.sh scripts/device/bench_engine.py .carry/
+# The kernel cache the latest device call brought back (see engine.sh), if any.
+K=$(ls -t ${FIXLOG_DEVICE_FILES:-/work/.device}/*/kernels.tgz 2>/dev/null | head -1 || true)
+[ -n "$K" ] && cp "$K" .carry/kernels.tgz
 cp "$DATA/ground_truth.tsv" .carry/data/
 cp "$DATA"/graphs/*.tsv.gz .carry/data/graphs/
 du -sh .carry

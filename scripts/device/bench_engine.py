@@ -126,7 +126,8 @@ def main():
                     f"| {ev:.3f} | {best['driver_seconds']:.3f} | {best['wall']:.3f} | {peak} "
                     f"| load {ph['load']:.3f} prep {ph['prepare']:.3f} join {ph['join']:.3f} "
                     f"dedup {ph['dedup']:.3f} merge {ph['merge']:.3f} index {ph['index']:.3f} "
-                    f"unload {ph['unload']:.3f} write {ph['write']:.3f} |")
+                    f"unload {ph['unload']:.3f} write {ph['write']:.3f} "
+                    f"derived {best.get('derived', 0)} |")
             print(line, flush=True)
             rows.append(line)
     print(f"\n## fixlog run --backend {opt['--backend']} ({'outputs written' if output else '.printsize'})")

@@ -10,7 +10,8 @@
 #   lowmem       golden and small real-data suites with the GPU capped at LOWMEM bytes
 #                (default 128 MiB), the larger real-data graphs at LOWMEM_BIG (default 2 GiB)
 #   engine       TC and SG on the shared graphs through `fixlog run --backend cuda`
-#                (GRAPHS_TC / GRAPHS_SG: comma lists; REPS, default 1)
+#                (GRAPHS: comma list; REPS, default 1; LIMIT: --gpu-memory-limit;
+#                FIXLOG_BIN: another fixlog binary, e.g. an older build to compare)
 #   output       the same with outputs written (end-to-end), on OUTPUT_GRAPHS (TC)
 #   cpu          the same graphs on the CPU backend of this machine (16 cores)
 #   cspa         CSPA on generated facts (CSPA_PRESETS, default httpd), GPU against CPU
@@ -20,6 +21,12 @@ ROOT=$PWD
 C=$ROOT/.carry
 OUT=${OUT:-/tmp/fixlog-out}; mkdir -p "$OUT"
 export FIXLOG_KERNEL_CACHE=/tmp/fixlog-kernels RUST_BACKTRACE=1
+# Kernels compiled by an earlier call (fresh machines start with an empty disk cache):
+# scripts/gpu.sh packs the latest $OUT/kernels.tgz it finds; this call's cache goes back
+# the same way.
+mkdir -p /tmp/fixlog-kernels
+[ -f "$C/kernels.tgz" ] && tar xzf "$C/kernels.tgz" -C /tmp/fixlog-kernels 2>/dev/null
+trap 'tar czf "$OUT/kernels.tgz" -C /tmp/fixlog-kernels . 2>/dev/null' EXIT
 # The test binaries find the repository and the fixlog binary at the paths they were
 # built with: recreate those.
 if [ -f "$C/paths" ]; then
@@ -59,8 +66,9 @@ for s in "${STEPS[@]}"; do
         [ $rc -ne 0 ] && grep -E "panicked|FAILED|differs|error" "$OUT/lowmem-$t.log" | head -20
       done;;
     engine)
-      timeout ${T_ENGINE:-400} python3 "$C/bench_engine.py" "$C/fixlog" "$C/data" --backend cuda \
-        --reps ${REPS:-1} ${GRAPHS_TC:+--graphs "$GRAPHS_TC"} > "$OUT/engine.log" 2>&1; echo "rc=$?"
+      timeout ${T_ENGINE:-400} python3 "$C/bench_engine.py" "${FIXLOG_BIN:-$C/fixlog}" "$C/data" --backend cuda \
+        --reps ${REPS:-1} ${GRAPHS:+--graphs "$GRAPHS"} ${QUERIES:+--queries "$QUERIES"} \
+        ${LIMIT:+--limit "$LIMIT"} > "$OUT/engine.log" 2>&1; echo "rc=$?"
       summary+=("engine: see table");;
     output)
       timeout ${T_ENGINE:-400} python3 "$C/bench_engine.py" "$C/fixlog" "$C/data" --backend cuda --queries TC \

@@ -59,17 +59,30 @@ impl RawAlloc for DriverAlloc {
 
 impl DriverAlloc {
     /// Gives the memory the driver's stream-ordered pool keeps unused back to the
-    /// device (for allocations outside it: `crate::vmm`).
-    pub(crate) fn trim_driver_pool(&mut self) {
+    /// device until it holds at most `keep` bytes (for allocations outside it:
+    /// `crate::vmm`).
+    pub(crate) fn trim_driver_pool(&mut self, keep: usize) {
         if let Some(pool) = self.mempool {
             let _ = self.ctx.bind_to_thread();
             // SAFETY: the pool handle is valid for the context's life; trimming
             // releases only memory no allocation uses.
             let _ = unsafe {
                 sys::cuStreamSynchronize(self.stream);
-                sys::cuMemPoolTrimTo(pool, 0)
+                sys::cuMemPoolTrimTo(pool, keep)
             };
         }
+    }
+
+    /// Bytes the driver's stream-ordered pool holds from the device now (0 without it).
+    pub(crate) fn driver_pool_held(&self) -> usize {
+        // SAFETY: the pool handle is valid for the context's life.
+        self.mempool.map_or(0, |pool| unsafe {
+            mempool_attribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+            )
+            .unwrap_or(0) as usize
+        })
     }
 }
 

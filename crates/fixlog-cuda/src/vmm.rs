@@ -103,12 +103,22 @@ impl Pieces {
             return Ok(h);
         }
         self.pool.borrow_mut().reserve_external(PIECE)?;
+        {
+            // The driver's stream-ordered pool keeps what is freed; with the pieces
+            // beside it, the device memory held must stay within the limit too.
+            let mut pool = self.pool.borrow_mut();
+            let limit = pool.stats().limit;
+            let beside = self.held.get().0 + PIECE;
+            if pool.raw_mut().driver_pool_held() + beside > limit {
+                pool.raw_mut().trim_driver_pool(limit.saturating_sub(beside));
+            }
+        }
         let prop = props(self.ordinal);
         let mut h: sys::CUmemGenericAllocationHandle = 0;
         // SAFETY: a plain physical allocation with a valid property struct.
         let mut r = unsafe { sys::cuMemCreate(&mut h, PIECE, &prop, 0) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            self.pool.borrow_mut().raw_mut().trim_driver_pool();
+            self.pool.borrow_mut().raw_mut().trim_driver_pool(0);
             // SAFETY: as above.
             r = unsafe { sys::cuMemCreate(&mut h, PIECE, &prop, 0) };
         }
