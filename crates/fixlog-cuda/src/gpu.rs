@@ -633,6 +633,11 @@ impl Gpu {
         }))
     }
 
+    /// Whether buffers can be mapped piece by piece (`crate::vmm`) on this device.
+    pub(crate) fn maps_pieces(&self) -> bool {
+        self.pieces.is_some()
+    }
+
     /// Releases the physical pieces kept for reuse (after a merge).
     pub(crate) fn release_spare_pieces(&self) {
         if let Some(p) = &self.pieces {

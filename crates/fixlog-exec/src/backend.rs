@@ -175,6 +175,11 @@ pub trait Backend {
     fn empty_relation(&self, arity: usize) -> ExecResult<Self::Relation>;
     /// Row-major tuples in sorted order.
     fn relation_rows(&self, rel: &Self::Relation) -> ExecResult<Vec<Value>>;
+    /// [`relation_rows`](Self::relation_rows) of a relation the caller gives up (the
+    /// results at the end of a run): a backend may release its memory as it goes.
+    fn take_rows(&self, rel: Self::Relation) -> ExecResult<Vec<Value>> {
+        self.relation_rows(&rel)
+    }
     fn relation_len(&self, rel: &Self::Relation) -> usize;
     fn relation_arity(&self, rel: &Self::Relation) -> usize;
 

@@ -522,7 +522,7 @@ pub fn run<B: Backend>(
             Some(Tuples {
                 arity: backend.relation_arity(&r),
                 len: backend.relation_len(&r),
-                rows: backend.relation_rows(&r)?,
+                rows: backend.take_rows(r)?,
             })
         } else {
             None

@@ -420,6 +420,36 @@ impl CudaBackend {
         self.sort_rows(DevRows::device(out, run.n), arity)
     }
 
+    /// [`sorted_rows`](Self::sorted_rows) of a relation given up: where every run is
+    /// on the device and large merges can release their inputs, the runs merge
+    /// smallest first on the device, each merge giving back the memory of the runs it
+    /// consumes, so the result needs about the relation's memory, not twice.
+    pub(crate) fn take_sorted_rows(&self, rel: CudaRelation) -> Result<Vec<Value>> {
+        let arity = rel.arity;
+        let releasing = self.gpu.maps_pieces()
+            && on_device(arity)
+            && rel.runs.iter().all(|r| r.on_device());
+        if !releasing || rel.runs.len() <= 1 {
+            return self.sorted_rows(&rel);
+        }
+        let mut runs = rel.runs;
+        let Some(mut acc) = runs.pop() else {
+            return Ok(Vec::new());
+        };
+        while let Some(next) = runs.pop() {
+            self.make_room_for(Self::merge_room(arity, &next, &acc))?;
+            if !next.on_device() || !acc.on_device() {
+                // Moved to make room: the device is too short for this; the host
+                // merges what is left.
+                runs.push(next);
+                runs.push(acc);
+                return self.sorted_rows(&CudaRelation { arity, runs });
+            }
+            acc = Rc::new(self.union_disjoint_owned(arity, next, acc)?);
+        }
+        self.download(acc.ptr(), acc.n * arity)
+    }
+
     /// A relation's rows in sorted order, for the host. Merged on the device when the
     /// merge fits there, else run by run on the host (a relation larger than the
     /// device's memory).
