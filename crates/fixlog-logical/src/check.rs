@@ -8,12 +8,16 @@
 //! Each rule goes through three passes over a small "lowered" form (`LLit`/`LExpr`: the
 //! AST with variables resolved to [`VarId`]s and the desugaring done, but no types yet):
 //!
-//! 1. lowering, which also decides variable scopes: a variable inside an aggregate body
-//!    is the same as an outer variable of that name only if the name occurs in the
-//!    enclosing scope outside the aggregate (it is then *correlated*); otherwise it is
-//!    local to the aggregate, so two sibling aggregates may reuse a local name;
+//! 1. lowering, which also decides variable scopes as Soufflé does: a variable inside an
+//!    aggregate body is the same as an outer variable of that name (it is *injected*, or
+//!    correlated) only if the enclosing scope grounds that name without the aggregate's
+//!    own result; the names of the aggregated expression are always local; every other
+//!    name is local to the aggregate, so two sibling aggregates may reuse a local name
+//!    (see `RuleCx::aggregate_scopes`);
 //! 2. range restriction, on the lowered form because it still knows where every variable
-//!    occurrence is in the text;
+//!    occurrence is in the text, by a linear-time fixpoint (`ground`) in which an
+//!    aggregate binds its result only once its injected variables are bound (aggregates
+//!    that need each other are reported);
 //! 3. typing: atom columns fix variable types; then types flow through equalities,
 //!    operators, functors and aggregates to a fixpoint; what is left defaults to
 //!    `number`; the final emission pass checks every use against those types and reports
@@ -22,6 +26,7 @@
 //! Errors are collected, not thrown: a bad literal drops its rule, the other rules are
 //! still checked, and everything found is reported together.
 
+use crate::ground::Grounding;
 use crate::ir::{self, ColType, RelId, Value, VarId};
 use crate::stratify::stratify;
 use crate::symbols::SymbolTable;
@@ -756,48 +761,157 @@ struct RuleCx<'c, 'a> {
     fresh: usize,
     /// Checking a fact: variables and aggregates are errors; all functors are folded.
     fact_mode: bool,
+    /// For each aggregate of the scopes lowered so far (by the address of its AST
+    /// node), the names that refer to the enclosing scope (see
+    /// [`RuleCx::aggregate_scopes`]).
+    injected: HashMap<usize, HashSet<String>>,
+}
+
+/// The variable names of an expression left to right (not those inside aggregates) and
+/// the aggregates it contains (not those nested in aggregate bodies). Iterative: a flat
+/// sum of 100,000 terms is a chain that deep.
+fn expr_parts<'e>(
+    e: &'e ast::Expr,
+    names: &mut Vec<(&'e str, Span)>,
+    aggs: &mut Vec<&'e ast::Expr>,
+) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            ast::Expr::Var(id) => names.push((id.name.as_str(), id.span)),
+            ast::Expr::Unary { arg, .. } => stack.push(arg),
+            ast::Expr::Binary { lhs, rhs, .. } => {
+                stack.push(rhs);
+                stack.push(lhs);
+            }
+            ast::Expr::Call { args, .. } => stack.extend(args.iter().rev()),
+            ast::Expr::Aggregate { .. } => aggs.push(e),
+            _ => {}
+        }
+    }
+}
+
+/// The expressions of a literal.
+fn literal_exprs(l: &ast::Literal) -> Vec<&ast::Expr> {
+    match l {
+        ast::Literal::Atom(a) | ast::Literal::Negation { atom: a, .. } => a.args.iter().collect(),
+        ast::Literal::Compare { lhs, rhs, .. } => vec![lhs, rhs],
+        ast::Literal::Bool(..) => Vec::new(),
+    }
 }
 
 fn collect_direct_expr(e: &ast::Expr, out: &mut Vec<(String, Span)>) {
-    match e {
-        ast::Expr::Var(id) => out.push((id.name.clone(), id.span)),
-        ast::Expr::Unary { arg, .. } => collect_direct_expr(arg, out),
-        ast::Expr::Binary { lhs, rhs, .. } => {
-            collect_direct_expr(lhs, out);
-            collect_direct_expr(rhs, out);
-        }
-        ast::Expr::Call { args, .. } => args.iter().for_each(|a| collect_direct_expr(a, out)),
-        _ => {}
-    }
+    let mut names = Vec::new();
+    expr_parts(e, &mut names, &mut Vec::new());
+    out.extend(names.into_iter().map(|(n, s)| (n.to_string(), s)));
 }
 
 fn collect_direct_lit(l: &ast::Literal, out: &mut Vec<(String, Span)>) {
-    match l {
-        ast::Literal::Atom(a) | ast::Literal::Negation { atom: a, .. } => {
-            a.args.iter().for_each(|e| collect_direct_expr(e, out))
-        }
-        ast::Literal::Compare { lhs, rhs, .. } => {
-            collect_direct_expr(lhs, out);
-            collect_direct_expr(rhs, out);
-        }
-        ast::Literal::Bool(..) => {}
+    for e in literal_exprs(l) {
+        collect_direct_expr(e, out);
     }
 }
 
-fn is_const(e: &ast::Expr) -> bool {
-    match e {
-        ast::Expr::Int(..)
-        | ast::Expr::Unsigned(..)
-        | ast::Expr::Float(..)
-        | ast::Expr::Str(..) => true,
-        ast::Expr::Unary { arg, .. } => is_const(arg),
-        ast::Expr::Binary { lhs, rhs, .. } => is_const(lhs) && is_const(rhs),
-        ast::Expr::Call { args, user, .. } => !user && args.iter().all(is_const),
-        ast::Expr::Var(_) | ast::Expr::Wildcard(_) | ast::Expr::Aggregate { .. } => false,
+/// Every literal of a body, whatever its `,`/`;` structure.
+fn body_literals<'b>(b: &'b ast::Body, out: &mut Vec<&'b ast::Literal>) {
+    match b {
+        ast::Body::Literal(l) => out.push(l),
+        ast::Body::And(parts, _) | ast::Body::Or(parts, _) => {
+            parts.iter().for_each(|p| body_literals(p, out))
+        }
     }
+}
+
+/// The names of an aggregate, as Soufflé scopes them: `.0` every name that may refer to
+/// an enclosing scope (those of its body and of its aggregated expression, and those of
+/// aggregates nested in it except their own aggregated expressions'), `.1` the names of
+/// its aggregated expression, which are always local to it.
+fn aggregate_names(a: &ast::Expr) -> (HashSet<&str>, HashSet<&str>) {
+    let ast::Expr::Aggregate { arg, body, .. } = a else {
+        return (HashSet::new(), HashSet::new());
+    };
+    let mut names = Vec::new();
+    let mut nested = Vec::new();
+    let mut target = Vec::new();
+    if let Some(arg) = arg {
+        expr_parts(arg, &mut target, &mut nested);
+    }
+    let mut lits = Vec::new();
+    body_literals(body, &mut lits);
+    for l in lits {
+        for e in literal_exprs(l) {
+            expr_parts(e, &mut names, &mut nested);
+        }
+    }
+    let target: HashSet<&str> = target.into_iter().map(|(n, _)| n).collect();
+    let mut all: HashSet<&str> = names.into_iter().map(|(n, _)| n).collect();
+    all.extend(target.iter().copied());
+    for b in nested {
+        let (inner, inner_target) = aggregate_names(b);
+        all.extend(inner.difference(&inner_target).copied());
+    }
+    (all, target)
+}
+
+/// Whether an expression is made of constants only (iterative, like [`expr_parts`]).
+fn is_const(e: &ast::Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            ast::Expr::Int(..)
+            | ast::Expr::Unsigned(..)
+            | ast::Expr::Float(..)
+            | ast::Expr::Str(..) => {}
+            ast::Expr::Unary { arg, .. } => stack.push(arg),
+            ast::Expr::Binary { lhs, rhs, .. } => {
+                stack.push(rhs);
+                stack.push(lhs);
+            }
+            ast::Expr::Call { args, user, .. } => {
+                if *user {
+                    return false;
+                }
+                stack.extend(args.iter());
+            }
+            ast::Expr::Var(_) | ast::Expr::Wildcard(_) | ast::Expr::Aggregate { .. } => {
+                return false
+            }
+        }
+    }
+    true
 }
 
 type Scope = HashMap<String, VarId>;
+
+/// The grounding problem of one scope, by name (see [`RuleCx::aggregate_scopes`]).
+struct ScopeScan<'x> {
+    g: Grounding,
+    ids: HashMap<&'x str, usize>,
+    /// The scope's aggregates and their items (grounded when their value counts).
+    aggs: Vec<(&'x ast::Expr, usize)>,
+}
+
+impl<'x> ScopeScan<'x> {
+    fn item(&mut self, name: &'x str) -> usize {
+        let g = &mut self.g;
+        *self.ids.entry(name).or_insert_with(|| g.add_item())
+    }
+
+    /// The items an expression needs to be grounded: its names and its aggregates
+    /// (which get an item each here).
+    fn needs(&mut self, e: &'x ast::Expr) -> Vec<usize> {
+        let mut names = Vec::new();
+        let mut aggs = Vec::new();
+        expr_parts(e, &mut names, &mut aggs);
+        let mut out: Vec<usize> = names.into_iter().map(|(n, _)| self.item(n)).collect();
+        for a in aggs {
+            let i = self.g.add_item();
+            self.aggs.push((a, i));
+            out.push(i);
+        }
+        out
+    }
+}
 
 impl<'c, 'a> RuleCx<'c, 'a> {
     fn new(ck: &'c mut Checker<'a>, fact_mode: bool) -> Self {
@@ -806,6 +920,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             vars: Vec::new(),
             fresh: 0,
             fact_mode,
+            injected: HashMap::new(),
         }
     }
 
@@ -914,6 +1029,13 @@ impl<'c, 'a> RuleCx<'c, 'a> {
         for l in lits {
             collect_direct_lit(l, &mut names);
         }
+        let outside: HashSet<&str> = names
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .chain(visible.keys().map(String::as_str))
+            .collect();
+        let scopes = self.aggregate_scopes(lits, extra, visible, &outside);
+        self.injected.extend(scopes);
         let mut scope = visible.clone();
         for (n, _) in names {
             if let std::collections::hash_map::Entry::Vacant(slot) = scope.entry(n) {
@@ -933,6 +1055,114 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             self.lower_lit(l, &scope, &mut out);
         }
         (out, extras)
+    }
+
+    /// Soufflé's scoping of the names of the aggregates directly in one scope (a rule
+    /// body with its head, or an aggregate body with its aggregated expression): for
+    /// each aggregate (by the address of its AST node), the names that are *injected*,
+    /// that is, refer to the enclosing scope's variable (bound before the aggregate
+    /// runs, and grouped on); every other name of the aggregate is local to it.
+    ///
+    /// A name of aggregate `A` (see [`aggregate_names`]; never one of its aggregated
+    /// expression) is injected when it is grounded in the scope without `A`'s own value:
+    /// by a positive atom, by the enclosing scopes, or by an equality over grounded
+    /// values, the values of the scope's other aggregates counting as grounded but not
+    /// `A`'s. So the `m` inside `r(m) :- m = count : { e(m, _) }` is local: outside, it is
+    /// grounded only through the aggregate itself. A name that occurs outside `A` in the
+    /// scope but is not grounded there even with every aggregate's value (a "witness"
+    /// in Soufflé's terms, which Fixlog does not support) is also taken as injected, so
+    /// that range restriction reports it as not bound outside the aggregate.
+    fn aggregate_scopes<'x>(
+        &self,
+        lits: &[&'x ast::Literal],
+        extra: &[&'x ast::Expr],
+        visible: &'x Scope,
+        outside: &HashSet<&str>,
+    ) -> Vec<(usize, HashSet<String>)> {
+        let mut scan = ScopeScan {
+            g: Grounding::new(0),
+            ids: HashMap::new(),
+            aggs: Vec::new(),
+        };
+        for name in visible.keys() {
+            let i = scan.item(name);
+            scan.g.fact(i);
+        }
+        for l in lits {
+            match l {
+                ast::Literal::Atom(a) => {
+                    let predicate = matches!(a.name.name.as_str(), "contains" | "match")
+                        && !self.ck.rel_ids.contains_key(&a.name.name);
+                    for e in &a.args {
+                        scan.needs(e);
+                        if let (ast::Expr::Var(id), false) = (e, predicate) {
+                            let i = scan.item(&id.name);
+                            scan.g.fact(i);
+                        }
+                    }
+                }
+                ast::Literal::Negation { atom, .. } => {
+                    for e in &atom.args {
+                        scan.needs(e);
+                    }
+                }
+                ast::Literal::Compare { op, lhs, rhs, .. } => {
+                    let l_needs = scan.needs(lhs);
+                    let r_needs = scan.needs(rhs);
+                    if *op == ast::CmpOp::Eq {
+                        if let ast::Expr::Var(id) = lhs {
+                            let i = scan.item(&id.name);
+                            scan.g.rule(i, r_needs.clone());
+                        }
+                        if let ast::Expr::Var(id) = rhs {
+                            let i = scan.item(&id.name);
+                            scan.g.rule(i, l_needs);
+                        }
+                    }
+                }
+                ast::Literal::Bool(..) => {}
+            }
+        }
+        for e in extra {
+            scan.needs(e);
+        }
+        let ScopeScan { g, ids, aggs } = scan;
+        let agg_items: Vec<usize> = aggs.iter().map(|(_, i)| *i).collect();
+        let none = g.solve(&[]);
+        let all = g.solve(&agg_items);
+        let mut out = Vec::new();
+        for (a, agg_item) in &aggs {
+            let (names, target) = aggregate_names(a);
+            let mut injected = HashSet::new();
+            let mut undecided = Vec::new();
+            for n in names.difference(&target) {
+                match ids.get(n) {
+                    Some(&i) if none[i] => {
+                        injected.insert(n.to_string());
+                    }
+                    Some(&i) if all[i] => undecided.push((*n, i)),
+                    _ if outside.contains(n) => {
+                        injected.insert(n.to_string());
+                    }
+                    _ => {}
+                }
+            }
+            if !undecided.is_empty() {
+                let others: Vec<usize> = agg_items
+                    .iter()
+                    .copied()
+                    .filter(|i| i != agg_item)
+                    .collect();
+                let without = g.solve(&others);
+                for (n, i) in undecided {
+                    if without[i] {
+                        injected.insert(n.to_string());
+                    }
+                }
+            }
+            out.push((*a as *const ast::Expr as usize, injected));
+        }
+        out
     }
 
     fn lower_lit(&mut self, l: &ast::Literal, scope: &Scope, out: &mut Vec<LLit>) {
@@ -1154,7 +1384,19 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     }
                 };
                 let extra: Vec<&ast::Expr> = arg.iter().map(|a| a.as_ref()).collect();
-                let (blits, bargs) = self.lower_scope(&conj, &extra, scope);
+                // Only the injected names refer to the enclosing scope; every other name
+                // of the aggregate is local to it.
+                let injected = self
+                    .injected
+                    .get(&(e as *const ast::Expr as usize))
+                    .cloned()
+                    .unwrap_or_default();
+                let inner: Scope = scope
+                    .iter()
+                    .filter(|(n, _)| injected.contains(n.as_str()))
+                    .map(|(n, v)| (n.clone(), *v))
+                    .collect();
+                let (blits, bargs) = self.lower_scope(&conj, &extra, &inner);
                 let arg = match bargs.into_iter().next() {
                     Some(Some(a)) => Some(a),
                     Some(None) => return None,
@@ -1281,6 +1523,13 @@ impl<'c, 'a> RuleCx<'c, 'a> {
 
     /// Check that every variable that must be bound is. `must_bind` are the head
     /// arguments (`in_agg == false`) or the aggregated expression (`in_agg == true`).
+    ///
+    /// Positive atoms bind their variables; `v = e` binds `v` once `e`'s variables are
+    /// bound; an aggregate binds its result once its correlated (injected) variables are
+    /// bound. Variables that would be bound if every aggregate's result were, but are
+    /// not, depend on an aggregate that depends on them: that is reported at the
+    /// aggregate, not at every variable it leaves unbound. Fresh `$` variables are never
+    /// reported: one of the variables they are computed from is.
     fn range_check(
         &mut self,
         lits: &[LLit],
@@ -1288,7 +1537,13 @@ impl<'c, 'a> RuleCx<'c, 'a> {
         outer_bound: &HashSet<VarId>,
         in_agg: bool,
     ) {
-        let mut bound = outer_bound.clone();
+        let mut g = Grounding::new(self.vars.len());
+        for &v in outer_bound {
+            g.fact(v);
+        }
+        let mut agg_outs = Vec::new();
+        // Per aggregate literal: its correlated variables (with a span each).
+        let mut correlated: Vec<Vec<(VarId, Span)>> = Vec::new();
         for l in lits {
             match l {
                 LLit::Atom {
@@ -1298,50 +1553,62 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 } => {
                     for a in args {
                         if let LTerm::Var(v, _) = a {
-                            bound.insert(*v);
+                            g.fact(*v);
                         }
                     }
                 }
-                LLit::Agg { out, .. } => {
-                    bound.insert(*out);
-                }
-                _ => {}
-            }
-        }
-        loop {
-            let mut changed = false;
-            for l in lits {
-                if let LLit::Cmp {
+                LLit::Cmp {
                     op: ir::CmpOp::Eq,
                     lhs,
                     rhs,
                     ..
-                } = l
-                {
+                } => {
                     for (a, b) in [(lhs, rhs), (rhs, lhs)] {
                         if let LExpr::Var(v, _) = a {
-                            if !bound.contains(v) {
-                                let mut vs = Vec::new();
-                                b.vars(&mut vs);
-                                if vs.iter().all(|(w, _)| bound.contains(w)) {
-                                    bound.insert(*v);
-                                    changed = true;
-                                }
-                            }
+                            let mut vs = Vec::new();
+                            b.vars(&mut vs);
+                            g.rule(*v, vs.into_iter().map(|x| x.0).collect());
                         }
                     }
                 }
-            }
-            if !changed {
-                break;
+                LLit::Agg {
+                    out,
+                    arg,
+                    body,
+                    outer,
+                    ..
+                } => {
+                    let mut vs = Vec::new();
+                    if let Some(a) = arg {
+                        a.vars(&mut vs);
+                    }
+                    for b in body {
+                        b.vars(&mut vs);
+                    }
+                    vs.retain(|(v, _)| outer.contains(v));
+                    g.rule(*out, vs.iter().map(|x| x.0).collect());
+                    agg_outs.push(*out);
+                    correlated.push(vs);
+                }
+                _ => {}
             }
         }
+        let grounded = g.solve(&[]);
+        let bound = |v: &VarId| grounded.get(*v).copied().unwrap_or(false);
+        let if_aggs = if agg_outs.is_empty() {
+            grounded.clone()
+        } else {
+            g.solve(&agg_outs)
+        };
+        // Not bound, and not because of a circular dependency through an aggregate
+        // (reported at the aggregate).
+        let unbound = |v: &VarId| !bound(v) && !if_aggs.get(*v).copied().unwrap_or(false);
         let mut reported: HashSet<VarId> = HashSet::new();
         for e in must_bind {
             let mut vs = Vec::new();
             e.vars(&mut vs);
             for (v, s) in vs {
-                if !bound.contains(&v) && reported.insert(v) {
+                if unbound(&v) && !self.is_fresh(v) && reported.insert(v) {
                     let name = self.vars[v].name.clone();
                     let d = if in_agg {
                         Diagnostic::error(
@@ -1375,6 +1642,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 non_negated.extend(vs.into_iter().map(|x| x.0));
             }
         }
+        let mut aggs_seen = 0;
         for l in lits {
             match l {
                 LLit::Atom {
@@ -1384,7 +1652,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 } => {
                     for a in args {
                         if let LTerm::Var(v, s) = a {
-                            if !bound.contains(v) && reported.insert(*v) {
+                            if unbound(v) && !self.is_fresh(*v) && reported.insert(*v) {
                                 let name = self.vars[*v].name.clone();
                                 let d = if non_negated.contains(v) {
                                     self.unbound(*v, *s)
@@ -1406,46 +1674,58 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     let mut vs = Vec::new();
                     l.vars(&mut vs);
                     for (v, s) in vs {
-                        if !bound.contains(&v) && reported.insert(v) {
+                        if unbound(&v) && !self.is_fresh(v) && reported.insert(v) {
                             let d = self.unbound(v, s);
                             self.error(d);
                         }
                     }
                 }
                 LLit::Agg {
-                    arg, body, outer, ..
+                    arg, body, span, ..
                 } => {
-                    let mut vs = Vec::new();
-                    if let Some(a) = arg {
-                        a.vars(&mut vs);
-                    }
-                    for b in body {
-                        b.vars(&mut vs);
-                    }
-                    let mut correlated = HashSet::new();
-                    for (v, s) in vs {
-                        if outer.contains(&v) {
-                            correlated.insert(v);
-                            if !bound.contains(&v) && reported.insert(v) {
-                                let name = self.vars[v].name.clone();
-                                self.error(
-                                    Diagnostic::error(
-                                        format!("variable `{name}` is used inside an aggregate but is not bound outside it"),
-                                        s,
-                                    )
-                                    .with_help(format!(
-                                        "bind `{name}` with a positive atom outside the aggregate, or rename it to make it local to the aggregate"
-                                    )),
-                                );
-                            }
+                    let vars = correlated.get(aggs_seen).cloned().unwrap_or_default();
+                    aggs_seen += 1;
+                    let mut circular = false;
+                    for &(v, s) in &vars {
+                        if bound(&v) || !reported.insert(v) {
+                            continue;
+                        }
+                        let name = self.vars[v].name.clone();
+                        if unbound(&v) {
+                            self.error(
+                                Diagnostic::error(
+                                    format!("variable `{name}` is used inside an aggregate but is not bound outside it"),
+                                    s,
+                                )
+                                .with_help(format!(
+                                    "bind `{name}` with a positive atom outside the aggregate, or rename it to make it local to the aggregate"
+                                )),
+                            );
+                        } else if !circular {
+                            circular = true;
+                            self.error(
+                                Diagnostic::error(
+                                    format!("circular dependency: this aggregate needs `{name}`, which is bound only through an aggregate's result that needs this one"),
+                                    *span,
+                                )
+                                .with_help(format!(
+                                    "bind `{name}` with a positive atom outside the aggregates, or rename it inside this aggregate to make it local"
+                                )),
+                            );
                         }
                     }
+                    let outer: HashSet<VarId> = vars.iter().map(|x| x.0).collect();
                     let must: Vec<LExpr> = arg.iter().cloned().collect();
-                    self.range_check(body, &must, &correlated, true);
+                    self.range_check(body, &must, &outer, true);
                 }
                 LLit::Atom { .. } | LLit::False(_) => {}
             }
         }
+    }
+
+    /// A variable the desugaring introduced (`$count1`, `$2`, ...), not one of the text.
+    fn is_fresh(&self, v: VarId) -> bool {
+        self.vars.get(v).is_some_and(|d| d.name.starts_with('$'))
     }
 
     fn unbound(&self, v: VarId, s: Span) -> Diagnostic {

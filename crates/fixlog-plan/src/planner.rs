@@ -20,13 +20,22 @@
 
 use crate::ir::*;
 use fixlog_logical::{self as logical, AggFunc, ColType, Literal, Program, RelId, Term, VarId};
+use fixlog_syntax::Diagnostic;
 use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// The final projection of a pipeline, given where each variable is (`None` if one it
+/// needs is not bound).
+type OutputFn<'f> = dyn Fn(&HashMap<VarId, PExpr>) -> Option<Vec<PExpr>> + 'f;
 
 /// The pseudo-variable of an aggregate sub-pipeline's row-number column.
 const ROW_VAR: VarId = usize::MAX;
 
 /// Plans every stratum of a checked program.
-pub fn plan(program: &Program) -> Plan {
+///
+/// The checker guarantees range restriction, so every rule it accepts can be planned;
+/// should a rule still not be (a bug), the error names the rule instead of the planner
+/// panicking.
+pub fn plan(program: &Program) -> Result<Plan, Diagnostic> {
     let mut indexes = Vec::new();
     let mut strata = Vec::new();
     for stratum in &program.strata {
@@ -49,10 +58,10 @@ pub fn plan(program: &Program) -> Plan {
                 vars: &rule.vars,
             };
             if recursive_atoms.is_empty() {
-                init.push(planner.plan_rule(rule_idx, rule, None));
+                init.push(planner.plan_rule(rule_idx, rule, None)?);
             } else {
                 for &i in &recursive_atoms {
-                    recursive_rules.push(planner.plan_rule(rule_idx, rule, Some(i)));
+                    recursive_rules.push(planner.plan_rule(rule_idx, rule, Some(i))?);
                 }
             }
         }
@@ -63,7 +72,7 @@ pub fn plan(program: &Program) -> Plan {
             recursive_rules,
         });
     }
-    Plan {
+    Ok(Plan {
         relations: program
             .relations
             .iter()
@@ -74,7 +83,15 @@ pub fn plan(program: &Program) -> Plan {
             .collect(),
         indexes,
         strata,
-    }
+    })
+}
+
+/// An internal planning error about `rule`.
+fn internal(rule: &logical::Rule, what: &str) -> Diagnostic {
+    Diagnostic::error(
+        format!("internal error: this rule cannot be planned ({what}); please report it"),
+        rule.span,
+    )
 }
 
 struct RulePlanner<'a> {
@@ -108,33 +125,39 @@ impl RulePlanner<'_> {
         rule_idx: usize,
         rule: &logical::Rule,
         delta: Option<usize>,
-    ) -> RulePlan {
+    ) -> Result<RulePlan, Diagnostic> {
         let keep: HashSet<VarId> = rule.head.args.iter().flat_map(expr_vars).collect();
         let head = &rule.head.args;
-        let ops = self.plan_body(&rule.body, delta, None, &keep, &|env| {
-            head.iter().map(|e| to_pexpr(e, env)).collect()
-        });
-        RulePlan {
+        let ops = self
+            .plan_body(&rule.body, delta, None, &keep, &|env| {
+                head.iter().map(|e| to_pexpr(e, env)).collect()
+            })
+            .map_err(|what| internal(rule, what))?;
+        Ok(RulePlan {
             rule: rule_idx,
             delta_atom: delta,
             head: rule.head.rel,
             ops,
-        }
+        })
     }
 
     /// Plans `body` into a pipeline.
     ///
     /// `input`: for an aggregate's sub-pipeline, the variables of the input batch's
     /// columns. `keep`: variables needed after the body. `output`: the final projection,
-    /// given where the variables are in the last operator's output.
+    /// given where the variables are in the last operator's output (`None` if one is
+    /// not bound).
+    ///
+    /// `Err` (an internal error, which the checker's range restriction rules out)
+    /// describes what could not be placed.
     fn plan_body(
         &mut self,
         body: &[Literal],
         delta: Option<usize>,
         input: Option<Vec<VarId>>,
         keep: &HashSet<VarId>,
-        output: &dyn Fn(&HashMap<VarId, PExpr>) -> Vec<PExpr>,
-    ) -> Vec<Op> {
+        output: &OutputFn,
+    ) -> Result<Vec<Op>, &'static str> {
         let mut remaining: Vec<usize> = (0..body.len()).collect();
         let mut ops: Vec<Op> = Vec::new();
         let mut schema: Vec<VarId> = match input {
@@ -148,8 +171,8 @@ impl RulePlanner<'_> {
                 });
                 match first {
                     Some(i) => {
-                        let Literal::Atom(atom) = &body[i] else {
-                            unreachable!("the delta literal is an atom")
+                        let Some(Literal::Atom(atom)) = body.get(i) else {
+                            return Err("the delta literal is not an atom");
                         };
                         remaining.retain(|&j| j != i);
                         let mut op = OpBuilder {
@@ -189,9 +212,9 @@ impl RulePlanner<'_> {
             }) {
                 let i = remaining.remove(pos);
                 let Literal::Negation(atom) = &body[i] else {
-                    unreachable!()
+                    return Err("a negation moved");
                 };
-                let (key_cols, key) = atom_key(&atom.args, &env_in);
+                let (key_cols, key) = atom_key(&atom.args, &env_in).ok_or("a negation's key")?;
                 let key_len = key_cols.len();
                 let index =
                     self.index(atom.rel, complete_order(key_cols, atom.args.len()), key_len);
@@ -236,7 +259,7 @@ impl RulePlanner<'_> {
                     ..
                 } = &body[i]
                 else {
-                    unreachable!()
+                    return Err("an aggregate moved");
                 };
                 let ty = match (func, arg) {
                     (AggFunc::Count, _) | (_, None) => ColType::Number,
@@ -259,12 +282,12 @@ impl RulePlanner<'_> {
                     sub_keep.extend(expr_vars(a));
                 }
                 let sub_ops = self.plan_body(sub, None, Some(sub_schema), &sub_keep, &|env| {
-                    let mut out = vec![env[&ROW_VAR].clone()];
+                    let mut out = vec![env.get(&ROW_VAR)?.clone()];
                     if let Some(a) = arg {
-                        out.push(to_pexpr(a, env));
+                        out.push(to_pexpr(a, env)?);
                     }
-                    out
-                });
+                    Some(out)
+                })?;
                 let mut op = OpBuilder {
                     env: env_in,
                     filters: Vec::new(),
@@ -320,7 +343,7 @@ impl RulePlanner<'_> {
             };
             remaining.retain(|&j| j != i);
             let Literal::Atom(atom) = &body[i] else {
-                unreachable!()
+                return Err("a join moved");
             };
             let (key_cols, key) = atom_key_bound(&atom.args, &env_in);
             let key_len = key_cols.len();
@@ -346,14 +369,12 @@ impl RulePlanner<'_> {
             schema = new_schema;
         }
 
-        assert!(
-            remaining.is_empty(),
-            "internal error: literals {remaining:?} could not be placed; the checker \
-             guarantees range restriction"
-        );
-        let out = output(&schema_env(&schema));
-        fuse_projection(&mut ops, out);
-        ops
+        if !remaining.is_empty() {
+            return Err("some literals need variables that are never bound");
+        }
+        let out = output(&schema_env(&schema)).ok_or("the output needs an unbound variable")?;
+        fuse_projection(&mut ops, out).ok_or("a projection is out of range")?;
+        Ok(ops)
     }
 
     /// The type of an aggregated expression.
@@ -393,14 +414,14 @@ fn schema_env(schema: &[VarId]) -> HashMap<VarId, PExpr> {
 }
 
 /// Key of a negated atom: every column that is not `_`.
-fn atom_key(args: &[Term], env: &HashMap<VarId, PExpr>) -> (Vec<usize>, Vec<PExpr>) {
+fn atom_key(args: &[Term], env: &HashMap<VarId, PExpr>) -> Option<(Vec<usize>, Vec<PExpr>)> {
     let mut cols = Vec::new();
     let mut key = Vec::new();
     for (c, t) in args.iter().enumerate() {
         match t {
             Term::Var(v) => {
                 cols.push(c);
-                key.push(env[v].clone());
+                key.push(env.get(v)?.clone());
             }
             Term::Const(k) => {
                 cols.push(c);
@@ -409,7 +430,7 @@ fn atom_key(args: &[Term], env: &HashMap<VarId, PExpr>) -> (Vec<usize>, Vec<PExp
             Term::Wildcard => {}
         }
     }
-    (cols, key)
+    Some((cols, key))
 }
 
 /// Key of a joined atom: constants and variables bound before the join (first
@@ -420,8 +441,10 @@ fn atom_key_bound(args: &[Term], env: &HashMap<VarId, PExpr>) -> (Vec<usize>, Ve
     for (c, t) in args.iter().enumerate() {
         match t {
             Term::Var(v) if env.contains_key(v) => {
-                cols.push(c);
-                key.push(env[v].clone());
+                if let Some(e) = env.get(v) {
+                    cols.push(c);
+                    key.push(e.clone());
+                }
             }
             Term::Const(k) => {
                 cols.push(c);
@@ -480,56 +503,58 @@ fn bind_atom_columns(op: &mut OpBuilder, args: &[Term], offset: usize, key_cols:
 fn absorb(op: &mut OpBuilder, body: &[Literal], remaining: &mut Vec<usize>) {
     loop {
         let mut changed = false;
-        remaining.retain(|&i| {
-            let bound = |e: &logical::Expr| expr_vars(e).iter().all(|v| op.env.contains_key(v));
-            match &body[i] {
-                Literal::Compare {
-                    op: cmp,
-                    lhs,
-                    rhs,
-                    ty,
-                    ..
-                } => {
-                    if bound(lhs) && bound(rhs) {
-                        let cond = Cond::Compare {
-                            op: *cmp,
-                            ty: *ty,
-                            lhs: to_pexpr(lhs, &op.env),
-                            rhs: to_pexpr(rhs, &op.env),
-                        };
-                        op.filters.push(cond);
-                    } else if *cmp == logical::CmpOp::Eq {
-                        match (lhs, rhs) {
-                            (logical::Expr::Var(v), e) | (e, logical::Expr::Var(v))
-                                if !op.env.contains_key(v) && bound(e) =>
-                            {
-                                let value = to_pexpr(e, &op.env);
-                                op.env.insert(*v, value);
-                            }
-                            _ => return true,
+        remaining.retain(|&i| match &body[i] {
+            Literal::Compare {
+                op: cmp,
+                lhs,
+                rhs,
+                ty,
+                ..
+            } => {
+                if let (Some(l), Some(r)) = (to_pexpr(lhs, &op.env), to_pexpr(rhs, &op.env)) {
+                    let cond = Cond::Compare {
+                        op: *cmp,
+                        ty: *ty,
+                        lhs: l,
+                        rhs: r,
+                    };
+                    op.filters.push(cond);
+                } else if *cmp == logical::CmpOp::Eq {
+                    match (lhs, rhs) {
+                        (logical::Expr::Var(v), e) | (e, logical::Expr::Var(v))
+                            if !op.env.contains_key(v) =>
+                        {
+                            let Some(value) = to_pexpr(e, &op.env) else {
+                                return true;
+                            };
+                            op.env.insert(*v, value);
                         }
-                    } else {
-                        return true;
+                        _ => return true,
                     }
-                    changed = true;
-                    false
+                } else {
+                    return true;
                 }
-                Literal::Predicate {
-                    pred,
-                    args,
-                    negated,
-                    ..
-                } if args.iter().all(bound) => {
-                    op.filters.push(Cond::Predicate {
-                        pred: *pred,
-                        args: args.iter().map(|a| to_pexpr(a, &op.env)).collect(),
-                        negated: *negated,
-                    });
-                    changed = true;
-                    false
-                }
-                _ => true,
+                changed = true;
+                false
             }
+            Literal::Predicate {
+                pred,
+                args,
+                negated,
+                ..
+            } => {
+                let Some(args) = args.iter().map(|a| to_pexpr(a, &op.env)).collect() else {
+                    return true;
+                };
+                op.filters.push(Cond::Predicate {
+                    pred: *pred,
+                    args,
+                    negated: *negated,
+                });
+                changed = true;
+                false
+            }
+            _ => true,
         });
         if !changed {
             return;
@@ -549,20 +574,30 @@ fn project_live(
     for &i in remaining {
         live.extend(literal_vars(&body[i]));
     }
-    let schema: Vec<VarId> = live.into_iter().filter(|v| env.contains_key(v)).collect();
-    let project = schema.iter().map(|v| env[v].clone()).collect();
+    let mut schema = Vec::new();
+    let mut project = Vec::new();
+    for v in live {
+        if let Some(e) = env.get(&v) {
+            schema.push(v);
+            project.push(e.clone());
+        }
+    }
     (project, schema)
 }
 
 /// Replaces the last operator's projection by `out` (given over its output columns), or
-/// appends a `Filter` when the last operator does not project.
-fn fuse_projection(ops: &mut Vec<Op>, out: Vec<PExpr>) {
+/// appends a `Filter` when the last operator does not project. `None` if `out` reads a
+/// column the last operator does not have.
+fn fuse_projection(ops: &mut Vec<Op>, out: Vec<PExpr>) -> Option<()> {
     match ops.last_mut() {
         Some(Op::Scan { project, .. })
         | Some(Op::Join { project, .. })
         | Some(Op::Filter { project, .. })
         | Some(Op::Aggregate { project, .. }) => {
-            let composed = out.iter().map(|e| subst_cols(e, project)).collect();
+            let composed = out
+                .iter()
+                .map(|e| subst_cols(e, project))
+                .collect::<Option<_>>()?;
             *project = composed;
         }
         _ => ops.push(Op::Filter {
@@ -570,53 +605,61 @@ fn fuse_projection(ops: &mut Vec<Op>, out: Vec<PExpr>) {
             project: out,
         }),
     }
+    Some(())
 }
 
-/// `e` with every `Col(i)` replaced by `cols[i]`.
-pub fn subst_cols(e: &PExpr, cols: &[PExpr]) -> PExpr {
-    match e {
-        PExpr::Col(i) => cols[*i].clone(),
+/// `e` with every `Col(i)` replaced by `cols[i]`; `None` if some `i` is out of range.
+pub fn subst_cols(e: &PExpr, cols: &[PExpr]) -> Option<PExpr> {
+    Some(match e {
+        PExpr::Col(i) => cols.get(*i)?.clone(),
         PExpr::Const(k) => PExpr::Const(*k),
         PExpr::Unary { op, ty, arg } => PExpr::Unary {
             op: *op,
             ty: *ty,
-            arg: Box::new(subst_cols(arg, cols)),
+            arg: Box::new(subst_cols(arg, cols)?),
         },
         PExpr::Binary { op, ty, lhs, rhs } => PExpr::Binary {
             op: *op,
             ty: *ty,
-            lhs: Box::new(subst_cols(lhs, cols)),
-            rhs: Box::new(subst_cols(rhs, cols)),
+            lhs: Box::new(subst_cols(lhs, cols)?),
+            rhs: Box::new(subst_cols(rhs, cols)?),
         },
         PExpr::Functor { func, args } => PExpr::Functor {
             func: *func,
-            args: args.iter().map(|a| subst_cols(a, cols)).collect(),
+            args: args
+                .iter()
+                .map(|a| subst_cols(a, cols))
+                .collect::<Option<_>>()?,
         },
-    }
+    })
 }
 
-/// A logical expression over bound variables as a plan expression.
-fn to_pexpr(e: &logical::Expr, env: &HashMap<VarId, PExpr>) -> PExpr {
+/// A logical expression as a plan expression; `None` if one of its variables is not
+/// bound in `env`.
+fn to_pexpr(e: &logical::Expr, env: &HashMap<VarId, PExpr>) -> Option<PExpr> {
     use logical::Expr;
-    match e {
-        Expr::Var(v) => env[v].clone(),
+    Some(match e {
+        Expr::Var(v) => env.get(v)?.clone(),
         Expr::Const(k) => PExpr::Const(*k),
         Expr::Unary { op, ty, arg } => PExpr::Unary {
             op: *op,
             ty: *ty,
-            arg: Box::new(to_pexpr(arg, env)),
+            arg: Box::new(to_pexpr(arg, env)?),
         },
         Expr::Binary { op, ty, lhs, rhs } => PExpr::Binary {
             op: *op,
             ty: *ty,
-            lhs: Box::new(to_pexpr(lhs, env)),
-            rhs: Box::new(to_pexpr(rhs, env)),
+            lhs: Box::new(to_pexpr(lhs, env)?),
+            rhs: Box::new(to_pexpr(rhs, env)?),
         },
         Expr::Functor { func, args } => PExpr::Functor {
             func: *func,
-            args: args.iter().map(|a| to_pexpr(a, env)).collect(),
+            args: args
+                .iter()
+                .map(|a| to_pexpr(a, env))
+                .collect::<Option<_>>()?,
         },
-    }
+    })
 }
 
 pub(crate) fn expr_vars(e: &logical::Expr) -> Vec<VarId> {
@@ -672,4 +715,52 @@ fn vars_outside(body: &[Literal], i: usize, keep: &HashSet<VarId>) -> HashSet<Va
         }
     }
     vars
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fixlog_logical::{CmpOp, Expr, VarInfo};
+    use fixlog_syntax::SourceMap;
+
+    /// A checked program whose first rule is then given a variable nothing binds (which
+    /// the checker never lets through), in a comparison or in the head.
+    fn broken(in_head: bool) -> (SourceMap, Program) {
+        let mut sm = SourceMap::new();
+        let mut p = fixlog_logical::compile_str(
+            "t.dl",
+            ".decl e(x: number)\n.decl r(x: number)\nr(x) :- e(x), x > 1.\n",
+            &mut sm,
+        )
+        .expect("a valid program");
+        let rule = &mut p.rules[0];
+        rule.vars.push(VarInfo {
+            name: "ghost".into(),
+            ty: ColType::Number,
+        });
+        let ghost = Expr::Var(rule.vars.len() - 1);
+        if in_head {
+            rule.head.args[0] = ghost;
+        } else if let Some(Literal::Compare { op, rhs, .. }) = rule.body.get_mut(1) {
+            *op = CmpOp::Lt;
+            *rhs = ghost;
+        }
+        (sm, p)
+    }
+
+    #[test]
+    fn a_rule_that_cannot_be_planned_is_an_error_naming_it() {
+        for in_head in [false, true] {
+            let (sm, p) = broken(in_head);
+            let Err(e) = plan(&p) else {
+                panic!("planned a rule with an unbound variable (in head: {in_head})")
+            };
+            assert!(e.message.starts_with("internal error"), "{}", e.message);
+            assert_eq!(e.span.map(|s| sm.location(s)).as_deref(), Some("t.dl:3:1"));
+        }
+        let (_, mut p) = broken(false);
+        p.rules.clear();
+        p.strata.iter_mut().for_each(|s| s.rules.clear());
+        assert!(plan(&p).is_ok());
+    }
 }

@@ -284,6 +284,43 @@ fn unstratifiable_aggregate() {
     assert_mentions(&o, &[&["`c`", "'c'", " c "], &["aggregat"]]);
 }
 
+#[test]
+fn aggregates_needing_each_other() {
+    // Each aggregate is correlated on the other's result: no order can run them.
+    let prog = ".decl e(x: number, y: number)\n.decl r(m: number, n: number)\n\
+                r(m, n) :- m = count : { e(n, _) }, n = count : { e(m, _) }.\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 3, &["count : { e(n", "count : { e(m"]);
+    assert_mentions(&o, &[&["circular"], &["aggregate"]]);
+}
+
+#[test]
+fn aggregate_result_variable_inside_its_own_body_runs() {
+    // These used to make the planner panic (exit 101); Soufflé reads the result
+    // variable's name inside the aggregate as a local variable.
+    for (rule, want) in [
+        ("r(m) :- m = count : { e(m, _) }.", "3\n"),
+        ("r(y) :- y = max y : e(_, y).", "4\n"),
+        (
+            "r(Y) :- Y = min Z + Y : { e(A, Z), e(B, Y), A != B }.",
+            "5\n",
+        ),
+    ] {
+        let prog = format!(
+            ".decl e(x: number, y: number)\ne(1, 2). e(2, 3). e(3, 4).\n\
+             .decl r(x: number)\n.output r\n{rule}\n"
+        );
+        let o = run(&[("prog.dl", &prog)], &["run", "prog.dl", "-D", "-"]);
+        assert_eq!(o.code, Some(0), "{rule}: {}", o.stderr);
+        assert!(
+            o.stdout.contains(&format!("\nr\n===============\n{want}")),
+            "{rule}: {}",
+            o.stdout
+        );
+    }
+}
+
 const SIMPLE: &str =
     ".decl e(x: number, y: number)\n.input e\n.decl r(x: number)\n.output r\nr(x) :- e(x, _).\n";
 
