@@ -819,3 +819,21 @@ fn deep_nesting_is_an_error_not_a_crash() {
     ));
     parse_ok(&format!("a(x) :- x = 1{}.", " + 1".repeat(100)));
 }
+
+#[test]
+fn source_positions_never_panic_on_odd_offsets() {
+    use fixlog_syntax::{SourceFile, Span};
+    let f = SourceFile::new("u.dl", "u.dl", "é\nab".to_string());
+    // Offset 1 is inside `é`: the position of its start.
+    assert_eq!(f.line_col(1), (1, 1));
+    assert_eq!(f.line_col(3), (2, 1));
+    assert_eq!(f.line_col(99), (2, 3));
+    assert_eq!(f.line_text(0), "");
+    assert_eq!(f.line_text(3), "");
+    let mut sm = SourceMap::new();
+    let id = sm.add(f);
+    assert_eq!(sm.snippet(Span::new(id, 1, 2)), "");
+    assert_eq!(sm.snippet(Span::new(id, 3, 99)), "ab");
+    let d = fixlog_syntax::Diagnostic::error("odd", Span::new(id, 1, 1));
+    assert!(d.render(&sm).contains("u.dl:1:1"));
+}

@@ -435,3 +435,54 @@ fn souffle_style_invocation_without_run() {
     assert!(stdout.contains("\n2\n"), "{stdout}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn internal_error_is_one_line_with_the_phase_not_a_backtrace() {
+    // A deliberate panic (FIXLOG_DEBUG_PANIC) in each phase of each command.
+    for (args, phase, what) in [
+        (
+            &["run", "prog.dl", "-D", "-"][..],
+            "compiling",
+            "compiling prog.dl",
+        ),
+        (
+            &["run", "prog.dl", "-D", "-"][..],
+            "running",
+            "running prog.dl",
+        ),
+        (
+            &["explain", "prog.dl"][..],
+            "explaining",
+            "explaining prog.dl",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("prog.dl"), SIMPLE).unwrap();
+        fs::create_dir_all(dir.path().join("facts")).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_fixlog"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("FIXLOG_DEBUG_PANIC", phase)
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(101), "{stderr}");
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| !l.starts_with("fixlog: running on"))
+            .collect();
+        assert_eq!(lines.len(), 1, "one line:\n{stderr}");
+        let line = lines[0];
+        assert!(
+            line.starts_with("fixlog: internal error, please report it"),
+            "{line}"
+        );
+        assert!(line.contains("deliberate panic"), "{line}");
+        assert!(line.ends_with(&format!("(while {what})")), "{line}");
+        assert!(
+            !stderr.contains("backtrace") && !stderr.contains("panicked"),
+            "{stderr}"
+        );
+    }
+}
