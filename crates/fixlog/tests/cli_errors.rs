@@ -486,3 +486,66 @@ fn internal_error_is_one_line_with_the_phase_not_a_backtrace() {
         );
     }
 }
+
+/// Runs `prog.dl` with these bytes and checks the failure stays small on stderr.
+fn assert_small_failure(name: &str, program: &[u8]) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("prog.dl"), program).unwrap();
+    let start = std::time::Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_fixlog"))
+        .args(["run", "prog.dl", "-D", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let o = Outcome {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        outputs: Vec::new(),
+    };
+    assert_failed(&o);
+    assert!(
+        output.stderr.len() < 10_000,
+        "{name}: {} bytes on stderr:\n{}",
+        output.stderr.len(),
+        &o.stderr[..o.stderr.len().min(3000)]
+    );
+    assert!(
+        o.stderr.contains("prog.dl:"),
+        "{name}: no location:\n{}",
+        o.stderr
+    );
+    assert!(
+        start.elapsed().as_secs() < 20,
+        "{name}: took {:?}",
+        start.elapsed()
+    );
+    o
+}
+
+#[test]
+fn hostile_input_gives_a_small_error_report() {
+    // 20 KB of control bytes on one line (was 601 MB of stderr).
+    let mut p = b".decl e(x: number)\ne(1). ".to_vec();
+    p.extend(std::iter::repeat_n(1u8, 20_000));
+    p.extend(b" e(2).\n");
+    let o = assert_small_failure("control bytes", &p);
+    assert_mentions(&o, &[&["20000 unexpected characters"]]);
+    // 100,000 backslashes (aborted with "memory allocation failed").
+    let mut p = b".decl e(x: number)\n".to_vec();
+    p.extend(std::iter::repeat_n(b'\\', 100_000));
+    assert_small_failure("backslashes", &p);
+    // Stray characters separated by spaces: many errors on one long line.
+    let p = format!(".decl e(x: number)\n{}\n", "& ".repeat(50_000));
+    let o = assert_small_failure("spaced stray characters", p.as_bytes());
+    assert_mentions(&o, &[&["more errors not shown"]]);
+    // Many bad clauses, one a line.
+    let p = format!(
+        ".decl e(x: number)\n{}",
+        "e(x) :- e(x) e(x).\n".repeat(20_000)
+    );
+    assert_small_failure("bad clauses", p.as_bytes());
+    // Many checker errors.
+    let p = format!(".decl e(x: number)\n{}", "e(x) :- f(x).\n".repeat(20_000));
+    assert_small_failure("unknown relations", p.as_bytes());
+}
