@@ -35,8 +35,33 @@ use fixlog_syntax::ast;
 use fixlog_syntax::{Diagnostic, Diagnostics, SourceMap, Span};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// Most rules a single clause may expand into (through `;` and multiple heads).
+/// Most rules a single clause may expand into (through `;` and multiple heads) beyond
+/// one per literal of its body: a flat disjunction of 10,000 alternatives is 10,000
+/// rules, but `(a;b), (c;d), ...` multiplies.
 const MAX_EXPANSION: usize = 4096;
+
+/// Height of the expressions a rule's lowering keeps; higher operands are bound to
+/// fresh variables (see `RuleCx::bounded`).
+const MAX_EXPR_DEPTH: usize = 32;
+
+/// `ast` to `ir` binary operator.
+fn bin_op(op: ast::BinOp) -> ir::BinOp {
+    match op {
+        ast::BinOp::Add => ir::BinOp::Add,
+        ast::BinOp::Sub => ir::BinOp::Sub,
+        ast::BinOp::Mul => ir::BinOp::Mul,
+        ast::BinOp::Div => ir::BinOp::Div,
+        ast::BinOp::Rem => ir::BinOp::Rem,
+        ast::BinOp::Pow => ir::BinOp::Pow,
+        ast::BinOp::BAnd => ir::BinOp::BAnd,
+        ast::BinOp::BOr => ir::BinOp::BOr,
+        ast::BinOp::BXor => ir::BinOp::BXor,
+        ast::BinOp::BShl => ir::BinOp::BShl,
+        ast::BinOp::BShr => ir::BinOp::BShr,
+        ast::BinOp::LAnd => ir::BinOp::LAnd,
+        ast::BinOp::LOr => ir::BinOp::LOr,
+    }
+}
 
 /// Check a parsed program and produce the stratified logical IR.
 pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program, Diagnostics> {
@@ -478,12 +503,17 @@ impl<'a> Checker<'a> {
             }
             return;
         };
-        let conjuncts = match dnf(body) {
+        // The expansion may be as large as the clause (a flat disjunction), not more
+        // than a few times that: `(a;b), (c;d), ...` multiplies.
+        let mut literals = Vec::new();
+        body_literals(body, &mut literals);
+        let budget = MAX_EXPANSION.max(4 * (literals.len() + c.heads.len()));
+        let conjuncts = match dnf(body, budget) {
             Ok(v) => v,
             Err(()) => {
                 self.error(
                     Diagnostic::error(
-                        format!("this body expands into more than {MAX_EXPANSION} alternatives"),
+                        format!("this body expands into more than {budget} alternatives"),
                         body.span(),
                     )
                     .with_help("split the rule, or move the disjunctions into separate relations"),
@@ -491,9 +521,9 @@ impl<'a> Checker<'a> {
                 return;
             }
         };
-        if conjuncts.len().saturating_mul(c.heads.len()) > MAX_EXPANSION {
+        if conjuncts.len().saturating_mul(c.heads.len()) > budget {
             self.error(Diagnostic::error(
-                format!("this clause expands into more than {MAX_EXPANSION} rules"),
+                format!("this clause expands into more than {budget} rules"),
                 c.span,
             ));
             return;
@@ -552,15 +582,16 @@ impl<'a> Checker<'a> {
     }
 }
 
-/// Disjunctive normal form of a body: a list of conjunctions. `Err` if it is too big.
-fn dnf(b: &ast::Body) -> Result<Vec<Vec<&ast::Literal>>, ()> {
+/// Disjunctive normal form of a body: a list of conjunctions. `Err` if there would be
+/// more than `limit`.
+fn dnf(b: &ast::Body, limit: usize) -> Result<Vec<Vec<&ast::Literal>>, ()> {
     match b {
         ast::Body::Literal(l) => Ok(vec![vec![l]]),
         ast::Body::Or(parts, _) => {
             let mut out = Vec::new();
             for p in parts {
-                out.extend(dnf(p)?);
-                if out.len() > MAX_EXPANSION {
+                out.extend(dnf(p, limit)?);
+                if out.len() > limit {
                     return Err(());
                 }
             }
@@ -569,9 +600,14 @@ fn dnf(b: &ast::Body) -> Result<Vec<Vec<&ast::Literal>>, ()> {
         ast::Body::And(parts, _) => {
             let mut acc: Vec<Vec<&ast::Literal>> = vec![Vec::new()];
             for p in parts {
-                let alts = dnf(p)?;
-                if acc.len().saturating_mul(alts.len()) > MAX_EXPANSION {
+                let alts = dnf(p, limit)?;
+                if acc.len().saturating_mul(alts.len()) > limit {
                     return Err(());
+                }
+                if let [alt] = &alts[..] {
+                    // No alternatives: extend in place (a long conjunction stays linear).
+                    acc.iter_mut().for_each(|a| a.extend(alt.iter().copied()));
+                    continue;
                 }
                 let mut next = Vec::with_capacity(acc.len() * alts.len());
                 for a in &acc {
@@ -659,16 +695,63 @@ impl LExpr {
         }
     }
 
+    /// Every variable occurrence, left to right (iterative: constant chains in facts and
+    /// atom arguments are not split and may be deep).
     fn vars(&self, out: &mut Vec<(VarId, Span)>) {
-        match self {
-            LExpr::Var(v, s) => out.push((*v, *s)),
-            LExpr::Unary(_, a, _) => a.vars(out),
-            LExpr::Binary(_, a, b, _) => {
-                a.vars(out);
-                b.vars(out);
+        let mut stack = vec![self];
+        while let Some(e) = stack.pop() {
+            match e {
+                LExpr::Var(v, s) => out.push((*v, *s)),
+                LExpr::Unary(_, a, _) => stack.push(a),
+                LExpr::Binary(_, a, b, _) => {
+                    stack.push(b);
+                    stack.push(a);
+                }
+                LExpr::Call(_, _, args, _) => stack.extend(args.iter().rev()),
+                _ => {}
             }
-            LExpr::Call(_, _, args, _) => args.iter().for_each(|a| a.vars(out)),
-            _ => {}
+        }
+    }
+
+    /// The height of the tree (a leaf is 1).
+    fn depth(&self) -> usize {
+        let mut deepest = 0;
+        let mut stack = vec![(self, 1)];
+        while let Some((e, d)) = stack.pop() {
+            deepest = deepest.max(d);
+            match e {
+                LExpr::Unary(_, a, _) => stack.push((a, d + 1)),
+                LExpr::Binary(_, a, b, _) => {
+                    stack.push((a, d + 1));
+                    stack.push((b, d + 1));
+                }
+                LExpr::Call(_, _, args, _) => stack.extend(args.iter().map(|a| (a, d + 1))),
+                _ => {}
+            }
+        }
+        deepest
+    }
+}
+
+/// Dropped with an explicit stack, like `ast::Expr` (deep constant chains).
+impl Drop for LExpr {
+    fn drop(&mut self) {
+        fn take_children(e: &mut LExpr, out: &mut Vec<LExpr>) {
+            let hole = || LExpr::Int(0, Span::default());
+            match e {
+                LExpr::Unary(_, a, _) => out.push(std::mem::replace(&mut **a, hole())),
+                LExpr::Binary(_, a, b, _) => {
+                    out.push(std::mem::replace(&mut **a, hole()));
+                    out.push(std::mem::replace(&mut **b, hole()));
+                }
+                LExpr::Call(_, _, args, _) => out.append(args),
+                _ => {}
+            }
+        }
+        let mut stack = Vec::new();
+        take_children(self, &mut stack);
+        while let Some(mut e) = stack.pop() {
+            take_children(&mut e, &mut stack);
         }
     }
 }
@@ -761,6 +844,8 @@ struct RuleCx<'c, 'a> {
     fresh: usize,
     /// Checking a fact: variables and aggregates are errors; all functors are folded.
     fact_mode: bool,
+    /// Inside an atom argument that must fold to a constant (no splitting there).
+    const_context: usize,
     /// For each aggregate of the scopes lowered so far (by the address of its AST
     /// node), the names that refer to the enclosing scope (see
     /// [`RuleCx::aggregate_scopes`]).
@@ -920,6 +1005,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             vars: Vec::new(),
             fresh: 0,
             fact_mode,
+            const_context: 0,
             injected: HashMap::new(),
         }
     }
@@ -1248,10 +1334,15 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     }
                 },
                 ast::Expr::Wildcard(_) => LTerm::Wild,
-                e if is_const(e) => match self.lower_expr(e, scope, out) {
-                    Some(x) => LTerm::Const(x),
-                    None => return,
-                },
+                e if is_const(e) => {
+                    self.const_context += 1;
+                    let x = self.lower_expr(e, scope, out);
+                    self.const_context -= 1;
+                    match x {
+                        Some(x) => LTerm::Const(x),
+                        None => return,
+                    }
+                }
                 e => match self.lower_expr(e, scope, out) {
                     Some(LExpr::Var(v, s)) => LTerm::Var(v, s),
                     Some(x) => {
@@ -1320,25 +1411,31 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 };
                 LExpr::Unary(op, Box::new(a), *span)
             }
-            ast::Expr::Binary { op, lhs, rhs, span } => {
-                let l = self.lower_expr(lhs, scope, out);
-                let r = self.lower_expr(rhs, scope, out);
-                let op = match op {
-                    ast::BinOp::Add => ir::BinOp::Add,
-                    ast::BinOp::Sub => ir::BinOp::Sub,
-                    ast::BinOp::Mul => ir::BinOp::Mul,
-                    ast::BinOp::Div => ir::BinOp::Div,
-                    ast::BinOp::Rem => ir::BinOp::Rem,
-                    ast::BinOp::Pow => ir::BinOp::Pow,
-                    ast::BinOp::BAnd => ir::BinOp::BAnd,
-                    ast::BinOp::BOr => ir::BinOp::BOr,
-                    ast::BinOp::BXor => ir::BinOp::BXor,
-                    ast::BinOp::BShl => ir::BinOp::BShl,
-                    ast::BinOp::BShr => ir::BinOp::BShr,
-                    ast::BinOp::LAnd => ir::BinOp::LAnd,
-                    ast::BinOp::LOr => ir::BinOp::LOr,
-                };
-                LExpr::Binary(op, Box::new(l?), Box::new(r?), *span)
+            ast::Expr::Binary { .. } => {
+                // Down the left spine iteratively: `x + x + ... + x` with 100,000 terms
+                // is a tree that deep. Operands are lowered left to right.
+                let mut spine = Vec::new();
+                let mut leaf = e;
+                while let ast::Expr::Binary { op, lhs, rhs, span } = leaf {
+                    spine.push((bin_op(*op), rhs.as_ref(), *span));
+                    leaf = lhs;
+                }
+                let mut acc = self.lower_expr(leaf, scope, out);
+                let mut depth = acc.as_ref().map_or(0, |a| self.depth_if_split(a));
+                for (op, rhs, span) in spine.into_iter().rev() {
+                    let r = self.lower_expr(rhs, scope, out);
+                    acc = match (acc, r) {
+                        (Some(a), Some(r)) => {
+                            let (a, d) = self.bounded(a, depth, span, out);
+                            let rd = self.depth_if_split(&r);
+                            let (r, rd) = self.bounded(r, rd, rhs.span(), out);
+                            depth = d.max(rd) + 1;
+                            Some(LExpr::Binary(op, Box::new(a), Box::new(r), span))
+                        }
+                        _ => None,
+                    };
+                }
+                return acc;
             }
             ast::Expr::Call {
                 name,
@@ -1358,7 +1455,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     .map(|a| self.lower_expr(a, scope, out))
                     .collect();
                 let args: Vec<LExpr> = lowered.into_iter().collect::<Option<Vec<_>>>()?;
-                return self.lower_call(name, args, *span);
+                return self.lower_call(name, args, *span, out);
             }
             ast::Expr::Aggregate {
                 kind,
@@ -1373,7 +1470,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     ));
                     return None;
                 }
-                let conj = match dnf(body) {
+                let conj = match dnf(body, MAX_EXPANSION) {
                     Ok(c) if c.len() == 1 => c.into_iter().next().unwrap_or_default(),
                     _ => {
                         self.error(Diagnostic::error(
@@ -1423,7 +1520,53 @@ impl<'c, 'a> RuleCx<'c, 'a> {
         })
     }
 
-    fn lower_call(&mut self, name: &ast::Ident, args: Vec<LExpr>, span: Span) -> Option<LExpr> {
+    /// Whether long expressions are cut into equalities over fresh variables: in rules,
+    /// except in atom arguments that must stay constants.
+    fn splitting(&self) -> bool {
+        !self.fact_mode && self.const_context == 0
+    }
+
+    fn depth_if_split(&self, e: &LExpr) -> usize {
+        if self.splitting() {
+            e.depth()
+        } else {
+            0
+        }
+    }
+
+    /// `e` (of height `depth`) as it may be used as an operand: when splitting and `e` is
+    /// [`MAX_EXPR_DEPTH`] high, a fresh variable bound to it by an equality in `out`. So
+    /// no expression of a rule's IR is higher than that (plus nesting of parentheses,
+    /// which the parser bounds), and no later pass recurses deeply, whatever the length
+    /// of a chain of operators. The equality computes the same value at the same point,
+    /// so any chain (float, `-`, `/`) keeps its meaning.
+    fn bounded(
+        &mut self,
+        e: LExpr,
+        depth: usize,
+        span: Span,
+        out: &mut Vec<LLit>,
+    ) -> (LExpr, usize) {
+        if !self.splitting() || depth < MAX_EXPR_DEPTH || matches!(e, LExpr::Var(..)) {
+            return (e, depth);
+        }
+        let v = self.fresh_var("");
+        out.push(LLit::Cmp {
+            op: ir::CmpOp::Eq,
+            lhs: LExpr::Var(v, span),
+            rhs: e,
+            span,
+        });
+        (LExpr::Var(v, span), 1)
+    }
+
+    fn lower_call(
+        &mut self,
+        name: &ast::Ident,
+        args: Vec<LExpr>,
+        span: Span,
+        out: &mut Vec<LLit>,
+    ) -> Option<LExpr> {
         let n = name.name.as_str();
         let (builtin, arity, static_name): (Builtin, usize, &'static str) = match n {
             "min" | "max" => {
@@ -1443,10 +1586,16 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     ir::BinOp::Max
                 };
                 let mut it = args.into_iter();
-                let first = it.next()?;
-                return Some(it.fold(first, |acc, x| {
-                    LExpr::Binary(op, Box::new(acc), Box::new(x), span)
-                }));
+                let mut acc = it.next()?;
+                let mut depth = self.depth_if_split(&acc);
+                for x in it {
+                    let (a, d) = self.bounded(acc, depth, span, out);
+                    let xd = self.depth_if_split(&x);
+                    let (x, xd) = self.bounded(x, xd, span, out);
+                    depth = d.max(xd) + 1;
+                    acc = LExpr::Binary(op, Box::new(a), Box::new(x), span);
+                }
+                return Some(acc);
             }
             "cat" => {
                 if args.is_empty() {
@@ -1792,7 +1941,17 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             LExpr::Float(..) => Some(ColType::Float),
             LExpr::Str(..) => Some(ColType::Symbol),
             LExpr::Unary(_, a, _) => self.infer(a),
-            LExpr::Binary(_, a, b, _) => self.infer(a).or_else(|| self.infer(b)),
+            LExpr::Binary(..) => {
+                // infer(a).or(infer(b)) down the left spine, without recursing along it.
+                let mut rhs = Vec::new();
+                let mut leaf = e;
+                while let LExpr::Binary(_, a, b, _) = leaf {
+                    rhs.push(b.as_ref());
+                    leaf = a;
+                }
+                self.infer(leaf)
+                    .or_else(|| rhs.iter().rev().find_map(|b| self.infer(b)))
+            }
             LExpr::Call(b, _, _, _) => Some(b.result()),
         }
     }
@@ -2011,59 +2170,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     t,
                 ))
             }
-            LExpr::Binary(op, a, b, s) => {
-                let t = expected
-                    .or_else(|| self.infer(a))
-                    .or_else(|| self.infer(b))
-                    .unwrap_or(ColType::Number);
-                let bitwise = matches!(
-                    op,
-                    ir::BinOp::BAnd
-                        | ir::BinOp::BOr
-                        | ir::BinOp::BXor
-                        | ir::BinOp::BShl
-                        | ir::BinOp::BShr
-                        | ir::BinOp::LAnd
-                        | ir::BinOp::LOr
-                );
-                let sym = binop_name(*op);
-                if t == ColType::Symbol {
-                    self.error(
-                        Diagnostic::error(
-                            format!("arithmetic on symbols: `{sym}` needs numeric operands"),
-                            *s,
-                        )
-                        .with_help(
-                            "convert with `to_number(...)`, or use `cat(...)` to join strings",
-                        ),
-                    );
-                    return None;
-                }
-                if t == ColType::Float && bitwise {
-                    self.error(Diagnostic::error(
-                        format!("`{sym}` is not defined on `float` values"),
-                        *s,
-                    ));
-                    return None;
-                }
-                let x = self.emit_expr(a, Some(t));
-                let y = self.emit_expr(b, Some(t));
-                let ((x, _), (y, _)) = (x?, y?);
-                if let (ir::Expr::Const(l), ir::Expr::Const(r)) = (&x, &y) {
-                    if let Some(v) = value::eval_binary(*op, t, *l, *r) {
-                        return Some((ir::Expr::Const(v), t));
-                    }
-                }
-                Some((
-                    ir::Expr::Binary {
-                        op: *op,
-                        ty: t,
-                        lhs: Box::new(x),
-                        rhs: Box::new(y),
-                    },
-                    t,
-                ))
-            }
+            LExpr::Binary(..) => self.emit_chain(e, expected),
             LExpr::Call(bi, name, args, s) => {
                 let (func, arg_tys): (Option<ir::Functor>, Vec<ColType>) = match bi {
                     Builtin::Cat => (Some(ir::Functor::Cat), vec![ColType::Symbol; args.len()]),
@@ -2152,6 +2259,94 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 ))
             }
         }
+    }
+
+    /// [`RuleCx::emit_expr`] of a binary expression, iterating down its left spine (a
+    /// constant chain in a fact or an atom argument is not split and may be 100,000
+    /// deep). Every node of the spine gets the top's type, as recursion would give it.
+    /// Once folding a constant fails (division by zero), the chain's value is that
+    /// failing node: the whole expression fails at run time anyway.
+    fn emit_chain(&mut self, e: &LExpr, expected: Option<ColType>) -> Option<(ir::Expr, ColType)> {
+        let t = expected
+            .or_else(|| self.infer(e))
+            .unwrap_or(ColType::Number);
+        // The spine, top first.
+        let mut spine: Vec<(ir::BinOp, &LExpr, Span)> = Vec::new();
+        let mut leaf = e;
+        while let LExpr::Binary(op, a, b, s) = leaf {
+            spine.push((*op, b, *s));
+            leaf = a;
+        }
+        if t == ColType::Symbol {
+            let (op, _, s) = spine[0];
+            self.error(
+                Diagnostic::error(
+                    format!(
+                        "arithmetic on symbols: `{}` needs numeric operands",
+                        binop_name(op)
+                    ),
+                    s,
+                )
+                .with_help("convert with `to_number(...)`, or use `cat(...)` to join strings"),
+            );
+            return None;
+        }
+        let bitwise = |op: ir::BinOp| {
+            matches!(
+                op,
+                ir::BinOp::BAnd
+                    | ir::BinOp::BOr
+                    | ir::BinOp::BXor
+                    | ir::BinOp::BShl
+                    | ir::BinOp::BShr
+                    | ir::BinOp::LAnd
+                    | ir::BinOp::LOr
+            )
+        };
+        // The topmost node a float cannot use: it fails without looking below itself.
+        if let Some(i) = spine
+            .iter()
+            .position(|(op, _, _)| t == ColType::Float && bitwise(*op))
+        {
+            let (op, _, s) = spine[i];
+            // The operands above it are still checked (for their own errors).
+            for &(_, b, _) in &spine[..i] {
+                let _ = self.emit_expr(b, Some(t));
+            }
+            self.error(Diagnostic::error(
+                format!("`{}` is not defined on `float` values", binop_name(op)),
+                s,
+            ));
+            return None;
+        }
+        let mut acc = self.emit_expr(leaf, Some(t)).map(|(x, _)| x);
+        let mut failed = false;
+        for &(op, b, _) in spine.iter().rev() {
+            let y = self.emit_expr(b, Some(t)).map(|(y, _)| y);
+            acc = match (acc, y) {
+                (Some(x), Some(y)) if failed => {
+                    let _ = y;
+                    Some(x)
+                }
+                (Some(x), Some(y)) => {
+                    if let (ir::Expr::Const(l), ir::Expr::Const(r)) = (&x, &y) {
+                        if let Some(v) = value::eval_binary(op, t, *l, *r) {
+                            acc = Some(ir::Expr::Const(v));
+                            continue;
+                        }
+                        failed = true;
+                    }
+                    Some(ir::Expr::Binary {
+                        op,
+                        ty: t,
+                        lhs: Box::new(x),
+                        rhs: Box::new(y),
+                    })
+                }
+                _ => None,
+            };
+        }
+        acc.map(|x| (x, t))
     }
 
     fn emit_lits(&mut self, lits: &[LLit]) -> Vec<ir::Literal> {

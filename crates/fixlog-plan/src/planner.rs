@@ -498,6 +498,46 @@ fn bind_atom_columns(op: &mut OpBuilder, args: &[Term], offset: usize, key_cols:
     }
 }
 
+/// Height of the plan expressions the planner builds by inlining bindings (`v = e` puts
+/// `e` wherever `v` is used). A literal that would exceed it waits for the next
+/// operator, where its variables are columns: a sum of 10,000 terms, which the checker
+/// cuts into a chain of bindings, is computed over a few operators instead of as one
+/// expression 10,000 deep (which evaluating would recurse through).
+const MAX_PLAN_DEPTH: usize = 64;
+
+/// The height of a plan expression (a leaf is 1).
+fn pexpr_depth(e: &PExpr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(e, 1)];
+    while let Some((e, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        match e {
+            PExpr::Unary { arg, .. } => stack.push((arg, d + 1)),
+            PExpr::Binary { lhs, rhs, .. } => {
+                stack.push((lhs, d + 1));
+                stack.push((rhs, d + 1));
+            }
+            PExpr::Functor { args, .. } => stack.extend(args.iter().map(|a| (a, d + 1))),
+            PExpr::Col(_) | PExpr::Const(_) => {}
+        }
+    }
+    deepest
+}
+
+/// `e` over `env` ([`to_pexpr`]), unless inlining the bindings it uses would make it
+/// higher than [`MAX_PLAN_DEPTH`] (it then waits until they are columns).
+fn placed(e: &logical::Expr, env: &HashMap<VarId, PExpr>) -> Option<PExpr> {
+    let pe = to_pexpr(e, env)?;
+    if pexpr_depth(&pe) > MAX_PLAN_DEPTH
+        && expr_vars(e)
+            .iter()
+            .any(|v| !matches!(env.get(v), Some(PExpr::Col(_))))
+    {
+        return None;
+    }
+    Some(pe)
+}
+
 /// Moves every comparison, predicate and binding whose variables are bound in `op` from
 /// `remaining` into `op`, until none is left to move.
 fn absorb(op: &mut OpBuilder, body: &[Literal], remaining: &mut Vec<usize>) {
@@ -511,7 +551,7 @@ fn absorb(op: &mut OpBuilder, body: &[Literal], remaining: &mut Vec<usize>) {
                 ty,
                 ..
             } => {
-                if let (Some(l), Some(r)) = (to_pexpr(lhs, &op.env), to_pexpr(rhs, &op.env)) {
+                if let (Some(l), Some(r)) = (placed(lhs, &op.env), placed(rhs, &op.env)) {
                     let cond = Cond::Compare {
                         op: *cmp,
                         ty: *ty,
@@ -524,7 +564,7 @@ fn absorb(op: &mut OpBuilder, body: &[Literal], remaining: &mut Vec<usize>) {
                         (logical::Expr::Var(v), e) | (e, logical::Expr::Var(v))
                             if !op.env.contains_key(v) =>
                         {
-                            let Some(value) = to_pexpr(e, &op.env) else {
+                            let Some(value) = placed(e, &op.env) else {
                                 return true;
                             };
                             op.env.insert(*v, value);
@@ -543,7 +583,7 @@ fn absorb(op: &mut OpBuilder, body: &[Literal], remaining: &mut Vec<usize>) {
                 negated,
                 ..
             } => {
-                let Some(args) = args.iter().map(|a| to_pexpr(a, &op.env)).collect() else {
+                let Some(args) = args.iter().map(|a| placed(a, &op.env)).collect() else {
                     return true;
                 };
                 op.filters.push(Cond::Predicate {

@@ -728,13 +728,21 @@ impl<'t> Parser<'t> {
             let span = lhs.span().join(rhs.span());
             return Ok(Body::Literal(Literal::Compare { op, lhs, rhs, span }));
         }
-        match lhs {
+        let mut lhs = lhs;
+        match &mut lhs {
             Expr::Call {
                 name,
                 args,
                 user: false,
                 span,
-            } => Ok(Body::Literal(Literal::Atom(Atom { name, args, span }))),
+            } => Ok(Body::Literal(Literal::Atom(Atom {
+                name: Ident {
+                    name: std::mem::take(&mut name.name),
+                    span: name.span,
+                },
+                args: std::mem::take(args),
+                span: *span,
+            }))),
             _ => Err(self.expected("a comparison operator (`=`, `!=`, `<`, `<=`, `>`, `>=`)")),
         }
     }
@@ -772,16 +780,16 @@ impl<'t> Parser<'t> {
         r
     }
 
+    /// Precedence climbing. A chain of left-associative operators (`x + y + z`, however
+    /// long) is built by this loop, not by recursion, so it does not count as nesting;
+    /// right-associative `^` and operands of tighter operators recurse through
+    /// [`Parser::binary`], which counts.
     fn binary_inner(&mut self, min_prec: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
-        // Each operator of a chain deepens the tree by one level: count it too.
-        let mut levels = 0;
         while let Some((op, prec, right)) = self.binop_info() {
             if prec < min_prec {
                 break;
             }
-            self.enter()?;
-            levels += 1;
             self.bump();
             let rhs = self.binary(if right { prec } else { prec + 1 })?;
             let span = lhs.span().join(rhs.span());
@@ -792,7 +800,6 @@ impl<'t> Parser<'t> {
                 span,
             };
         }
-        self.depth -= levels;
         Ok(lhs)
     }
 

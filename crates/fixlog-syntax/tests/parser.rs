@@ -795,8 +795,13 @@ fn deep_nesting_is_an_error_not_a_crash() {
     for text in [
         format!("a(x) :- x = {}1{}.", "(".repeat(20000), ")".repeat(20000)),
         format!("a(x) :- x = {}1.", "-".repeat(20000)),
-        format!("a(x) :- x = 1{}.", " + 1".repeat(20000)),
+        // `^` is right-associative: a chain of them is real nesting.
         format!("a(x) :- x = 1{}.", " ^ 1".repeat(20000)),
+        // Parentheses around the operand of a chain nest too.
+        format!(
+            "a(x) :- x = 1{}.",
+            " + (1".repeat(10000) + &")".repeat(10000)
+        ),
         format!("a(x) :- {}b(x){}.", "(".repeat(20000), ")".repeat(20000)),
         format!(
             "a(x) :- x = {}1{}.",
@@ -818,6 +823,16 @@ fn deep_nesting_is_an_error_not_a_crash() {
         ")".repeat(100)
     ));
     parse_ok(&format!("a(x) :- x = 1{}.", " + 1".repeat(100)));
+    // Chains of left-associative operators and of `;` or `,` are not nesting, however
+    // long (a flat sum of 256 terms used to be "too deep").
+    for text in [
+        format!("a(x) :- x = 1{}.", " + x".repeat(20000)),
+        format!("a(x) :- x = 1{}.", " * 2 - x / 3 band 7".repeat(5000)),
+        format!("a(x) :- b(x){}.", " ; b(x)".repeat(20000)),
+        format!("a(x) :- b(x){}.", ", b(x)".repeat(20000)),
+    ] {
+        parse_ok(&text);
+    }
 }
 
 #[test]
