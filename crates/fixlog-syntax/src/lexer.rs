@@ -349,7 +349,10 @@ impl Lexer<'_> {
         }
         let run = &self.text[start..end];
         let shown: String = run.chars().take(16).flat_map(char::escape_debug).collect();
-        let msg = if count == 1 {
+        let msg = if run.chars().all(|c| c == '\u{FFFD}') {
+            // What a file's invalid UTF-8 reads as (see `parser::read_source`).
+            "invalid UTF-8 (allowed only in comments and strings)".to_string()
+        } else if count == 1 {
             format!("unexpected character `{shown}`")
         } else if count <= 16 {
             format!("unexpected characters `{shown}`")

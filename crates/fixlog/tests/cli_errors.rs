@@ -549,3 +549,39 @@ fn hostile_input_gives_a_small_error_report() {
     let p = format!(".decl e(x: number)\n{}", "e(x) :- f(x).\n".repeat(20_000));
     assert_small_failure("unknown relations", p.as_bytes());
 }
+
+#[test]
+fn invalid_utf8_is_accepted_in_comments_and_strings_and_located_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut good = b"// a comment with \xff\xfe bytes\n/* and \xc3 here */\n".to_vec();
+    good.extend(b".decl s(x: symbol)\n.output s\ns(\"a\xffb\").\n");
+    fs::write(dir.path().join("good.dl"), &good).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fixlog"))
+        .args(["run", "good.dl", "-D", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("a\u{FFFD}b"), "{stdout}");
+
+    let bad = b".decl e(x: number)\n// \xff fine\ne(1). \xff\xfe e(2).\n";
+    let o = assert_small_failure("invalid UTF-8", bad);
+    assert_mentions(&o, &[&["invalid utf-8"]]);
+    assert!(o.stderr.contains("--> prog.dl:3:7"), "{}", o.stderr);
+    assert!(!o.stderr.contains("stream did not contain"), "{}", o.stderr);
+    // In an included file too.
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("prog.dl"), ".include \"lib.dl\"\n").unwrap();
+    fs::write(dir.path().join("lib.dl"), b"\n  \x80\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fixlog"))
+        .args(["run", "prog.dl", "-D", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("lib.dl:2:3"), "{stderr}");
+    assert!(stderr.contains("invalid UTF-8"), "{stderr}");
+}
