@@ -37,6 +37,7 @@ const ROW_VAR: VarId = usize::MAX;
 /// panicking.
 pub fn plan(program: &Program) -> Result<Plan, Diagnostic> {
     let mut indexes = Vec::new();
+    let mut index_ids = HashMap::new();
     let mut strata = Vec::new();
     for stratum in &program.strata {
         let in_stratum: HashSet<RelId> = stratum.relations.iter().copied().collect();
@@ -55,6 +56,7 @@ pub fn plan(program: &Program) -> Result<Plan, Diagnostic> {
                 .collect();
             let mut planner = RulePlanner {
                 indexes: &mut indexes,
+                index_ids: &mut index_ids,
                 vars: &rule.vars,
             };
             if recursive_atoms.is_empty() {
@@ -96,6 +98,8 @@ fn internal(rule: &logical::Rule, what: &str) -> Diagnostic {
 
 struct RulePlanner<'a> {
     indexes: &'a mut Vec<IndexSpec>,
+    /// Where each index is in `indexes`.
+    index_ids: &'a mut HashMap<IndexSpec, IndexId>,
     vars: &'a [logical::VarInfo],
 }
 
@@ -113,9 +117,10 @@ impl RulePlanner<'_> {
             order,
             key_len,
         };
-        if let Some(i) = self.indexes.iter().position(|s| *s == spec) {
+        if let Some(&i) = self.index_ids.get(&spec) {
             return i;
         }
+        self.index_ids.insert(spec.clone(), self.indexes.len());
         self.indexes.push(spec);
         self.indexes.len() - 1
     }
@@ -148,6 +153,10 @@ impl RulePlanner<'_> {
     /// given where the variables are in the last operator's output (`None` if one is
     /// not bound).
     ///
+    /// Each step costs time in the literals the newly bound variables occur in (see
+    /// [`Tracker`]), not in the whole body: a rule with k recursive atoms has k
+    /// variants of k operators each, planned in about k² log k time (it was k³).
+    ///
     /// `Err` (an internal error, which the checker's range restriction rules out)
     /// describes what could not be placed.
     fn plan_body(
@@ -158,30 +167,30 @@ impl RulePlanner<'_> {
         keep: &HashSet<VarId>,
         output: &OutputFn,
     ) -> Result<Vec<Op>, &'static str> {
-        let mut remaining: Vec<usize> = (0..body.len()).collect();
+        let mut t = Tracker::new(body, keep);
         let mut ops: Vec<Op> = Vec::new();
         let mut schema: Vec<VarId> = match input {
-            Some(schema) => schema,
+            Some(schema) => {
+                for &v in &schema {
+                    t.bind(v);
+                }
+                schema
+            }
             None => {
-                let first = delta.or_else(|| {
-                    remaining
-                        .iter()
-                        .copied()
-                        .find(|&i| matches!(body[i], Literal::Atom(_)))
-                });
+                let first = delta.or_else(|| t.first_atom());
                 match first {
                     Some(i) => {
                         let Some(Literal::Atom(atom)) = body.get(i) else {
                             return Err("the delta literal is not an atom");
                         };
-                        remaining.retain(|&j| j != i);
+                        t.remove(i);
                         let mut op = OpBuilder {
                             env: HashMap::new(),
                             filters: Vec::new(),
                         };
-                        bind_atom_columns(&mut op, &atom.args, 0, &[]);
-                        absorb(&mut op, body, &mut remaining);
-                        let (project, schema) = project_live(&op.env, body, &remaining, keep);
+                        bind_atom_columns(&mut op, &atom.args, 0, &[], &mut t);
+                        absorb(&mut op, &mut t);
+                        let (project, schema) = t.project_live(&op.env);
                         ops.push(Op::Scan {
                             rel: atom.rel,
                             version: version_of(delta, i),
@@ -199,18 +208,11 @@ impl RulePlanner<'_> {
         };
 
         loop {
-            let bound: HashSet<VarId> = schema.iter().copied().collect();
             let env_in = schema_env(&schema);
 
             // Negations whose variables are bound: anti-joins.
-            if let Some(pos) = remaining.iter().position(|&i| match &body[i] {
-                Literal::Negation(a) => a.args.iter().all(|t| match t {
-                    Term::Var(v) => bound.contains(v),
-                    _ => true,
-                }),
-                _ => false,
-            }) {
-                let i = remaining.remove(pos);
+            if let Some(i) = t.ready_negation() {
+                t.remove(i);
                 let Literal::Negation(atom) = &body[i] else {
                     return Err("a negation moved");
                 };
@@ -227,10 +229,8 @@ impl RulePlanner<'_> {
                 env: env_in.clone(),
                 filters: Vec::new(),
             };
-            let before = remaining.len();
-            absorb(&mut op, body, &mut remaining);
-            if remaining.len() != before {
-                let (project, new_schema) = project_live(&op.env, body, &remaining, keep);
+            if absorb(&mut op, &mut t) {
+                let (project, new_schema) = t.project_live(&op.env);
                 ops.push(Op::Filter {
                     filters: op.filters,
                     project,
@@ -240,17 +240,8 @@ impl RulePlanner<'_> {
             }
 
             // Aggregates whose correlated variables are bound.
-            if let Some(pos) = remaining.iter().position(|&i| match &body[i] {
-                Literal::Aggregate { body: sub, .. } => {
-                    let outside = vars_outside(body, i, keep);
-                    sub.iter()
-                        .flat_map(literal_vars)
-                        .filter(|v| outside.contains(v))
-                        .all(|v| bound.contains(&v))
-                }
-                _ => false,
-            }) {
-                let i = remaining.remove(pos);
+            if let Some(i) = t.ready_aggregate() {
+                t.remove(i);
                 let Literal::Aggregate {
                     out,
                     func,
@@ -266,11 +257,7 @@ impl RulePlanner<'_> {
                     (_, Some(a)) => self.expr_type(a).unwrap_or(self.vars[*out].ty),
                 };
                 let arity = schema.len();
-                let outside = vars_outside(body, i, keep);
-                let correlated = sub
-                    .iter()
-                    .flat_map(literal_vars)
-                    .any(|v| outside.contains(&v));
+                let correlated = t.is_correlated(i);
                 let mut sub_schema = if correlated {
                     schema.clone()
                 } else {
@@ -302,10 +289,11 @@ impl RulePlanner<'_> {
                     }),
                     None => {
                         op.env.insert(*out, PExpr::Col(arity));
+                        t.bind(*out);
                     }
                 }
-                absorb(&mut op, body, &mut remaining);
-                let (project, new_schema) = project_live(&op.env, body, &remaining, keep);
+                absorb(&mut op, &mut t);
+                let (project, new_schema) = t.project_live(&op.env);
                 ops.push(Op::Aggregate {
                     func: *func,
                     ty,
@@ -318,30 +306,12 @@ impl RulePlanner<'_> {
                 continue;
             }
 
-            // The next join: the atom with the most bound arguments.
-            let next = remaining
-                .iter()
-                .copied()
-                .filter_map(|i| match &body[i] {
-                    Literal::Atom(a) => {
-                        let n = a
-                            .args
-                            .iter()
-                            .filter(|t| match t {
-                                Term::Var(v) => bound.contains(v),
-                                Term::Const(_) => true,
-                                Term::Wildcard => false,
-                            })
-                            .count();
-                        Some((n, std::cmp::Reverse(i)))
-                    }
-                    _ => None,
-                })
-                .max();
-            let Some((_, std::cmp::Reverse(i))) = next else {
+            // The next join: the atom with the most bound arguments (first in body
+            // order among equals).
+            let Some(i) = t.best_atom() else {
                 break;
             };
-            remaining.retain(|&j| j != i);
+            t.remove(i);
             let Literal::Atom(atom) = &body[i] else {
                 return Err("a join moved");
             };
@@ -356,9 +326,9 @@ impl RulePlanner<'_> {
                 env: env_in,
                 filters: Vec::new(),
             };
-            bind_atom_columns(&mut op, &atom.args, schema.len(), &key_cols);
-            absorb(&mut op, body, &mut remaining);
-            let (project, new_schema) = project_live(&op.env, body, &remaining, keep);
+            bind_atom_columns(&mut op, &atom.args, schema.len(), &key_cols, &mut t);
+            absorb(&mut op, &mut t);
+            let (project, new_schema) = t.project_live(&op.env);
             ops.push(Op::Join {
                 index,
                 version: version_of(delta, i),
@@ -369,7 +339,7 @@ impl RulePlanner<'_> {
             schema = new_schema;
         }
 
-        if !remaining.is_empty() {
+        if t.left > 0 {
             return Err("some literals need variables that are never bound");
         }
         let out = output(&schema_env(&schema)).ok_or("the output needs an unbound variable")?;
@@ -469,7 +439,13 @@ fn complete_order(mut key_cols: Vec<usize>, arity: usize) -> Vec<usize> {
 /// Binds the variables of an atom whose columns start at `offset` in the joined tuple.
 /// Columns in `key_cols` are already equal to their key; constants elsewhere and repeated
 /// variables become equality filters (on the bits, as joins compare).
-fn bind_atom_columns(op: &mut OpBuilder, args: &[Term], offset: usize, key_cols: &[usize]) {
+fn bind_atom_columns(
+    op: &mut OpBuilder,
+    args: &[Term],
+    offset: usize,
+    key_cols: &[usize],
+    tracker: &mut Tracker,
+) {
     for (c, t) in args.iter().enumerate() {
         if key_cols.contains(&c) {
             continue;
@@ -485,6 +461,7 @@ fn bind_atom_columns(op: &mut OpBuilder, args: &[Term], offset: usize, key_cols:
                 }),
                 None => {
                     op.env.insert(*v, col);
+                    tracker.bind(*v);
                 }
             },
             Term::Const(k) => op.filters.push(Cond::Compare {
@@ -538,91 +515,308 @@ fn placed(e: &logical::Expr, env: &HashMap<VarId, PExpr>) -> Option<PExpr> {
     Some(pe)
 }
 
-/// Moves every comparison, predicate and binding whose variables are bound in `op` from
-/// `remaining` into `op`, until none is left to move.
-fn absorb(op: &mut OpBuilder, body: &[Literal], remaining: &mut Vec<usize>) {
+/// Moves every comparison, predicate and binding whose variables are bound in `op` into
+/// `op`, until none is left to move; returns whether any moved.
+///
+/// In passes over the candidates in body order, as a scan of the whole body would (a
+/// literal made ready by one after it waits for the next pass), so filters keep their
+/// order; but only literals with at most one unbound variable are looked at.
+fn absorb(op: &mut OpBuilder, t: &mut Tracker) -> bool {
+    let mut any = false;
     loop {
         let mut changed = false;
-        remaining.retain(|&i| match &body[i] {
-            Literal::Compare {
-                op: cmp,
-                lhs,
-                rhs,
-                ty,
-                ..
-            } => {
-                if let (Some(l), Some(r)) = (placed(lhs, &op.env), placed(rhs, &op.env)) {
-                    let cond = Cond::Compare {
-                        op: *cmp,
-                        ty: *ty,
-                        lhs: l,
-                        rhs: r,
-                    };
-                    op.filters.push(cond);
-                } else if *cmp == logical::CmpOp::Eq {
-                    match (lhs, rhs) {
-                        (logical::Expr::Var(v), e) | (e, logical::Expr::Var(v))
-                            if !op.env.contains_key(v) =>
-                        {
-                            let Some(value) = placed(e, &op.env) else {
-                                return true;
-                            };
-                            op.env.insert(*v, value);
-                        }
-                        _ => return true,
-                    }
-                } else {
-                    return true;
+        let mut cursor = 0;
+        while let Some(&i) = t.candidates.range(cursor..).next() {
+            cursor = i + 1;
+            if let Some(newly_bound) = try_absorb(op, &t.body[i]) {
+                t.remove(i);
+                if let Some(v) = newly_bound {
+                    t.bind(v);
                 }
                 changed = true;
-                false
             }
-            Literal::Predicate {
-                pred,
-                args,
-                negated,
-                ..
-            } => {
-                let Some(args) = args.iter().map(|a| placed(a, &op.env)).collect() else {
-                    return true;
-                };
-                op.filters.push(Cond::Predicate {
-                    pred: *pred,
-                    args,
-                    negated: *negated,
-                });
-                changed = true;
-                false
-            }
-            _ => true,
-        });
-        if !changed {
-            return;
         }
+        if !changed {
+            return any;
+        }
+        any = true;
     }
 }
 
-/// The projection onto the variables still needed (in variable order, for a
-/// deterministic plan) and the schema it produces.
-fn project_live(
-    env: &HashMap<VarId, PExpr>,
-    body: &[Literal],
-    remaining: &[usize],
-    keep: &HashSet<VarId>,
-) -> (Vec<PExpr>, Vec<VarId>) {
-    let mut live: BTreeSet<VarId> = keep.iter().copied().collect();
-    for &i in remaining {
-        live.extend(literal_vars(&body[i]));
+/// Moves one comparison or predicate into `op` if it can be computed there: `Some`
+/// with the variable it binds, if any.
+fn try_absorb(op: &mut OpBuilder, lit: &Literal) -> Option<Option<VarId>> {
+    match lit {
+        Literal::Compare {
+            op: cmp,
+            lhs,
+            rhs,
+            ty,
+            ..
+        } => {
+            if let (Some(l), Some(r)) = (placed(lhs, &op.env), placed(rhs, &op.env)) {
+                op.filters.push(Cond::Compare {
+                    op: *cmp,
+                    ty: *ty,
+                    lhs: l,
+                    rhs: r,
+                });
+                return Some(None);
+            }
+            if *cmp != logical::CmpOp::Eq {
+                return None;
+            }
+            for (a, e) in [(lhs, rhs), (rhs, lhs)] {
+                if let logical::Expr::Var(v) = a {
+                    if !op.env.contains_key(v) {
+                        let value = placed(e, &op.env)?;
+                        op.env.insert(*v, value);
+                        return Some(Some(*v));
+                    }
+                }
+            }
+            None
+        }
+        Literal::Predicate {
+            pred,
+            args,
+            negated,
+            ..
+        } => {
+            let args = args
+                .iter()
+                .map(|a| placed(a, &op.env))
+                .collect::<Option<_>>()?;
+            op.filters.push(Cond::Predicate {
+                pred: *pred,
+                args,
+                negated: *negated,
+            });
+            Some(None)
+        }
+        _ => None,
     }
-    let mut schema = Vec::new();
-    let mut project = Vec::new();
-    for v in live {
-        if let Some(e) = env.get(&v) {
-            schema.push(v);
-            project.push(e.clone());
+}
+
+/// The literals of a body still to place, and, kept up to date as variables get bound,
+/// what the planner asks of them at every step: the atom with the most bound arguments,
+/// the negations and aggregates that can run, the comparisons that may be computable,
+/// and which variables are still used. Binding a variable costs time in the literals it
+/// occurs in, not in the body.
+struct Tracker<'b> {
+    body: &'b [Literal],
+    keep: &'b HashSet<VarId>,
+    alive: Vec<bool>,
+    /// Literals not placed yet.
+    left: usize,
+    /// The distinct variables of each literal ([`literal_vars`]).
+    vars: Vec<Vec<VarId>>,
+    /// The literals each variable occurs in.
+    occurs: HashMap<VarId, Vec<usize>>,
+    bound: HashSet<VarId>,
+    /// Literals not placed yet that use each variable.
+    uses: HashMap<VarId, usize>,
+    /// Per atom, its arguments that are constants or bound variables; the atoms by
+    /// (most such arguments, first in body order).
+    atom_n: Vec<usize>,
+    atoms: BTreeSet<(std::cmp::Reverse<usize>, usize)>,
+    /// Per negation, comparison and predicate: its distinct unbound variables.
+    unbound: Vec<usize>,
+    neg_ready: BTreeSet<usize>,
+    /// Comparisons computable or binding one variable, and predicates computable, as
+    /// far as their variables tell.
+    candidates: BTreeSet<usize>,
+    /// Aggregates not placed yet (body order), with their correlated variables.
+    aggs: Vec<(usize, Vec<VarId>)>,
+    correlated: HashSet<usize>,
+}
+
+impl<'b> Tracker<'b> {
+    fn new(body: &'b [Literal], keep: &'b HashSet<VarId>) -> Tracker<'b> {
+        let n = body.len();
+        let vars: Vec<Vec<VarId>> = body
+            .iter()
+            .map(|l| {
+                let mut v = literal_vars(l);
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+            .collect();
+        let mut occurs: HashMap<VarId, Vec<usize>> = HashMap::new();
+        let mut uses: HashMap<VarId, usize> = HashMap::new();
+        for (i, vs) in vars.iter().enumerate() {
+            for &v in vs {
+                occurs.entry(v).or_default().push(i);
+                *uses.entry(v).or_default() += 1;
+            }
+        }
+        let mut t = Tracker {
+            body,
+            keep,
+            alive: vec![true; n],
+            left: n,
+            vars,
+            occurs,
+            bound: HashSet::new(),
+            uses,
+            atom_n: vec![0; n],
+            atoms: BTreeSet::new(),
+            unbound: vec![0; n],
+            neg_ready: BTreeSet::new(),
+            candidates: BTreeSet::new(),
+            aggs: Vec::new(),
+            correlated: HashSet::new(),
+        };
+        for (i, lit) in body.iter().enumerate() {
+            match lit {
+                Literal::Atom(a) => {
+                    t.atom_n[i] = a
+                        .args
+                        .iter()
+                        .filter(|x| matches!(x, Term::Const(_)))
+                        .count();
+                    t.atoms.insert((std::cmp::Reverse(t.atom_n[i]), i));
+                }
+                Literal::Negation(_) | Literal::Compare { .. } | Literal::Predicate { .. } => {
+                    t.unbound[i] = t.vars[i].len();
+                    t.update_ready(i);
+                }
+                Literal::Aggregate { body: sub, .. } => {
+                    // Correlated: the sub-body's variables that occur outside it.
+                    let mut inner: Vec<VarId> = sub.iter().flat_map(literal_vars).collect();
+                    inner.sort_unstable();
+                    inner.dedup();
+                    inner.retain(|v| {
+                        keep.contains(v)
+                            || t.occurs.get(v).is_some_and(|ls| ls.iter().any(|&j| j != i))
+                    });
+                    if !inner.is_empty() {
+                        t.correlated.insert(i);
+                    }
+                    t.aggs.push((i, inner));
+                }
+            }
+        }
+        t
+    }
+
+    /// Re-files a negation, comparison or predicate after its unbound count changed.
+    fn update_ready(&mut self, i: usize) {
+        let n = self.unbound[i];
+        match &self.body[i] {
+            Literal::Negation(_) if n == 0 => {
+                self.neg_ready.insert(i);
+            }
+            Literal::Predicate { .. } if n == 0 => {
+                self.candidates.insert(i);
+            }
+            Literal::Compare { .. } if n == 0 => {
+                self.candidates.insert(i);
+            }
+            Literal::Compare {
+                op: logical::CmpOp::Eq,
+                lhs,
+                rhs,
+                ..
+            } if n == 1 => {
+                // A binding `v = e` with `e` bound?
+                let binds = |a: &logical::Expr, e: &logical::Expr| match a {
+                    logical::Expr::Var(v) => !self.bound.contains(v) && !expr_vars(e).contains(v),
+                    _ => false,
+                };
+                if binds(lhs, rhs) || binds(rhs, lhs) {
+                    self.candidates.insert(i);
+                }
+            }
+            _ => {}
         }
     }
-    (project, schema)
+
+    fn bind(&mut self, v: VarId) {
+        if !self.bound.insert(v) {
+            return;
+        }
+        let Some(lits) = self.occurs.get(&v).cloned() else {
+            return;
+        };
+        for i in lits {
+            if !self.alive[i] {
+                continue;
+            }
+            match &self.body[i] {
+                Literal::Atom(a) => {
+                    let m = a
+                        .args
+                        .iter()
+                        .filter(|x| matches!(x, Term::Var(w) if *w == v))
+                        .count();
+                    self.atoms.remove(&(std::cmp::Reverse(self.atom_n[i]), i));
+                    self.atom_n[i] += m;
+                    self.atoms.insert((std::cmp::Reverse(self.atom_n[i]), i));
+                }
+                Literal::Negation(_) | Literal::Compare { .. } | Literal::Predicate { .. } => {
+                    self.unbound[i] = self.unbound[i].saturating_sub(1);
+                    self.update_ready(i);
+                }
+                Literal::Aggregate { .. } => {}
+            }
+        }
+    }
+
+    fn remove(&mut self, i: usize) {
+        if !self.alive.get(i).copied().unwrap_or(false) {
+            return;
+        }
+        self.alive[i] = false;
+        self.left -= 1;
+        self.atoms.remove(&(std::cmp::Reverse(self.atom_n[i]), i));
+        self.neg_ready.remove(&i);
+        self.candidates.remove(&i);
+        self.aggs.retain(|(j, _)| *j != i);
+        for v in &self.vars[i] {
+            if let Some(u) = self.uses.get_mut(v) {
+                *u = u.saturating_sub(1);
+            }
+        }
+    }
+
+    /// The first positive atom in body order.
+    fn first_atom(&self) -> Option<usize> {
+        (0..self.body.len()).find(|&i| self.alive[i] && matches!(self.body[i], Literal::Atom(_)))
+    }
+
+    fn best_atom(&self) -> Option<usize> {
+        self.atoms.first().map(|&(_, i)| i)
+    }
+
+    fn ready_negation(&self) -> Option<usize> {
+        self.neg_ready.first().copied()
+    }
+
+    fn ready_aggregate(&self) -> Option<usize> {
+        self.aggs
+            .iter()
+            .find(|(_, vs)| vs.iter().all(|v| self.bound.contains(v)))
+            .map(|(i, _)| *i)
+    }
+
+    fn is_correlated(&self, i: usize) -> bool {
+        self.correlated.contains(&i)
+    }
+
+    /// The projection onto the variables still needed (in variable order, for a
+    /// deterministic plan) and the schema it produces.
+    fn project_live(&self, env: &HashMap<VarId, PExpr>) -> (Vec<PExpr>, Vec<VarId>) {
+        let mut schema: Vec<VarId> = env
+            .keys()
+            .copied()
+            .filter(|v| self.keep.contains(v) || self.uses.get(v).is_some_and(|&u| u > 0))
+            .collect();
+        schema.sort_unstable();
+        let project = schema.iter().filter_map(|v| env.get(v).cloned()).collect();
+        (project, schema)
+    }
 }
 
 /// Replaces the last operator's projection by `out` (given over its output columns), or
@@ -744,17 +938,6 @@ fn literal_vars(lit: &Literal) -> Vec<VarId> {
             v
         }
     }
-}
-
-/// Variables occurring outside literal `i` of `body` (or needed after the body).
-fn vars_outside(body: &[Literal], i: usize, keep: &HashSet<VarId>) -> HashSet<VarId> {
-    let mut vars: HashSet<VarId> = keep.clone();
-    for (j, lit) in body.iter().enumerate() {
-        if j != i {
-            vars.extend(literal_vars(lit));
-        }
-    }
-    vars
 }
 
 #[cfg(test)]
