@@ -8,12 +8,16 @@
 //! Each rule goes through three passes over a small "lowered" form (`LLit`/`LExpr`: the
 //! AST with variables resolved to [`VarId`]s and the desugaring done, but no types yet):
 //!
-//! 1. lowering, which also decides variable scopes: a variable inside an aggregate body
-//!    is the same as an outer variable of that name only if the name occurs in the
-//!    enclosing scope outside the aggregate (it is then *correlated*); otherwise it is
-//!    local to the aggregate, so two sibling aggregates may reuse a local name;
+//! 1. lowering, which also decides variable scopes as Soufflé does: a variable inside an
+//!    aggregate body is the same as an outer variable of that name (it is *injected*, or
+//!    correlated) only if the enclosing scope grounds that name without the aggregate's
+//!    own result; the names of the aggregated expression are always local; every other
+//!    name is local to the aggregate, so two sibling aggregates may reuse a local name
+//!    (see `RuleCx::aggregate_scopes`);
 //! 2. range restriction, on the lowered form because it still knows where every variable
-//!    occurrence is in the text;
+//!    occurrence is in the text, by a linear-time fixpoint (`ground`) in which an
+//!    aggregate binds its result only once its injected variables are bound (aggregates
+//!    that need each other are reported);
 //! 3. typing: atom columns fix variable types; then types flow through equalities,
 //!    operators, functors and aggregates to a fixpoint; what is left defaults to
 //!    `number`; the final emission pass checks every use against those types and reports
@@ -22,6 +26,7 @@
 //! Errors are collected, not thrown: a bad literal drops its rule, the other rules are
 //! still checked, and everything found is reported together.
 
+use crate::ground::Grounding;
 use crate::ir::{self, ColType, RelId, Value, VarId};
 use crate::stratify::stratify;
 use crate::symbols::SymbolTable;
@@ -30,8 +35,33 @@ use fixlog_syntax::ast;
 use fixlog_syntax::{Diagnostic, Diagnostics, SourceMap, Span};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// Most rules a single clause may expand into (through `;` and multiple heads).
+/// Most rules a single clause may expand into (through `;` and multiple heads) beyond
+/// one per literal of its body: a flat disjunction of 10,000 alternatives is 10,000
+/// rules, but `(a;b), (c;d), ...` multiplies.
 const MAX_EXPANSION: usize = 4096;
+
+/// Height of the expressions a rule's lowering keeps; higher operands are bound to
+/// fresh variables (see `RuleCx::bounded`).
+const MAX_EXPR_DEPTH: usize = 32;
+
+/// `ast` to `ir` binary operator.
+fn bin_op(op: ast::BinOp) -> ir::BinOp {
+    match op {
+        ast::BinOp::Add => ir::BinOp::Add,
+        ast::BinOp::Sub => ir::BinOp::Sub,
+        ast::BinOp::Mul => ir::BinOp::Mul,
+        ast::BinOp::Div => ir::BinOp::Div,
+        ast::BinOp::Rem => ir::BinOp::Rem,
+        ast::BinOp::Pow => ir::BinOp::Pow,
+        ast::BinOp::BAnd => ir::BinOp::BAnd,
+        ast::BinOp::BOr => ir::BinOp::BOr,
+        ast::BinOp::BXor => ir::BinOp::BXor,
+        ast::BinOp::BShl => ir::BinOp::BShl,
+        ast::BinOp::BShr => ir::BinOp::BShr,
+        ast::BinOp::LAnd => ir::BinOp::LAnd,
+        ast::BinOp::LOr => ir::BinOp::LOr,
+    }
+}
 
 /// Check a parsed program and produce the stratified logical IR.
 pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program, Diagnostics> {
@@ -473,12 +503,17 @@ impl<'a> Checker<'a> {
             }
             return;
         };
-        let conjuncts = match dnf(body) {
+        // The expansion may be as large as the clause (a flat disjunction), not more
+        // than a few times that: `(a;b), (c;d), ...` multiplies.
+        let mut literals = Vec::new();
+        body_literals(body, &mut literals);
+        let budget = MAX_EXPANSION.max(4 * (literals.len() + c.heads.len()));
+        let conjuncts = match dnf(body, budget) {
             Ok(v) => v,
             Err(()) => {
                 self.error(
                     Diagnostic::error(
-                        format!("this body expands into more than {MAX_EXPANSION} alternatives"),
+                        format!("this body expands into more than {budget} alternatives"),
                         body.span(),
                     )
                     .with_help("split the rule, or move the disjunctions into separate relations"),
@@ -486,9 +521,9 @@ impl<'a> Checker<'a> {
                 return;
             }
         };
-        if conjuncts.len().saturating_mul(c.heads.len()) > MAX_EXPANSION {
+        if conjuncts.len().saturating_mul(c.heads.len()) > budget {
             self.error(Diagnostic::error(
-                format!("this clause expands into more than {MAX_EXPANSION} rules"),
+                format!("this clause expands into more than {budget} rules"),
                 c.span,
             ));
             return;
@@ -547,15 +582,16 @@ impl<'a> Checker<'a> {
     }
 }
 
-/// Disjunctive normal form of a body: a list of conjunctions. `Err` if it is too big.
-fn dnf(b: &ast::Body) -> Result<Vec<Vec<&ast::Literal>>, ()> {
+/// Disjunctive normal form of a body: a list of conjunctions. `Err` if there would be
+/// more than `limit`.
+fn dnf(b: &ast::Body, limit: usize) -> Result<Vec<Vec<&ast::Literal>>, ()> {
     match b {
         ast::Body::Literal(l) => Ok(vec![vec![l]]),
         ast::Body::Or(parts, _) => {
             let mut out = Vec::new();
             for p in parts {
-                out.extend(dnf(p)?);
-                if out.len() > MAX_EXPANSION {
+                out.extend(dnf(p, limit)?);
+                if out.len() > limit {
                     return Err(());
                 }
             }
@@ -564,9 +600,14 @@ fn dnf(b: &ast::Body) -> Result<Vec<Vec<&ast::Literal>>, ()> {
         ast::Body::And(parts, _) => {
             let mut acc: Vec<Vec<&ast::Literal>> = vec![Vec::new()];
             for p in parts {
-                let alts = dnf(p)?;
-                if acc.len().saturating_mul(alts.len()) > MAX_EXPANSION {
+                let alts = dnf(p, limit)?;
+                if acc.len().saturating_mul(alts.len()) > limit {
                     return Err(());
+                }
+                if let [alt] = &alts[..] {
+                    // No alternatives: extend in place (a long conjunction stays linear).
+                    acc.iter_mut().for_each(|a| a.extend(alt.iter().copied()));
+                    continue;
                 }
                 let mut next = Vec::with_capacity(acc.len() * alts.len());
                 for a in &acc {
@@ -654,16 +695,63 @@ impl LExpr {
         }
     }
 
+    /// Every variable occurrence, left to right (iterative: constant chains in facts and
+    /// atom arguments are not split and may be deep).
     fn vars(&self, out: &mut Vec<(VarId, Span)>) {
-        match self {
-            LExpr::Var(v, s) => out.push((*v, *s)),
-            LExpr::Unary(_, a, _) => a.vars(out),
-            LExpr::Binary(_, a, b, _) => {
-                a.vars(out);
-                b.vars(out);
+        let mut stack = vec![self];
+        while let Some(e) = stack.pop() {
+            match e {
+                LExpr::Var(v, s) => out.push((*v, *s)),
+                LExpr::Unary(_, a, _) => stack.push(a),
+                LExpr::Binary(_, a, b, _) => {
+                    stack.push(b);
+                    stack.push(a);
+                }
+                LExpr::Call(_, _, args, _) => stack.extend(args.iter().rev()),
+                _ => {}
             }
-            LExpr::Call(_, _, args, _) => args.iter().for_each(|a| a.vars(out)),
-            _ => {}
+        }
+    }
+
+    /// The height of the tree (a leaf is 1).
+    fn depth(&self) -> usize {
+        let mut deepest = 0;
+        let mut stack = vec![(self, 1)];
+        while let Some((e, d)) = stack.pop() {
+            deepest = deepest.max(d);
+            match e {
+                LExpr::Unary(_, a, _) => stack.push((a, d + 1)),
+                LExpr::Binary(_, a, b, _) => {
+                    stack.push((a, d + 1));
+                    stack.push((b, d + 1));
+                }
+                LExpr::Call(_, _, args, _) => stack.extend(args.iter().map(|a| (a, d + 1))),
+                _ => {}
+            }
+        }
+        deepest
+    }
+}
+
+/// Dropped with an explicit stack, like `ast::Expr` (deep constant chains).
+impl Drop for LExpr {
+    fn drop(&mut self) {
+        fn take_children(e: &mut LExpr, out: &mut Vec<LExpr>) {
+            let hole = || LExpr::Int(0, Span::default());
+            match e {
+                LExpr::Unary(_, a, _) => out.push(std::mem::replace(&mut **a, hole())),
+                LExpr::Binary(_, a, b, _) => {
+                    out.push(std::mem::replace(&mut **a, hole()));
+                    out.push(std::mem::replace(&mut **b, hole()));
+                }
+                LExpr::Call(_, _, args, _) => out.append(args),
+                _ => {}
+            }
+        }
+        let mut stack = Vec::new();
+        take_children(self, &mut stack);
+        while let Some(mut e) = stack.pop() {
+            take_children(&mut e, &mut stack);
         }
     }
 }
@@ -756,48 +844,159 @@ struct RuleCx<'c, 'a> {
     fresh: usize,
     /// Checking a fact: variables and aggregates are errors; all functors are folded.
     fact_mode: bool,
+    /// Inside an atom argument that must fold to a constant (no splitting there).
+    const_context: usize,
+    /// For each aggregate of the scopes lowered so far (by the address of its AST
+    /// node), the names that refer to the enclosing scope (see
+    /// [`RuleCx::aggregate_scopes`]).
+    injected: HashMap<usize, HashSet<String>>,
+}
+
+/// The variable names of an expression left to right (not those inside aggregates) and
+/// the aggregates it contains (not those nested in aggregate bodies). Iterative: a flat
+/// sum of 100,000 terms is a chain that deep.
+fn expr_parts<'e>(
+    e: &'e ast::Expr,
+    names: &mut Vec<(&'e str, Span)>,
+    aggs: &mut Vec<&'e ast::Expr>,
+) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            ast::Expr::Var(id) => names.push((id.name.as_str(), id.span)),
+            ast::Expr::Unary { arg, .. } => stack.push(arg),
+            ast::Expr::Binary { lhs, rhs, .. } => {
+                stack.push(rhs);
+                stack.push(lhs);
+            }
+            ast::Expr::Call { args, .. } => stack.extend(args.iter().rev()),
+            ast::Expr::Aggregate { .. } => aggs.push(e),
+            _ => {}
+        }
+    }
+}
+
+/// The expressions of a literal.
+fn literal_exprs(l: &ast::Literal) -> Vec<&ast::Expr> {
+    match l {
+        ast::Literal::Atom(a) | ast::Literal::Negation { atom: a, .. } => a.args.iter().collect(),
+        ast::Literal::Compare { lhs, rhs, .. } => vec![lhs, rhs],
+        ast::Literal::Bool(..) => Vec::new(),
+    }
 }
 
 fn collect_direct_expr(e: &ast::Expr, out: &mut Vec<(String, Span)>) {
-    match e {
-        ast::Expr::Var(id) => out.push((id.name.clone(), id.span)),
-        ast::Expr::Unary { arg, .. } => collect_direct_expr(arg, out),
-        ast::Expr::Binary { lhs, rhs, .. } => {
-            collect_direct_expr(lhs, out);
-            collect_direct_expr(rhs, out);
-        }
-        ast::Expr::Call { args, .. } => args.iter().for_each(|a| collect_direct_expr(a, out)),
-        _ => {}
-    }
+    let mut names = Vec::new();
+    expr_parts(e, &mut names, &mut Vec::new());
+    out.extend(names.into_iter().map(|(n, s)| (n.to_string(), s)));
 }
 
 fn collect_direct_lit(l: &ast::Literal, out: &mut Vec<(String, Span)>) {
-    match l {
-        ast::Literal::Atom(a) | ast::Literal::Negation { atom: a, .. } => {
-            a.args.iter().for_each(|e| collect_direct_expr(e, out))
-        }
-        ast::Literal::Compare { lhs, rhs, .. } => {
-            collect_direct_expr(lhs, out);
-            collect_direct_expr(rhs, out);
-        }
-        ast::Literal::Bool(..) => {}
+    for e in literal_exprs(l) {
+        collect_direct_expr(e, out);
     }
 }
 
-fn is_const(e: &ast::Expr) -> bool {
-    match e {
-        ast::Expr::Int(..)
-        | ast::Expr::Unsigned(..)
-        | ast::Expr::Float(..)
-        | ast::Expr::Str(..) => true,
-        ast::Expr::Unary { arg, .. } => is_const(arg),
-        ast::Expr::Binary { lhs, rhs, .. } => is_const(lhs) && is_const(rhs),
-        ast::Expr::Call { args, user, .. } => !user && args.iter().all(is_const),
-        ast::Expr::Var(_) | ast::Expr::Wildcard(_) | ast::Expr::Aggregate { .. } => false,
+/// Every literal of a body, whatever its `,`/`;` structure.
+fn body_literals<'b>(b: &'b ast::Body, out: &mut Vec<&'b ast::Literal>) {
+    match b {
+        ast::Body::Literal(l) => out.push(l),
+        ast::Body::And(parts, _) | ast::Body::Or(parts, _) => {
+            parts.iter().for_each(|p| body_literals(p, out))
+        }
     }
+}
+
+/// The names of an aggregate, as Soufflé scopes them: `.0` every name that may refer to
+/// an enclosing scope (those of its body and of its aggregated expression, and those of
+/// aggregates nested in it except their own aggregated expressions'), `.1` the names of
+/// its aggregated expression, which are always local to it.
+fn aggregate_names(a: &ast::Expr) -> (HashSet<&str>, HashSet<&str>) {
+    let ast::Expr::Aggregate { arg, body, .. } = a else {
+        return (HashSet::new(), HashSet::new());
+    };
+    let mut names = Vec::new();
+    let mut nested = Vec::new();
+    let mut target = Vec::new();
+    if let Some(arg) = arg {
+        expr_parts(arg, &mut target, &mut nested);
+    }
+    let mut lits = Vec::new();
+    body_literals(body, &mut lits);
+    for l in lits {
+        for e in literal_exprs(l) {
+            expr_parts(e, &mut names, &mut nested);
+        }
+    }
+    let target: HashSet<&str> = target.into_iter().map(|(n, _)| n).collect();
+    let mut all: HashSet<&str> = names.into_iter().map(|(n, _)| n).collect();
+    all.extend(target.iter().copied());
+    for b in nested {
+        let (inner, inner_target) = aggregate_names(b);
+        all.extend(inner.difference(&inner_target).copied());
+    }
+    (all, target)
+}
+
+/// Whether an expression is made of constants only (iterative, like [`expr_parts`]).
+fn is_const(e: &ast::Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            ast::Expr::Int(..)
+            | ast::Expr::Unsigned(..)
+            | ast::Expr::Float(..)
+            | ast::Expr::Str(..) => {}
+            ast::Expr::Unary { arg, .. } => stack.push(arg),
+            ast::Expr::Binary { lhs, rhs, .. } => {
+                stack.push(rhs);
+                stack.push(lhs);
+            }
+            ast::Expr::Call { args, user, .. } => {
+                if *user {
+                    return false;
+                }
+                stack.extend(args.iter());
+            }
+            ast::Expr::Var(_) | ast::Expr::Wildcard(_) | ast::Expr::Aggregate { .. } => {
+                return false
+            }
+        }
+    }
+    true
 }
 
 type Scope = HashMap<String, VarId>;
+
+/// The grounding problem of one scope, by name (see [`RuleCx::aggregate_scopes`]).
+struct ScopeScan<'x> {
+    g: Grounding,
+    ids: HashMap<&'x str, usize>,
+    /// The scope's aggregates and their items (grounded when their value counts).
+    aggs: Vec<(&'x ast::Expr, usize)>,
+}
+
+impl<'x> ScopeScan<'x> {
+    fn item(&mut self, name: &'x str) -> usize {
+        let g = &mut self.g;
+        *self.ids.entry(name).or_insert_with(|| g.add_item())
+    }
+
+    /// The items an expression needs to be grounded: its names and its aggregates
+    /// (which get an item each here).
+    fn needs(&mut self, e: &'x ast::Expr) -> Vec<usize> {
+        let mut names = Vec::new();
+        let mut aggs = Vec::new();
+        expr_parts(e, &mut names, &mut aggs);
+        let mut out: Vec<usize> = names.into_iter().map(|(n, _)| self.item(n)).collect();
+        for a in aggs {
+            let i = self.g.add_item();
+            self.aggs.push((a, i));
+            out.push(i);
+        }
+        out
+    }
+}
 
 impl<'c, 'a> RuleCx<'c, 'a> {
     fn new(ck: &'c mut Checker<'a>, fact_mode: bool) -> Self {
@@ -806,6 +1005,8 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             vars: Vec::new(),
             fresh: 0,
             fact_mode,
+            const_context: 0,
+            injected: HashMap::new(),
         }
     }
 
@@ -914,6 +1115,13 @@ impl<'c, 'a> RuleCx<'c, 'a> {
         for l in lits {
             collect_direct_lit(l, &mut names);
         }
+        let outside: HashSet<&str> = names
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .chain(visible.keys().map(String::as_str))
+            .collect();
+        let scopes = self.aggregate_scopes(lits, extra, visible, &outside);
+        self.injected.extend(scopes);
         let mut scope = visible.clone();
         for (n, _) in names {
             if let std::collections::hash_map::Entry::Vacant(slot) = scope.entry(n) {
@@ -933,6 +1141,114 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             self.lower_lit(l, &scope, &mut out);
         }
         (out, extras)
+    }
+
+    /// Soufflé's scoping of the names of the aggregates directly in one scope (a rule
+    /// body with its head, or an aggregate body with its aggregated expression): for
+    /// each aggregate (by the address of its AST node), the names that are *injected*,
+    /// that is, refer to the enclosing scope's variable (bound before the aggregate
+    /// runs, and grouped on); every other name of the aggregate is local to it.
+    ///
+    /// A name of aggregate `A` (see [`aggregate_names`]; never one of its aggregated
+    /// expression) is injected when it is grounded in the scope without `A`'s own value:
+    /// by a positive atom, by the enclosing scopes, or by an equality over grounded
+    /// values, the values of the scope's other aggregates counting as grounded but not
+    /// `A`'s. So the `m` inside `r(m) :- m = count : { e(m, _) }` is local: outside, it is
+    /// grounded only through the aggregate itself. A name that occurs outside `A` in the
+    /// scope but is not grounded there even with every aggregate's value (a "witness"
+    /// in Soufflé's terms, which Fixlog does not support) is also taken as injected, so
+    /// that range restriction reports it as not bound outside the aggregate.
+    fn aggregate_scopes<'x>(
+        &self,
+        lits: &[&'x ast::Literal],
+        extra: &[&'x ast::Expr],
+        visible: &'x Scope,
+        outside: &HashSet<&str>,
+    ) -> Vec<(usize, HashSet<String>)> {
+        let mut scan = ScopeScan {
+            g: Grounding::new(0),
+            ids: HashMap::new(),
+            aggs: Vec::new(),
+        };
+        for name in visible.keys() {
+            let i = scan.item(name);
+            scan.g.fact(i);
+        }
+        for l in lits {
+            match l {
+                ast::Literal::Atom(a) => {
+                    let predicate = matches!(a.name.name.as_str(), "contains" | "match")
+                        && !self.ck.rel_ids.contains_key(&a.name.name);
+                    for e in &a.args {
+                        scan.needs(e);
+                        if let (ast::Expr::Var(id), false) = (e, predicate) {
+                            let i = scan.item(&id.name);
+                            scan.g.fact(i);
+                        }
+                    }
+                }
+                ast::Literal::Negation { atom, .. } => {
+                    for e in &atom.args {
+                        scan.needs(e);
+                    }
+                }
+                ast::Literal::Compare { op, lhs, rhs, .. } => {
+                    let l_needs = scan.needs(lhs);
+                    let r_needs = scan.needs(rhs);
+                    if *op == ast::CmpOp::Eq {
+                        if let ast::Expr::Var(id) = lhs {
+                            let i = scan.item(&id.name);
+                            scan.g.rule(i, r_needs.clone());
+                        }
+                        if let ast::Expr::Var(id) = rhs {
+                            let i = scan.item(&id.name);
+                            scan.g.rule(i, l_needs);
+                        }
+                    }
+                }
+                ast::Literal::Bool(..) => {}
+            }
+        }
+        for e in extra {
+            scan.needs(e);
+        }
+        let ScopeScan { g, ids, aggs } = scan;
+        let agg_items: Vec<usize> = aggs.iter().map(|(_, i)| *i).collect();
+        let none = g.solve(&[]);
+        let all = g.solve(&agg_items);
+        let mut out = Vec::new();
+        for (a, agg_item) in &aggs {
+            let (names, target) = aggregate_names(a);
+            let mut injected = HashSet::new();
+            let mut undecided = Vec::new();
+            for n in names.difference(&target) {
+                match ids.get(n) {
+                    Some(&i) if none[i] => {
+                        injected.insert(n.to_string());
+                    }
+                    Some(&i) if all[i] => undecided.push((*n, i)),
+                    _ if outside.contains(n) => {
+                        injected.insert(n.to_string());
+                    }
+                    _ => {}
+                }
+            }
+            if !undecided.is_empty() {
+                let others: Vec<usize> = agg_items
+                    .iter()
+                    .copied()
+                    .filter(|i| i != agg_item)
+                    .collect();
+                let without = g.solve(&others);
+                for (n, i) in undecided {
+                    if without[i] {
+                        injected.insert(n.to_string());
+                    }
+                }
+            }
+            out.push((*a as *const ast::Expr as usize, injected));
+        }
+        out
     }
 
     fn lower_lit(&mut self, l: &ast::Literal, scope: &Scope, out: &mut Vec<LLit>) {
@@ -1018,10 +1334,15 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     }
                 },
                 ast::Expr::Wildcard(_) => LTerm::Wild,
-                e if is_const(e) => match self.lower_expr(e, scope, out) {
-                    Some(x) => LTerm::Const(x),
-                    None => return,
-                },
+                e if is_const(e) => {
+                    self.const_context += 1;
+                    let x = self.lower_expr(e, scope, out);
+                    self.const_context -= 1;
+                    match x {
+                        Some(x) => LTerm::Const(x),
+                        None => return,
+                    }
+                }
                 e => match self.lower_expr(e, scope, out) {
                     Some(LExpr::Var(v, s)) => LTerm::Var(v, s),
                     Some(x) => {
@@ -1090,25 +1411,31 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 };
                 LExpr::Unary(op, Box::new(a), *span)
             }
-            ast::Expr::Binary { op, lhs, rhs, span } => {
-                let l = self.lower_expr(lhs, scope, out);
-                let r = self.lower_expr(rhs, scope, out);
-                let op = match op {
-                    ast::BinOp::Add => ir::BinOp::Add,
-                    ast::BinOp::Sub => ir::BinOp::Sub,
-                    ast::BinOp::Mul => ir::BinOp::Mul,
-                    ast::BinOp::Div => ir::BinOp::Div,
-                    ast::BinOp::Rem => ir::BinOp::Rem,
-                    ast::BinOp::Pow => ir::BinOp::Pow,
-                    ast::BinOp::BAnd => ir::BinOp::BAnd,
-                    ast::BinOp::BOr => ir::BinOp::BOr,
-                    ast::BinOp::BXor => ir::BinOp::BXor,
-                    ast::BinOp::BShl => ir::BinOp::BShl,
-                    ast::BinOp::BShr => ir::BinOp::BShr,
-                    ast::BinOp::LAnd => ir::BinOp::LAnd,
-                    ast::BinOp::LOr => ir::BinOp::LOr,
-                };
-                LExpr::Binary(op, Box::new(l?), Box::new(r?), *span)
+            ast::Expr::Binary { .. } => {
+                // Down the left spine iteratively: `x + x + ... + x` with 100,000 terms
+                // is a tree that deep. Operands are lowered left to right.
+                let mut spine = Vec::new();
+                let mut leaf = e;
+                while let ast::Expr::Binary { op, lhs, rhs, span } = leaf {
+                    spine.push((bin_op(*op), rhs.as_ref(), *span));
+                    leaf = lhs;
+                }
+                let mut acc = self.lower_expr(leaf, scope, out);
+                let mut depth = acc.as_ref().map_or(0, |a| self.depth_if_split(a));
+                for (op, rhs, span) in spine.into_iter().rev() {
+                    let r = self.lower_expr(rhs, scope, out);
+                    acc = match (acc, r) {
+                        (Some(a), Some(r)) => {
+                            let (a, d) = self.bounded(a, depth, span, out);
+                            let rd = self.depth_if_split(&r);
+                            let (r, rd) = self.bounded(r, rd, rhs.span(), out);
+                            depth = d.max(rd) + 1;
+                            Some(LExpr::Binary(op, Box::new(a), Box::new(r), span))
+                        }
+                        _ => None,
+                    };
+                }
+                return acc;
             }
             ast::Expr::Call {
                 name,
@@ -1128,7 +1455,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     .map(|a| self.lower_expr(a, scope, out))
                     .collect();
                 let args: Vec<LExpr> = lowered.into_iter().collect::<Option<Vec<_>>>()?;
-                return self.lower_call(name, args, *span);
+                return self.lower_call(name, args, *span, out);
             }
             ast::Expr::Aggregate {
                 kind,
@@ -1143,7 +1470,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     ));
                     return None;
                 }
-                let conj = match dnf(body) {
+                let conj = match dnf(body, MAX_EXPANSION) {
                     Ok(c) if c.len() == 1 => c.into_iter().next().unwrap_or_default(),
                     _ => {
                         self.error(Diagnostic::error(
@@ -1154,7 +1481,19 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     }
                 };
                 let extra: Vec<&ast::Expr> = arg.iter().map(|a| a.as_ref()).collect();
-                let (blits, bargs) = self.lower_scope(&conj, &extra, scope);
+                // Only the injected names refer to the enclosing scope; every other name
+                // of the aggregate is local to it.
+                let injected = self
+                    .injected
+                    .get(&(e as *const ast::Expr as usize))
+                    .cloned()
+                    .unwrap_or_default();
+                let inner: Scope = scope
+                    .iter()
+                    .filter(|(n, _)| injected.contains(n.as_str()))
+                    .map(|(n, v)| (n.clone(), *v))
+                    .collect();
+                let (blits, bargs) = self.lower_scope(&conj, &extra, &inner);
                 let arg = match bargs.into_iter().next() {
                     Some(Some(a)) => Some(a),
                     Some(None) => return None,
@@ -1181,7 +1520,53 @@ impl<'c, 'a> RuleCx<'c, 'a> {
         })
     }
 
-    fn lower_call(&mut self, name: &ast::Ident, args: Vec<LExpr>, span: Span) -> Option<LExpr> {
+    /// Whether long expressions are cut into equalities over fresh variables: in rules,
+    /// except in atom arguments that must stay constants.
+    fn splitting(&self) -> bool {
+        !self.fact_mode && self.const_context == 0
+    }
+
+    fn depth_if_split(&self, e: &LExpr) -> usize {
+        if self.splitting() {
+            e.depth()
+        } else {
+            0
+        }
+    }
+
+    /// `e` (of height `depth`) as it may be used as an operand: when splitting and `e` is
+    /// [`MAX_EXPR_DEPTH`] high, a fresh variable bound to it by an equality in `out`. So
+    /// no expression of a rule's IR is higher than that (plus nesting of parentheses,
+    /// which the parser bounds), and no later pass recurses deeply, whatever the length
+    /// of a chain of operators. The equality computes the same value at the same point,
+    /// so any chain (float, `-`, `/`) keeps its meaning.
+    fn bounded(
+        &mut self,
+        e: LExpr,
+        depth: usize,
+        span: Span,
+        out: &mut Vec<LLit>,
+    ) -> (LExpr, usize) {
+        if !self.splitting() || depth < MAX_EXPR_DEPTH || matches!(e, LExpr::Var(..)) {
+            return (e, depth);
+        }
+        let v = self.fresh_var("");
+        out.push(LLit::Cmp {
+            op: ir::CmpOp::Eq,
+            lhs: LExpr::Var(v, span),
+            rhs: e,
+            span,
+        });
+        (LExpr::Var(v, span), 1)
+    }
+
+    fn lower_call(
+        &mut self,
+        name: &ast::Ident,
+        args: Vec<LExpr>,
+        span: Span,
+        out: &mut Vec<LLit>,
+    ) -> Option<LExpr> {
         let n = name.name.as_str();
         let (builtin, arity, static_name): (Builtin, usize, &'static str) = match n {
             "min" | "max" => {
@@ -1201,10 +1586,16 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     ir::BinOp::Max
                 };
                 let mut it = args.into_iter();
-                let first = it.next()?;
-                return Some(it.fold(first, |acc, x| {
-                    LExpr::Binary(op, Box::new(acc), Box::new(x), span)
-                }));
+                let mut acc = it.next()?;
+                let mut depth = self.depth_if_split(&acc);
+                for x in it {
+                    let (a, d) = self.bounded(acc, depth, span, out);
+                    let xd = self.depth_if_split(&x);
+                    let (x, xd) = self.bounded(x, xd, span, out);
+                    depth = d.max(xd) + 1;
+                    acc = LExpr::Binary(op, Box::new(a), Box::new(x), span);
+                }
+                return Some(acc);
             }
             "cat" => {
                 if args.is_empty() {
@@ -1281,6 +1672,13 @@ impl<'c, 'a> RuleCx<'c, 'a> {
 
     /// Check that every variable that must be bound is. `must_bind` are the head
     /// arguments (`in_agg == false`) or the aggregated expression (`in_agg == true`).
+    ///
+    /// Positive atoms bind their variables; `v = e` binds `v` once `e`'s variables are
+    /// bound; an aggregate binds its result once its correlated (injected) variables are
+    /// bound. Variables that would be bound if every aggregate's result were, but are
+    /// not, depend on an aggregate that depends on them: that is reported at the
+    /// aggregate, not at every variable it leaves unbound. Fresh `$` variables are never
+    /// reported: one of the variables they are computed from is.
     fn range_check(
         &mut self,
         lits: &[LLit],
@@ -1288,7 +1686,13 @@ impl<'c, 'a> RuleCx<'c, 'a> {
         outer_bound: &HashSet<VarId>,
         in_agg: bool,
     ) {
-        let mut bound = outer_bound.clone();
+        let mut g = Grounding::new(self.vars.len());
+        for &v in outer_bound {
+            g.fact(v);
+        }
+        let mut agg_outs = Vec::new();
+        // Per aggregate literal: its correlated variables (with a span each).
+        let mut correlated: Vec<Vec<(VarId, Span)>> = Vec::new();
         for l in lits {
             match l {
                 LLit::Atom {
@@ -1298,50 +1702,62 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 } => {
                     for a in args {
                         if let LTerm::Var(v, _) = a {
-                            bound.insert(*v);
+                            g.fact(*v);
                         }
                     }
                 }
-                LLit::Agg { out, .. } => {
-                    bound.insert(*out);
-                }
-                _ => {}
-            }
-        }
-        loop {
-            let mut changed = false;
-            for l in lits {
-                if let LLit::Cmp {
+                LLit::Cmp {
                     op: ir::CmpOp::Eq,
                     lhs,
                     rhs,
                     ..
-                } = l
-                {
+                } => {
                     for (a, b) in [(lhs, rhs), (rhs, lhs)] {
                         if let LExpr::Var(v, _) = a {
-                            if !bound.contains(v) {
-                                let mut vs = Vec::new();
-                                b.vars(&mut vs);
-                                if vs.iter().all(|(w, _)| bound.contains(w)) {
-                                    bound.insert(*v);
-                                    changed = true;
-                                }
-                            }
+                            let mut vs = Vec::new();
+                            b.vars(&mut vs);
+                            g.rule(*v, vs.into_iter().map(|x| x.0).collect());
                         }
                     }
                 }
-            }
-            if !changed {
-                break;
+                LLit::Agg {
+                    out,
+                    arg,
+                    body,
+                    outer,
+                    ..
+                } => {
+                    let mut vs = Vec::new();
+                    if let Some(a) = arg {
+                        a.vars(&mut vs);
+                    }
+                    for b in body {
+                        b.vars(&mut vs);
+                    }
+                    vs.retain(|(v, _)| outer.contains(v));
+                    g.rule(*out, vs.iter().map(|x| x.0).collect());
+                    agg_outs.push(*out);
+                    correlated.push(vs);
+                }
+                _ => {}
             }
         }
+        let grounded = g.solve(&[]);
+        let bound = |v: &VarId| grounded.get(*v).copied().unwrap_or(false);
+        let if_aggs = if agg_outs.is_empty() {
+            grounded.clone()
+        } else {
+            g.solve(&agg_outs)
+        };
+        // Not bound, and not because of a circular dependency through an aggregate
+        // (reported at the aggregate).
+        let unbound = |v: &VarId| !bound(v) && !if_aggs.get(*v).copied().unwrap_or(false);
         let mut reported: HashSet<VarId> = HashSet::new();
         for e in must_bind {
             let mut vs = Vec::new();
             e.vars(&mut vs);
             for (v, s) in vs {
-                if !bound.contains(&v) && reported.insert(v) {
+                if unbound(&v) && !self.is_fresh(v) && reported.insert(v) {
                     let name = self.vars[v].name.clone();
                     let d = if in_agg {
                         Diagnostic::error(
@@ -1375,6 +1791,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 non_negated.extend(vs.into_iter().map(|x| x.0));
             }
         }
+        let mut aggs_seen = 0;
         for l in lits {
             match l {
                 LLit::Atom {
@@ -1384,7 +1801,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 } => {
                     for a in args {
                         if let LTerm::Var(v, s) = a {
-                            if !bound.contains(v) && reported.insert(*v) {
+                            if unbound(v) && !self.is_fresh(*v) && reported.insert(*v) {
                                 let name = self.vars[*v].name.clone();
                                 let d = if non_negated.contains(v) {
                                     self.unbound(*v, *s)
@@ -1406,46 +1823,58 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     let mut vs = Vec::new();
                     l.vars(&mut vs);
                     for (v, s) in vs {
-                        if !bound.contains(&v) && reported.insert(v) {
+                        if unbound(&v) && !self.is_fresh(v) && reported.insert(v) {
                             let d = self.unbound(v, s);
                             self.error(d);
                         }
                     }
                 }
                 LLit::Agg {
-                    arg, body, outer, ..
+                    arg, body, span, ..
                 } => {
-                    let mut vs = Vec::new();
-                    if let Some(a) = arg {
-                        a.vars(&mut vs);
-                    }
-                    for b in body {
-                        b.vars(&mut vs);
-                    }
-                    let mut correlated = HashSet::new();
-                    for (v, s) in vs {
-                        if outer.contains(&v) {
-                            correlated.insert(v);
-                            if !bound.contains(&v) && reported.insert(v) {
-                                let name = self.vars[v].name.clone();
-                                self.error(
-                                    Diagnostic::error(
-                                        format!("variable `{name}` is used inside an aggregate but is not bound outside it"),
-                                        s,
-                                    )
-                                    .with_help(format!(
-                                        "bind `{name}` with a positive atom outside the aggregate, or rename it to make it local to the aggregate"
-                                    )),
-                                );
-                            }
+                    let vars = correlated.get(aggs_seen).cloned().unwrap_or_default();
+                    aggs_seen += 1;
+                    let mut circular = false;
+                    for &(v, s) in &vars {
+                        if bound(&v) || !reported.insert(v) {
+                            continue;
+                        }
+                        let name = self.vars[v].name.clone();
+                        if unbound(&v) {
+                            self.error(
+                                Diagnostic::error(
+                                    format!("variable `{name}` is used inside an aggregate but is not bound outside it"),
+                                    s,
+                                )
+                                .with_help(format!(
+                                    "bind `{name}` with a positive atom outside the aggregate, or rename it to make it local to the aggregate"
+                                )),
+                            );
+                        } else if !circular {
+                            circular = true;
+                            self.error(
+                                Diagnostic::error(
+                                    format!("circular dependency: this aggregate needs `{name}`, which is bound only through an aggregate's result that needs this one"),
+                                    *span,
+                                )
+                                .with_help(format!(
+                                    "bind `{name}` with a positive atom outside the aggregates, or rename it inside this aggregate to make it local"
+                                )),
+                            );
                         }
                     }
+                    let outer: HashSet<VarId> = vars.iter().map(|x| x.0).collect();
                     let must: Vec<LExpr> = arg.iter().cloned().collect();
-                    self.range_check(body, &must, &correlated, true);
+                    self.range_check(body, &must, &outer, true);
                 }
                 LLit::Atom { .. } | LLit::False(_) => {}
             }
         }
+    }
+
+    /// A variable the desugaring introduced (`$count1`, `$2`, ...), not one of the text.
+    fn is_fresh(&self, v: VarId) -> bool {
+        self.vars.get(v).is_some_and(|d| d.name.starts_with('$'))
     }
 
     fn unbound(&self, v: VarId, s: Span) -> Diagnostic {
@@ -1512,7 +1941,17 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             LExpr::Float(..) => Some(ColType::Float),
             LExpr::Str(..) => Some(ColType::Symbol),
             LExpr::Unary(_, a, _) => self.infer(a),
-            LExpr::Binary(_, a, b, _) => self.infer(a).or_else(|| self.infer(b)),
+            LExpr::Binary(..) => {
+                // infer(a).or(infer(b)) down the left spine, without recursing along it.
+                let mut rhs = Vec::new();
+                let mut leaf = e;
+                while let LExpr::Binary(_, a, b, _) = leaf {
+                    rhs.push(b.as_ref());
+                    leaf = a;
+                }
+                self.infer(leaf)
+                    .or_else(|| rhs.iter().rev().find_map(|b| self.infer(b)))
+            }
             LExpr::Call(b, _, _, _) => Some(b.result()),
         }
     }
@@ -1731,59 +2170,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                     t,
                 ))
             }
-            LExpr::Binary(op, a, b, s) => {
-                let t = expected
-                    .or_else(|| self.infer(a))
-                    .or_else(|| self.infer(b))
-                    .unwrap_or(ColType::Number);
-                let bitwise = matches!(
-                    op,
-                    ir::BinOp::BAnd
-                        | ir::BinOp::BOr
-                        | ir::BinOp::BXor
-                        | ir::BinOp::BShl
-                        | ir::BinOp::BShr
-                        | ir::BinOp::LAnd
-                        | ir::BinOp::LOr
-                );
-                let sym = binop_name(*op);
-                if t == ColType::Symbol {
-                    self.error(
-                        Diagnostic::error(
-                            format!("arithmetic on symbols: `{sym}` needs numeric operands"),
-                            *s,
-                        )
-                        .with_help(
-                            "convert with `to_number(...)`, or use `cat(...)` to join strings",
-                        ),
-                    );
-                    return None;
-                }
-                if t == ColType::Float && bitwise {
-                    self.error(Diagnostic::error(
-                        format!("`{sym}` is not defined on `float` values"),
-                        *s,
-                    ));
-                    return None;
-                }
-                let x = self.emit_expr(a, Some(t));
-                let y = self.emit_expr(b, Some(t));
-                let ((x, _), (y, _)) = (x?, y?);
-                if let (ir::Expr::Const(l), ir::Expr::Const(r)) = (&x, &y) {
-                    if let Some(v) = value::eval_binary(*op, t, *l, *r) {
-                        return Some((ir::Expr::Const(v), t));
-                    }
-                }
-                Some((
-                    ir::Expr::Binary {
-                        op: *op,
-                        ty: t,
-                        lhs: Box::new(x),
-                        rhs: Box::new(y),
-                    },
-                    t,
-                ))
-            }
+            LExpr::Binary(..) => self.emit_chain(e, expected),
             LExpr::Call(bi, name, args, s) => {
                 let (func, arg_tys): (Option<ir::Functor>, Vec<ColType>) = match bi {
                     Builtin::Cat => (Some(ir::Functor::Cat), vec![ColType::Symbol; args.len()]),
@@ -1872,6 +2259,94 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 ))
             }
         }
+    }
+
+    /// [`RuleCx::emit_expr`] of a binary expression, iterating down its left spine (a
+    /// constant chain in a fact or an atom argument is not split and may be 100,000
+    /// deep). Every node of the spine gets the top's type, as recursion would give it.
+    /// Once folding a constant fails (division by zero), the chain's value is that
+    /// failing node: the whole expression fails at run time anyway.
+    fn emit_chain(&mut self, e: &LExpr, expected: Option<ColType>) -> Option<(ir::Expr, ColType)> {
+        let t = expected
+            .or_else(|| self.infer(e))
+            .unwrap_or(ColType::Number);
+        // The spine, top first.
+        let mut spine: Vec<(ir::BinOp, &LExpr, Span)> = Vec::new();
+        let mut leaf = e;
+        while let LExpr::Binary(op, a, b, s) = leaf {
+            spine.push((*op, b, *s));
+            leaf = a;
+        }
+        if t == ColType::Symbol {
+            let (op, _, s) = spine[0];
+            self.error(
+                Diagnostic::error(
+                    format!(
+                        "arithmetic on symbols: `{}` needs numeric operands",
+                        binop_name(op)
+                    ),
+                    s,
+                )
+                .with_help("convert with `to_number(...)`, or use `cat(...)` to join strings"),
+            );
+            return None;
+        }
+        let bitwise = |op: ir::BinOp| {
+            matches!(
+                op,
+                ir::BinOp::BAnd
+                    | ir::BinOp::BOr
+                    | ir::BinOp::BXor
+                    | ir::BinOp::BShl
+                    | ir::BinOp::BShr
+                    | ir::BinOp::LAnd
+                    | ir::BinOp::LOr
+            )
+        };
+        // The topmost node a float cannot use: it fails without looking below itself.
+        if let Some(i) = spine
+            .iter()
+            .position(|(op, _, _)| t == ColType::Float && bitwise(*op))
+        {
+            let (op, _, s) = spine[i];
+            // The operands above it are still checked (for their own errors).
+            for &(_, b, _) in &spine[..i] {
+                let _ = self.emit_expr(b, Some(t));
+            }
+            self.error(Diagnostic::error(
+                format!("`{}` is not defined on `float` values", binop_name(op)),
+                s,
+            ));
+            return None;
+        }
+        let mut acc = self.emit_expr(leaf, Some(t)).map(|(x, _)| x);
+        let mut failed = false;
+        for &(op, b, _) in spine.iter().rev() {
+            let y = self.emit_expr(b, Some(t)).map(|(y, _)| y);
+            acc = match (acc, y) {
+                (Some(x), Some(y)) if failed => {
+                    let _ = y;
+                    Some(x)
+                }
+                (Some(x), Some(y)) => {
+                    if let (ir::Expr::Const(l), ir::Expr::Const(r)) = (&x, &y) {
+                        if let Some(v) = value::eval_binary(op, t, *l, *r) {
+                            acc = Some(ir::Expr::Const(v));
+                            continue;
+                        }
+                        failed = true;
+                    }
+                    Some(ir::Expr::Binary {
+                        op,
+                        ty: t,
+                        lhs: Box::new(x),
+                        rhs: Box::new(y),
+                    })
+                }
+                _ => None,
+            };
+        }
+        acc.map(|x| (x, t))
     }
 
     fn emit_lits(&mut self, lits: &[LLit]) -> Vec<ir::Literal> {

@@ -9,6 +9,7 @@
 //! against the [`SourceMap`] they fill.
 
 pub mod check;
+mod ground;
 pub mod ir;
 pub mod stratify;
 pub mod symbols;

@@ -6,7 +6,7 @@
 //! take only a read lock, and the common path of a join never touches the table.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 #[derive(Default, Debug)]
 struct Inner {
@@ -21,7 +21,7 @@ pub struct SymbolTable {
 
 impl Clone for SymbolTable {
     fn clone(&self) -> SymbolTable {
-        let inner = self.inner.read().unwrap();
+        let inner = self.read();
         SymbolTable {
             inner: RwLock::new(Inner {
                 strings: inner.strings.clone(),
@@ -36,12 +36,22 @@ impl SymbolTable {
         SymbolTable::default()
     }
 
+    // The table is valid after any panic (every update is one push and one insert), so
+    // a poisoned lock is used as it is.
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The id of `s`, adding it if new.
     pub fn intern(&self, s: &str) -> u32 {
-        if let Some(&id) = self.inner.read().unwrap().ids.get(s) {
+        if let Some(&id) = self.read().ids.get(s) {
             return id;
         }
-        let mut inner = self.inner.write().unwrap();
+        let mut inner = self.write();
         if let Some(&id) = inner.ids.get(s) {
             return id;
         }
@@ -54,17 +64,20 @@ impl SymbolTable {
 
     /// The id of `s` if it was interned.
     pub fn lookup(&self, s: &str) -> Option<u32> {
-        self.inner.read().unwrap().ids.get(s).copied()
+        self.read().ids.get(s).copied()
     }
 
-    /// The string of an id. Panics on an id that was never handed out (a bug, not a user
-    /// error: ids only come from this table).
+    /// The string of an id; `<symbol N>` for an id that was never handed out (a bug,
+    /// not a user error: ids only come from this table).
     pub fn resolve(&self, id: u32) -> Arc<str> {
-        self.inner.read().unwrap().strings[id as usize].clone()
+        match self.read().strings.get(id as usize) {
+            Some(s) => s.clone(),
+            None => Arc::from(format!("<symbol {id}>")),
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.inner.read().unwrap().strings.len()
+        self.read().strings.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -73,6 +86,6 @@ impl SymbolTable {
 
     /// All strings, indexed by id (a snapshot, for writers that resolve many ids).
     pub fn snapshot(&self) -> Vec<Arc<str>> {
-        self.inner.read().unwrap().strings.clone()
+        self.read().strings.clone()
     }
 }

@@ -685,6 +685,95 @@ fn aggregate_type_errors() {
     );
 }
 
+/// The variables of the atoms of a rule's aggregate bodies, in order.
+fn aggregate_body_vars(r: &Rule) -> Vec<VarId> {
+    let mut out = Vec::new();
+    for l in &r.body {
+        if let Literal::Aggregate { body, .. } = l {
+            for b in body {
+                if let Literal::Atom(a) = b {
+                    for t in &a.args {
+                        if let Term::Var(v) = t {
+                            out.push(*v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn var_named(r: &Rule, name: &str) -> Vec<VarId> {
+    (0..r.vars.len())
+        .filter(|&v| r.vars[v].name == name)
+        .collect()
+}
+
+#[test]
+fn aggregate_result_and_target_variables_are_local_to_the_aggregate() {
+    // Soufflé: a name inside an aggregate is the outer variable only if that is grounded
+    // without the aggregate's own result; the aggregated expression's names are local.
+    let p = compile(&format!(
+        "{EDGE}.decl r(x: number)\n\
+         r(m) :- m = count : {{ edge(m, _) }}.\n\
+         r(y) :- y = max y : edge(y, _).\n\
+         r(Y) :- Y = min Z + Y : {{ edge(A, Z), edge(B, Y), A != B }}.\n"
+    ));
+    for (rule, name) in [(0, "m"), (1, "y"), (2, "Y")] {
+        let r = &p.rules[rule];
+        let named = var_named(r, name);
+        assert_eq!(named.len(), 2, "rule {rule}: an outer and a local `{name}`");
+        let inside = aggregate_body_vars(r);
+        let Expr::Var(head) = &r.head.args[0] else {
+            panic!("{:?}", r.head)
+        };
+        assert!(!inside.contains(head), "rule {rule}: {inside:?} {head}");
+        assert!(inside.iter().any(|v| named.contains(v)));
+    }
+}
+
+#[test]
+fn aggregate_variable_grounded_by_another_aggregate_is_injected() {
+    let p = compile(&format!(
+        "{EDGE}.decl r(a: number, b: number)\n\
+         r(a, b) :- a = count : edge(_, _), b = count : {{ edge(a, _) }}.\n\
+         r(x, n) :- edge(x, _), n = count : {{ edge(x, _) }}.\n\
+         r(x, n) :- edge(x, n), x = count : {{ edge(n, _) }}.\n"
+    ));
+    for (rule, name) in [(0, "a"), (1, "x"), (2, "n")] {
+        let r = &p.rules[rule];
+        let named = var_named(r, name);
+        assert_eq!(named.len(), 1, "rule {rule}: one `{name}`");
+        assert!(aggregate_body_vars(r).contains(&named[0]), "rule {rule}");
+    }
+}
+
+#[test]
+fn aggregates_that_need_each_other_are_a_located_error() {
+    let text = format!(
+        "{EDGE}.decl r(m: number, n: number)\n\
+         r(m, n) :- m = count : {{ edge(n, _) }}, n = count : {{ edge(m, _) }}.\n"
+    );
+    let es = errs(&text);
+    assert!(!es.is_empty());
+    for (msg, loc) in &es {
+        assert!(
+            msg.starts_with("circular dependency: this aggregate needs"),
+            "{msg}"
+        );
+        assert!(loc == "3:16" || loc == "3:44", "{es:?}");
+    }
+    // A variable bound only inside the aggregate but used outside it is still an error.
+    assert!(errs(&format!(
+        "{EDGE}.decl r(c: number)\nr(c) :- c = count : {{ edge(x, _) }}, x > 1.\n"
+    ))
+    .contains(&e(
+        "variable `x` is used inside an aggregate but is not bound outside it",
+        "3:28"
+    )));
+}
+
 // ---- stratification --------------------------------------------------------------------------
 
 #[test]

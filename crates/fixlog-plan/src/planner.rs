@@ -20,14 +20,24 @@
 
 use crate::ir::*;
 use fixlog_logical::{self as logical, AggFunc, ColType, Literal, Program, RelId, Term, VarId};
+use fixlog_syntax::Diagnostic;
 use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// The final projection of a pipeline, given where each variable is (`None` if one it
+/// needs is not bound).
+type OutputFn<'f> = dyn Fn(&HashMap<VarId, PExpr>) -> Option<Vec<PExpr>> + 'f;
 
 /// The pseudo-variable of an aggregate sub-pipeline's row-number column.
 const ROW_VAR: VarId = usize::MAX;
 
 /// Plans every stratum of a checked program.
-pub fn plan(program: &Program) -> Plan {
+///
+/// The checker guarantees range restriction, so every rule it accepts can be planned;
+/// should a rule still not be (a bug), the error names the rule instead of the planner
+/// panicking.
+pub fn plan(program: &Program) -> Result<Plan, Diagnostic> {
     let mut indexes = Vec::new();
+    let mut index_ids = HashMap::new();
     let mut strata = Vec::new();
     for stratum in &program.strata {
         let in_stratum: HashSet<RelId> = stratum.relations.iter().copied().collect();
@@ -46,13 +56,14 @@ pub fn plan(program: &Program) -> Plan {
                 .collect();
             let mut planner = RulePlanner {
                 indexes: &mut indexes,
+                index_ids: &mut index_ids,
                 vars: &rule.vars,
             };
             if recursive_atoms.is_empty() {
-                init.push(planner.plan_rule(rule_idx, rule, None));
+                init.push(planner.plan_rule(rule_idx, rule, None)?);
             } else {
                 for &i in &recursive_atoms {
-                    recursive_rules.push(planner.plan_rule(rule_idx, rule, Some(i)));
+                    recursive_rules.push(planner.plan_rule(rule_idx, rule, Some(i))?);
                 }
             }
         }
@@ -63,7 +74,7 @@ pub fn plan(program: &Program) -> Plan {
             recursive_rules,
         });
     }
-    Plan {
+    Ok(Plan {
         relations: program
             .relations
             .iter()
@@ -74,11 +85,21 @@ pub fn plan(program: &Program) -> Plan {
             .collect(),
         indexes,
         strata,
-    }
+    })
+}
+
+/// An internal planning error about `rule`.
+fn internal(rule: &logical::Rule, what: &str) -> Diagnostic {
+    Diagnostic::error(
+        format!("internal error: this rule cannot be planned ({what}); please report it"),
+        rule.span,
+    )
 }
 
 struct RulePlanner<'a> {
     indexes: &'a mut Vec<IndexSpec>,
+    /// Where each index is in `indexes`.
+    index_ids: &'a mut HashMap<IndexSpec, IndexId>,
     vars: &'a [logical::VarInfo],
 }
 
@@ -96,9 +117,10 @@ impl RulePlanner<'_> {
             order,
             key_len,
         };
-        if let Some(i) = self.indexes.iter().position(|s| *s == spec) {
+        if let Some(&i) = self.index_ids.get(&spec) {
             return i;
         }
+        self.index_ids.insert(spec.clone(), self.indexes.len());
         self.indexes.push(spec);
         self.indexes.len() - 1
     }
@@ -108,57 +130,67 @@ impl RulePlanner<'_> {
         rule_idx: usize,
         rule: &logical::Rule,
         delta: Option<usize>,
-    ) -> RulePlan {
+    ) -> Result<RulePlan, Diagnostic> {
         let keep: HashSet<VarId> = rule.head.args.iter().flat_map(expr_vars).collect();
         let head = &rule.head.args;
-        let ops = self.plan_body(&rule.body, delta, None, &keep, &|env| {
-            head.iter().map(|e| to_pexpr(e, env)).collect()
-        });
-        RulePlan {
+        let ops = self
+            .plan_body(&rule.body, delta, None, &keep, &|env| {
+                head.iter().map(|e| to_pexpr(e, env)).collect()
+            })
+            .map_err(|what| internal(rule, what))?;
+        Ok(RulePlan {
             rule: rule_idx,
             delta_atom: delta,
             head: rule.head.rel,
             ops,
-        }
+        })
     }
 
     /// Plans `body` into a pipeline.
     ///
     /// `input`: for an aggregate's sub-pipeline, the variables of the input batch's
     /// columns. `keep`: variables needed after the body. `output`: the final projection,
-    /// given where the variables are in the last operator's output.
+    /// given where the variables are in the last operator's output (`None` if one is
+    /// not bound).
+    ///
+    /// Each step costs time in the literals the newly bound variables occur in (see
+    /// [`Tracker`]), not in the whole body: a rule with k recursive atoms has k
+    /// variants of k operators each, planned in about k² log k time (it was k³).
+    ///
+    /// `Err` (an internal error, which the checker's range restriction rules out)
+    /// describes what could not be placed.
     fn plan_body(
         &mut self,
         body: &[Literal],
         delta: Option<usize>,
         input: Option<Vec<VarId>>,
         keep: &HashSet<VarId>,
-        output: &dyn Fn(&HashMap<VarId, PExpr>) -> Vec<PExpr>,
-    ) -> Vec<Op> {
-        let mut remaining: Vec<usize> = (0..body.len()).collect();
+        output: &OutputFn,
+    ) -> Result<Vec<Op>, &'static str> {
+        let mut t = Tracker::new(body, keep);
         let mut ops: Vec<Op> = Vec::new();
         let mut schema: Vec<VarId> = match input {
-            Some(schema) => schema,
+            Some(schema) => {
+                for &v in &schema {
+                    t.bind(v);
+                }
+                schema
+            }
             None => {
-                let first = delta.or_else(|| {
-                    remaining
-                        .iter()
-                        .copied()
-                        .find(|&i| matches!(body[i], Literal::Atom(_)))
-                });
+                let first = delta.or_else(|| t.first_atom());
                 match first {
                     Some(i) => {
-                        let Literal::Atom(atom) = &body[i] else {
-                            unreachable!("the delta literal is an atom")
+                        let Some(Literal::Atom(atom)) = body.get(i) else {
+                            return Err("the delta literal is not an atom");
                         };
-                        remaining.retain(|&j| j != i);
+                        t.remove(i);
                         let mut op = OpBuilder {
                             env: HashMap::new(),
                             filters: Vec::new(),
                         };
-                        bind_atom_columns(&mut op, &atom.args, 0, &[]);
-                        absorb(&mut op, body, &mut remaining);
-                        let (project, schema) = project_live(&op.env, body, &remaining, keep);
+                        bind_atom_columns(&mut op, &atom.args, 0, &[], &mut t);
+                        absorb(&mut op, &mut t);
+                        let (project, schema) = t.project_live(&op.env);
                         ops.push(Op::Scan {
                             rel: atom.rel,
                             version: version_of(delta, i),
@@ -176,22 +208,15 @@ impl RulePlanner<'_> {
         };
 
         loop {
-            let bound: HashSet<VarId> = schema.iter().copied().collect();
             let env_in = schema_env(&schema);
 
             // Negations whose variables are bound: anti-joins.
-            if let Some(pos) = remaining.iter().position(|&i| match &body[i] {
-                Literal::Negation(a) => a.args.iter().all(|t| match t {
-                    Term::Var(v) => bound.contains(v),
-                    _ => true,
-                }),
-                _ => false,
-            }) {
-                let i = remaining.remove(pos);
+            if let Some(i) = t.ready_negation() {
+                t.remove(i);
                 let Literal::Negation(atom) = &body[i] else {
-                    unreachable!()
+                    return Err("a negation moved");
                 };
-                let (key_cols, key) = atom_key(&atom.args, &env_in);
+                let (key_cols, key) = atom_key(&atom.args, &env_in).ok_or("a negation's key")?;
                 let key_len = key_cols.len();
                 let index =
                     self.index(atom.rel, complete_order(key_cols, atom.args.len()), key_len);
@@ -204,10 +229,8 @@ impl RulePlanner<'_> {
                 env: env_in.clone(),
                 filters: Vec::new(),
             };
-            let before = remaining.len();
-            absorb(&mut op, body, &mut remaining);
-            if remaining.len() != before {
-                let (project, new_schema) = project_live(&op.env, body, &remaining, keep);
+            if absorb(&mut op, &mut t) {
+                let (project, new_schema) = t.project_live(&op.env);
                 ops.push(Op::Filter {
                     filters: op.filters,
                     project,
@@ -217,17 +240,8 @@ impl RulePlanner<'_> {
             }
 
             // Aggregates whose correlated variables are bound.
-            if let Some(pos) = remaining.iter().position(|&i| match &body[i] {
-                Literal::Aggregate { body: sub, .. } => {
-                    let outside = vars_outside(body, i, keep);
-                    sub.iter()
-                        .flat_map(literal_vars)
-                        .filter(|v| outside.contains(v))
-                        .all(|v| bound.contains(&v))
-                }
-                _ => false,
-            }) {
-                let i = remaining.remove(pos);
+            if let Some(i) = t.ready_aggregate() {
+                t.remove(i);
                 let Literal::Aggregate {
                     out,
                     func,
@@ -236,18 +250,14 @@ impl RulePlanner<'_> {
                     ..
                 } = &body[i]
                 else {
-                    unreachable!()
+                    return Err("an aggregate moved");
                 };
                 let ty = match (func, arg) {
                     (AggFunc::Count, _) | (_, None) => ColType::Number,
                     (_, Some(a)) => self.expr_type(a).unwrap_or(self.vars[*out].ty),
                 };
                 let arity = schema.len();
-                let outside = vars_outside(body, i, keep);
-                let correlated = sub
-                    .iter()
-                    .flat_map(literal_vars)
-                    .any(|v| outside.contains(&v));
+                let correlated = t.is_correlated(i);
                 let mut sub_schema = if correlated {
                     schema.clone()
                 } else {
@@ -259,12 +269,12 @@ impl RulePlanner<'_> {
                     sub_keep.extend(expr_vars(a));
                 }
                 let sub_ops = self.plan_body(sub, None, Some(sub_schema), &sub_keep, &|env| {
-                    let mut out = vec![env[&ROW_VAR].clone()];
+                    let mut out = vec![env.get(&ROW_VAR)?.clone()];
                     if let Some(a) = arg {
-                        out.push(to_pexpr(a, env));
+                        out.push(to_pexpr(a, env)?);
                     }
-                    out
-                });
+                    Some(out)
+                })?;
                 let mut op = OpBuilder {
                     env: env_in,
                     filters: Vec::new(),
@@ -279,10 +289,11 @@ impl RulePlanner<'_> {
                     }),
                     None => {
                         op.env.insert(*out, PExpr::Col(arity));
+                        t.bind(*out);
                     }
                 }
-                absorb(&mut op, body, &mut remaining);
-                let (project, new_schema) = project_live(&op.env, body, &remaining, keep);
+                absorb(&mut op, &mut t);
+                let (project, new_schema) = t.project_live(&op.env);
                 ops.push(Op::Aggregate {
                     func: *func,
                     ty,
@@ -295,32 +306,14 @@ impl RulePlanner<'_> {
                 continue;
             }
 
-            // The next join: the atom with the most bound arguments.
-            let next = remaining
-                .iter()
-                .copied()
-                .filter_map(|i| match &body[i] {
-                    Literal::Atom(a) => {
-                        let n = a
-                            .args
-                            .iter()
-                            .filter(|t| match t {
-                                Term::Var(v) => bound.contains(v),
-                                Term::Const(_) => true,
-                                Term::Wildcard => false,
-                            })
-                            .count();
-                        Some((n, std::cmp::Reverse(i)))
-                    }
-                    _ => None,
-                })
-                .max();
-            let Some((_, std::cmp::Reverse(i))) = next else {
+            // The next join: the atom with the most bound arguments (first in body
+            // order among equals).
+            let Some(i) = t.best_atom() else {
                 break;
             };
-            remaining.retain(|&j| j != i);
+            t.remove(i);
             let Literal::Atom(atom) = &body[i] else {
-                unreachable!()
+                return Err("a join moved");
             };
             let (key_cols, key) = atom_key_bound(&atom.args, &env_in);
             let key_len = key_cols.len();
@@ -333,9 +326,9 @@ impl RulePlanner<'_> {
                 env: env_in,
                 filters: Vec::new(),
             };
-            bind_atom_columns(&mut op, &atom.args, schema.len(), &key_cols);
-            absorb(&mut op, body, &mut remaining);
-            let (project, new_schema) = project_live(&op.env, body, &remaining, keep);
+            bind_atom_columns(&mut op, &atom.args, schema.len(), &key_cols, &mut t);
+            absorb(&mut op, &mut t);
+            let (project, new_schema) = t.project_live(&op.env);
             ops.push(Op::Join {
                 index,
                 version: version_of(delta, i),
@@ -346,14 +339,12 @@ impl RulePlanner<'_> {
             schema = new_schema;
         }
 
-        assert!(
-            remaining.is_empty(),
-            "internal error: literals {remaining:?} could not be placed; the checker \
-             guarantees range restriction"
-        );
-        let out = output(&schema_env(&schema));
-        fuse_projection(&mut ops, out);
-        ops
+        if t.left > 0 {
+            return Err("some literals need variables that are never bound");
+        }
+        let out = output(&schema_env(&schema)).ok_or("the output needs an unbound variable")?;
+        fuse_projection(&mut ops, out).ok_or("a projection is out of range")?;
+        Ok(ops)
     }
 
     /// The type of an aggregated expression.
@@ -393,14 +384,14 @@ fn schema_env(schema: &[VarId]) -> HashMap<VarId, PExpr> {
 }
 
 /// Key of a negated atom: every column that is not `_`.
-fn atom_key(args: &[Term], env: &HashMap<VarId, PExpr>) -> (Vec<usize>, Vec<PExpr>) {
+fn atom_key(args: &[Term], env: &HashMap<VarId, PExpr>) -> Option<(Vec<usize>, Vec<PExpr>)> {
     let mut cols = Vec::new();
     let mut key = Vec::new();
     for (c, t) in args.iter().enumerate() {
         match t {
             Term::Var(v) => {
                 cols.push(c);
-                key.push(env[v].clone());
+                key.push(env.get(v)?.clone());
             }
             Term::Const(k) => {
                 cols.push(c);
@@ -409,7 +400,7 @@ fn atom_key(args: &[Term], env: &HashMap<VarId, PExpr>) -> (Vec<usize>, Vec<PExp
             Term::Wildcard => {}
         }
     }
-    (cols, key)
+    Some((cols, key))
 }
 
 /// Key of a joined atom: constants and variables bound before the join (first
@@ -420,8 +411,10 @@ fn atom_key_bound(args: &[Term], env: &HashMap<VarId, PExpr>) -> (Vec<usize>, Ve
     for (c, t) in args.iter().enumerate() {
         match t {
             Term::Var(v) if env.contains_key(v) => {
-                cols.push(c);
-                key.push(env[v].clone());
+                if let Some(e) = env.get(v) {
+                    cols.push(c);
+                    key.push(e.clone());
+                }
             }
             Term::Const(k) => {
                 cols.push(c);
@@ -446,7 +439,13 @@ fn complete_order(mut key_cols: Vec<usize>, arity: usize) -> Vec<usize> {
 /// Binds the variables of an atom whose columns start at `offset` in the joined tuple.
 /// Columns in `key_cols` are already equal to their key; constants elsewhere and repeated
 /// variables become equality filters (on the bits, as joins compare).
-fn bind_atom_columns(op: &mut OpBuilder, args: &[Term], offset: usize, key_cols: &[usize]) {
+fn bind_atom_columns(
+    op: &mut OpBuilder,
+    args: &[Term],
+    offset: usize,
+    key_cols: &[usize],
+    tracker: &mut Tracker,
+) {
     for (c, t) in args.iter().enumerate() {
         if key_cols.contains(&c) {
             continue;
@@ -462,6 +461,7 @@ fn bind_atom_columns(op: &mut OpBuilder, args: &[Term], offset: usize, key_cols:
                 }),
                 None => {
                     op.env.insert(*v, col);
+                    tracker.bind(*v);
                 }
             },
             Term::Const(k) => op.filters.push(Cond::Compare {
@@ -475,94 +475,363 @@ fn bind_atom_columns(op: &mut OpBuilder, args: &[Term], offset: usize, key_cols:
     }
 }
 
-/// Moves every comparison, predicate and binding whose variables are bound in `op` from
-/// `remaining` into `op`, until none is left to move.
-fn absorb(op: &mut OpBuilder, body: &[Literal], remaining: &mut Vec<usize>) {
+/// Height of the plan expressions the planner builds by inlining bindings (`v = e` puts
+/// `e` wherever `v` is used). A literal that would exceed it waits for the next
+/// operator, where its variables are columns: a sum of 10,000 terms, which the checker
+/// cuts into a chain of bindings, is computed over a few operators instead of as one
+/// expression 10,000 deep (which evaluating would recurse through).
+const MAX_PLAN_DEPTH: usize = 64;
+
+/// The height of a plan expression (a leaf is 1).
+fn pexpr_depth(e: &PExpr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(e, 1)];
+    while let Some((e, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        match e {
+            PExpr::Unary { arg, .. } => stack.push((arg, d + 1)),
+            PExpr::Binary { lhs, rhs, .. } => {
+                stack.push((lhs, d + 1));
+                stack.push((rhs, d + 1));
+            }
+            PExpr::Functor { args, .. } => stack.extend(args.iter().map(|a| (a, d + 1))),
+            PExpr::Col(_) | PExpr::Const(_) => {}
+        }
+    }
+    deepest
+}
+
+/// `e` over `env` ([`to_pexpr`]), unless inlining the bindings it uses would make it
+/// higher than [`MAX_PLAN_DEPTH`] (it then waits until they are columns).
+fn placed(e: &logical::Expr, env: &HashMap<VarId, PExpr>) -> Option<PExpr> {
+    let pe = to_pexpr(e, env)?;
+    if pexpr_depth(&pe) > MAX_PLAN_DEPTH
+        && expr_vars(e)
+            .iter()
+            .any(|v| !matches!(env.get(v), Some(PExpr::Col(_))))
+    {
+        return None;
+    }
+    Some(pe)
+}
+
+/// Moves every comparison, predicate and binding whose variables are bound in `op` into
+/// `op`, until none is left to move; returns whether any moved.
+///
+/// In passes over the candidates in body order, as a scan of the whole body would (a
+/// literal made ready by one after it waits for the next pass), so filters keep their
+/// order; but only literals with at most one unbound variable are looked at.
+fn absorb(op: &mut OpBuilder, t: &mut Tracker) -> bool {
+    let mut any = false;
     loop {
         let mut changed = false;
-        remaining.retain(|&i| {
-            let bound = |e: &logical::Expr| expr_vars(e).iter().all(|v| op.env.contains_key(v));
-            match &body[i] {
-                Literal::Compare {
-                    op: cmp,
-                    lhs,
-                    rhs,
-                    ty,
-                    ..
-                } => {
-                    if bound(lhs) && bound(rhs) {
-                        let cond = Cond::Compare {
-                            op: *cmp,
-                            ty: *ty,
-                            lhs: to_pexpr(lhs, &op.env),
-                            rhs: to_pexpr(rhs, &op.env),
-                        };
-                        op.filters.push(cond);
-                    } else if *cmp == logical::CmpOp::Eq {
-                        match (lhs, rhs) {
-                            (logical::Expr::Var(v), e) | (e, logical::Expr::Var(v))
-                                if !op.env.contains_key(v) && bound(e) =>
-                            {
-                                let value = to_pexpr(e, &op.env);
-                                op.env.insert(*v, value);
-                            }
-                            _ => return true,
-                        }
-                    } else {
-                        return true;
-                    }
-                    changed = true;
-                    false
+        let mut cursor = 0;
+        while let Some(&i) = t.candidates.range(cursor..).next() {
+            cursor = i + 1;
+            if let Some(newly_bound) = try_absorb(op, &t.body[i]) {
+                t.remove(i);
+                if let Some(v) = newly_bound {
+                    t.bind(v);
                 }
-                Literal::Predicate {
-                    pred,
-                    args,
-                    negated,
-                    ..
-                } if args.iter().all(bound) => {
-                    op.filters.push(Cond::Predicate {
-                        pred: *pred,
-                        args: args.iter().map(|a| to_pexpr(a, &op.env)).collect(),
-                        negated: *negated,
-                    });
-                    changed = true;
-                    false
-                }
-                _ => true,
+                changed = true;
             }
-        });
-        if !changed {
-            return;
         }
+        if !changed {
+            return any;
+        }
+        any = true;
     }
 }
 
-/// The projection onto the variables still needed (in variable order, for a
-/// deterministic plan) and the schema it produces.
-fn project_live(
-    env: &HashMap<VarId, PExpr>,
-    body: &[Literal],
-    remaining: &[usize],
-    keep: &HashSet<VarId>,
-) -> (Vec<PExpr>, Vec<VarId>) {
-    let mut live: BTreeSet<VarId> = keep.iter().copied().collect();
-    for &i in remaining {
-        live.extend(literal_vars(&body[i]));
+/// Moves one comparison or predicate into `op` if it can be computed there: `Some`
+/// with the variable it binds, if any.
+fn try_absorb(op: &mut OpBuilder, lit: &Literal) -> Option<Option<VarId>> {
+    match lit {
+        Literal::Compare {
+            op: cmp,
+            lhs,
+            rhs,
+            ty,
+            ..
+        } => {
+            if let (Some(l), Some(r)) = (placed(lhs, &op.env), placed(rhs, &op.env)) {
+                op.filters.push(Cond::Compare {
+                    op: *cmp,
+                    ty: *ty,
+                    lhs: l,
+                    rhs: r,
+                });
+                return Some(None);
+            }
+            if *cmp != logical::CmpOp::Eq {
+                return None;
+            }
+            for (a, e) in [(lhs, rhs), (rhs, lhs)] {
+                if let logical::Expr::Var(v) = a {
+                    if !op.env.contains_key(v) {
+                        let value = placed(e, &op.env)?;
+                        op.env.insert(*v, value);
+                        return Some(Some(*v));
+                    }
+                }
+            }
+            None
+        }
+        Literal::Predicate {
+            pred,
+            args,
+            negated,
+            ..
+        } => {
+            let args = args
+                .iter()
+                .map(|a| placed(a, &op.env))
+                .collect::<Option<_>>()?;
+            op.filters.push(Cond::Predicate {
+                pred: *pred,
+                args,
+                negated: *negated,
+            });
+            Some(None)
+        }
+        _ => None,
     }
-    let schema: Vec<VarId> = live.into_iter().filter(|v| env.contains_key(v)).collect();
-    let project = schema.iter().map(|v| env[v].clone()).collect();
-    (project, schema)
+}
+
+/// The literals of a body still to place, and, kept up to date as variables get bound,
+/// what the planner asks of them at every step: the atom with the most bound arguments,
+/// the negations and aggregates that can run, the comparisons that may be computable,
+/// and which variables are still used. Binding a variable costs time in the literals it
+/// occurs in, not in the body.
+struct Tracker<'b> {
+    body: &'b [Literal],
+    keep: &'b HashSet<VarId>,
+    alive: Vec<bool>,
+    /// Literals not placed yet.
+    left: usize,
+    /// The distinct variables of each literal ([`literal_vars`]).
+    vars: Vec<Vec<VarId>>,
+    /// The literals each variable occurs in.
+    occurs: HashMap<VarId, Vec<usize>>,
+    bound: HashSet<VarId>,
+    /// Literals not placed yet that use each variable.
+    uses: HashMap<VarId, usize>,
+    /// Per atom, its arguments that are constants or bound variables; the atoms by
+    /// (most such arguments, first in body order).
+    atom_n: Vec<usize>,
+    atoms: BTreeSet<(std::cmp::Reverse<usize>, usize)>,
+    /// Per negation, comparison and predicate: its distinct unbound variables.
+    unbound: Vec<usize>,
+    neg_ready: BTreeSet<usize>,
+    /// Comparisons computable or binding one variable, and predicates computable, as
+    /// far as their variables tell.
+    candidates: BTreeSet<usize>,
+    /// Aggregates not placed yet (body order), with their correlated variables.
+    aggs: Vec<(usize, Vec<VarId>)>,
+    correlated: HashSet<usize>,
+}
+
+impl<'b> Tracker<'b> {
+    fn new(body: &'b [Literal], keep: &'b HashSet<VarId>) -> Tracker<'b> {
+        let n = body.len();
+        let vars: Vec<Vec<VarId>> = body
+            .iter()
+            .map(|l| {
+                let mut v = literal_vars(l);
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+            .collect();
+        let mut occurs: HashMap<VarId, Vec<usize>> = HashMap::new();
+        let mut uses: HashMap<VarId, usize> = HashMap::new();
+        for (i, vs) in vars.iter().enumerate() {
+            for &v in vs {
+                occurs.entry(v).or_default().push(i);
+                *uses.entry(v).or_default() += 1;
+            }
+        }
+        let mut t = Tracker {
+            body,
+            keep,
+            alive: vec![true; n],
+            left: n,
+            vars,
+            occurs,
+            bound: HashSet::new(),
+            uses,
+            atom_n: vec![0; n],
+            atoms: BTreeSet::new(),
+            unbound: vec![0; n],
+            neg_ready: BTreeSet::new(),
+            candidates: BTreeSet::new(),
+            aggs: Vec::new(),
+            correlated: HashSet::new(),
+        };
+        for (i, lit) in body.iter().enumerate() {
+            match lit {
+                Literal::Atom(a) => {
+                    t.atom_n[i] = a
+                        .args
+                        .iter()
+                        .filter(|x| matches!(x, Term::Const(_)))
+                        .count();
+                    t.atoms.insert((std::cmp::Reverse(t.atom_n[i]), i));
+                }
+                Literal::Negation(_) | Literal::Compare { .. } | Literal::Predicate { .. } => {
+                    t.unbound[i] = t.vars[i].len();
+                    t.update_ready(i);
+                }
+                Literal::Aggregate { body: sub, .. } => {
+                    // Correlated: the sub-body's variables that occur outside it.
+                    let mut inner: Vec<VarId> = sub.iter().flat_map(literal_vars).collect();
+                    inner.sort_unstable();
+                    inner.dedup();
+                    inner.retain(|v| {
+                        keep.contains(v)
+                            || t.occurs.get(v).is_some_and(|ls| ls.iter().any(|&j| j != i))
+                    });
+                    if !inner.is_empty() {
+                        t.correlated.insert(i);
+                    }
+                    t.aggs.push((i, inner));
+                }
+            }
+        }
+        t
+    }
+
+    /// Re-files a negation, comparison or predicate after its unbound count changed.
+    fn update_ready(&mut self, i: usize) {
+        let n = self.unbound[i];
+        match &self.body[i] {
+            Literal::Negation(_) if n == 0 => {
+                self.neg_ready.insert(i);
+            }
+            Literal::Predicate { .. } if n == 0 => {
+                self.candidates.insert(i);
+            }
+            Literal::Compare { .. } if n == 0 => {
+                self.candidates.insert(i);
+            }
+            Literal::Compare {
+                op: logical::CmpOp::Eq,
+                lhs,
+                rhs,
+                ..
+            } if n == 1 => {
+                // A binding `v = e` with `e` bound?
+                let binds = |a: &logical::Expr, e: &logical::Expr| match a {
+                    logical::Expr::Var(v) => !self.bound.contains(v) && !expr_vars(e).contains(v),
+                    _ => false,
+                };
+                if binds(lhs, rhs) || binds(rhs, lhs) {
+                    self.candidates.insert(i);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn bind(&mut self, v: VarId) {
+        if !self.bound.insert(v) {
+            return;
+        }
+        let Some(lits) = self.occurs.get(&v).cloned() else {
+            return;
+        };
+        for i in lits {
+            if !self.alive[i] {
+                continue;
+            }
+            match &self.body[i] {
+                Literal::Atom(a) => {
+                    let m = a
+                        .args
+                        .iter()
+                        .filter(|x| matches!(x, Term::Var(w) if *w == v))
+                        .count();
+                    self.atoms.remove(&(std::cmp::Reverse(self.atom_n[i]), i));
+                    self.atom_n[i] += m;
+                    self.atoms.insert((std::cmp::Reverse(self.atom_n[i]), i));
+                }
+                Literal::Negation(_) | Literal::Compare { .. } | Literal::Predicate { .. } => {
+                    self.unbound[i] = self.unbound[i].saturating_sub(1);
+                    self.update_ready(i);
+                }
+                Literal::Aggregate { .. } => {}
+            }
+        }
+    }
+
+    fn remove(&mut self, i: usize) {
+        if !self.alive.get(i).copied().unwrap_or(false) {
+            return;
+        }
+        self.alive[i] = false;
+        self.left -= 1;
+        self.atoms.remove(&(std::cmp::Reverse(self.atom_n[i]), i));
+        self.neg_ready.remove(&i);
+        self.candidates.remove(&i);
+        self.aggs.retain(|(j, _)| *j != i);
+        for v in &self.vars[i] {
+            if let Some(u) = self.uses.get_mut(v) {
+                *u = u.saturating_sub(1);
+            }
+        }
+    }
+
+    /// The first positive atom in body order.
+    fn first_atom(&self) -> Option<usize> {
+        (0..self.body.len()).find(|&i| self.alive[i] && matches!(self.body[i], Literal::Atom(_)))
+    }
+
+    fn best_atom(&self) -> Option<usize> {
+        self.atoms.first().map(|&(_, i)| i)
+    }
+
+    fn ready_negation(&self) -> Option<usize> {
+        self.neg_ready.first().copied()
+    }
+
+    fn ready_aggregate(&self) -> Option<usize> {
+        self.aggs
+            .iter()
+            .find(|(_, vs)| vs.iter().all(|v| self.bound.contains(v)))
+            .map(|(i, _)| *i)
+    }
+
+    fn is_correlated(&self, i: usize) -> bool {
+        self.correlated.contains(&i)
+    }
+
+    /// The projection onto the variables still needed (in variable order, for a
+    /// deterministic plan) and the schema it produces.
+    fn project_live(&self, env: &HashMap<VarId, PExpr>) -> (Vec<PExpr>, Vec<VarId>) {
+        let mut schema: Vec<VarId> = env
+            .keys()
+            .copied()
+            .filter(|v| self.keep.contains(v) || self.uses.get(v).is_some_and(|&u| u > 0))
+            .collect();
+        schema.sort_unstable();
+        let project = schema.iter().filter_map(|v| env.get(v).cloned()).collect();
+        (project, schema)
+    }
 }
 
 /// Replaces the last operator's projection by `out` (given over its output columns), or
-/// appends a `Filter` when the last operator does not project.
-fn fuse_projection(ops: &mut Vec<Op>, out: Vec<PExpr>) {
+/// appends a `Filter` when the last operator does not project. `None` if `out` reads a
+/// column the last operator does not have.
+fn fuse_projection(ops: &mut Vec<Op>, out: Vec<PExpr>) -> Option<()> {
     match ops.last_mut() {
         Some(Op::Scan { project, .. })
         | Some(Op::Join { project, .. })
         | Some(Op::Filter { project, .. })
         | Some(Op::Aggregate { project, .. }) => {
-            let composed = out.iter().map(|e| subst_cols(e, project)).collect();
+            let composed = out
+                .iter()
+                .map(|e| subst_cols(e, project))
+                .collect::<Option<_>>()?;
             *project = composed;
         }
         _ => ops.push(Op::Filter {
@@ -570,53 +839,61 @@ fn fuse_projection(ops: &mut Vec<Op>, out: Vec<PExpr>) {
             project: out,
         }),
     }
+    Some(())
 }
 
-/// `e` with every `Col(i)` replaced by `cols[i]`.
-pub fn subst_cols(e: &PExpr, cols: &[PExpr]) -> PExpr {
-    match e {
-        PExpr::Col(i) => cols[*i].clone(),
+/// `e` with every `Col(i)` replaced by `cols[i]`; `None` if some `i` is out of range.
+pub fn subst_cols(e: &PExpr, cols: &[PExpr]) -> Option<PExpr> {
+    Some(match e {
+        PExpr::Col(i) => cols.get(*i)?.clone(),
         PExpr::Const(k) => PExpr::Const(*k),
         PExpr::Unary { op, ty, arg } => PExpr::Unary {
             op: *op,
             ty: *ty,
-            arg: Box::new(subst_cols(arg, cols)),
+            arg: Box::new(subst_cols(arg, cols)?),
         },
         PExpr::Binary { op, ty, lhs, rhs } => PExpr::Binary {
             op: *op,
             ty: *ty,
-            lhs: Box::new(subst_cols(lhs, cols)),
-            rhs: Box::new(subst_cols(rhs, cols)),
+            lhs: Box::new(subst_cols(lhs, cols)?),
+            rhs: Box::new(subst_cols(rhs, cols)?),
         },
         PExpr::Functor { func, args } => PExpr::Functor {
             func: *func,
-            args: args.iter().map(|a| subst_cols(a, cols)).collect(),
+            args: args
+                .iter()
+                .map(|a| subst_cols(a, cols))
+                .collect::<Option<_>>()?,
         },
-    }
+    })
 }
 
-/// A logical expression over bound variables as a plan expression.
-fn to_pexpr(e: &logical::Expr, env: &HashMap<VarId, PExpr>) -> PExpr {
+/// A logical expression as a plan expression; `None` if one of its variables is not
+/// bound in `env`.
+fn to_pexpr(e: &logical::Expr, env: &HashMap<VarId, PExpr>) -> Option<PExpr> {
     use logical::Expr;
-    match e {
-        Expr::Var(v) => env[v].clone(),
+    Some(match e {
+        Expr::Var(v) => env.get(v)?.clone(),
         Expr::Const(k) => PExpr::Const(*k),
         Expr::Unary { op, ty, arg } => PExpr::Unary {
             op: *op,
             ty: *ty,
-            arg: Box::new(to_pexpr(arg, env)),
+            arg: Box::new(to_pexpr(arg, env)?),
         },
         Expr::Binary { op, ty, lhs, rhs } => PExpr::Binary {
             op: *op,
             ty: *ty,
-            lhs: Box::new(to_pexpr(lhs, env)),
-            rhs: Box::new(to_pexpr(rhs, env)),
+            lhs: Box::new(to_pexpr(lhs, env)?),
+            rhs: Box::new(to_pexpr(rhs, env)?),
         },
         Expr::Functor { func, args } => PExpr::Functor {
             func: *func,
-            args: args.iter().map(|a| to_pexpr(a, env)).collect(),
+            args: args
+                .iter()
+                .map(|a| to_pexpr(a, env))
+                .collect::<Option<_>>()?,
         },
-    }
+    })
 }
 
 pub(crate) fn expr_vars(e: &logical::Expr) -> Vec<VarId> {
@@ -663,13 +940,50 @@ fn literal_vars(lit: &Literal) -> Vec<VarId> {
     }
 }
 
-/// Variables occurring outside literal `i` of `body` (or needed after the body).
-fn vars_outside(body: &[Literal], i: usize, keep: &HashSet<VarId>) -> HashSet<VarId> {
-    let mut vars: HashSet<VarId> = keep.clone();
-    for (j, lit) in body.iter().enumerate() {
-        if j != i {
-            vars.extend(literal_vars(lit));
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fixlog_logical::{CmpOp, Expr, VarInfo};
+    use fixlog_syntax::SourceMap;
+
+    /// A checked program whose first rule is then given a variable nothing binds (which
+    /// the checker never lets through), in a comparison or in the head.
+    fn broken(in_head: bool) -> (SourceMap, Program) {
+        let mut sm = SourceMap::new();
+        let mut p = fixlog_logical::compile_str(
+            "t.dl",
+            ".decl e(x: number)\n.decl r(x: number)\nr(x) :- e(x), x > 1.\n",
+            &mut sm,
+        )
+        .expect("a valid program");
+        let rule = &mut p.rules[0];
+        rule.vars.push(VarInfo {
+            name: "ghost".into(),
+            ty: ColType::Number,
+        });
+        let ghost = Expr::Var(rule.vars.len() - 1);
+        if in_head {
+            rule.head.args[0] = ghost;
+        } else if let Some(Literal::Compare { op, rhs, .. }) = rule.body.get_mut(1) {
+            *op = CmpOp::Lt;
+            *rhs = ghost;
         }
+        (sm, p)
     }
-    vars
+
+    #[test]
+    fn a_rule_that_cannot_be_planned_is_an_error_naming_it() {
+        for in_head in [false, true] {
+            let (sm, p) = broken(in_head);
+            let Err(e) = plan(&p) else {
+                panic!("planned a rule with an unbound variable (in head: {in_head})")
+            };
+            assert!(e.message.starts_with("internal error"), "{}", e.message);
+            assert_eq!(e.span.map(|s| sm.location(s)).as_deref(), Some("t.dl:3:1"));
+        }
+        let (_, mut p) = broken(false);
+        p.rules.clear();
+        p.strata.iter_mut().for_each(|s| s.rules.clear());
+        assert!(plan(&p).is_ok());
+    }
 }

@@ -314,3 +314,28 @@ impl Expr {
         }
     }
 }
+
+/// Dropping an expression takes its subexpressions apart with an explicit stack, so that
+/// a long chain (`x + x + ... + x` with 100,000 terms, a left-deep tree that deep) does
+/// not overflow the stack through recursive drops.
+impl Drop for Expr {
+    fn drop(&mut self) {
+        fn take_children(e: &mut Expr, out: &mut Vec<Expr>) {
+            let hole = || Expr::Wildcard(Span::default());
+            match e {
+                Expr::Unary { arg, .. } => out.push(std::mem::replace(&mut **arg, hole())),
+                Expr::Binary { lhs, rhs, .. } => {
+                    out.push(std::mem::replace(&mut **lhs, hole()));
+                    out.push(std::mem::replace(&mut **rhs, hole()));
+                }
+                Expr::Call { args, .. } => out.append(args),
+                _ => {}
+            }
+        }
+        let mut stack = Vec::new();
+        take_children(self, &mut stack);
+        while let Some(mut e) = stack.pop() {
+            take_children(&mut e, &mut stack);
+        }
+    }
+}

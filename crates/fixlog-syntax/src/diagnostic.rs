@@ -13,9 +13,61 @@
 //! ```
 //!
 //! Every stage reports user errors as diagnostics; none of them panics on bad input.
+//!
+//! Output stays small whatever the input: a source line longer than
+//! [`MAX_LINE_CHARS`] is shown as a window around the caret with `...` where it is cut,
+//! control characters in it are shown as `�`, and [`Diagnostics::render`] shows at most
+//! [`MAX_SHOWN`] errors and then says how many more there are.
 
 use crate::source::{SourceMap, Span};
 use std::fmt::Write;
+
+/// Most characters of a source line shown in a snippet.
+pub const MAX_LINE_CHARS: usize = 100;
+
+/// Most diagnostics [`Diagnostics::render`] shows.
+pub const MAX_SHOWN: usize = 20;
+
+/// How much of a line to show around a caret: `(shown text, caret lead, caret width)`.
+/// `col` is 1-based; `width` is the caret's length in characters.
+fn window(text: &str, col: usize, width: usize) -> (String, String, usize) {
+    let chars: Vec<char> = text.chars().collect();
+    let n = chars.len();
+    let c0 = (col - 1).min(n);
+    let (from, to) = if n <= MAX_LINE_CHARS {
+        (0, n)
+    } else {
+        let from = c0
+            .saturating_sub(MAX_LINE_CHARS / 3)
+            .min(n.saturating_sub(MAX_LINE_CHARS));
+        (from, (from + MAX_LINE_CHARS).min(n))
+    };
+    let prefix = if from > 0 { "..." } else { "" };
+    let suffix = if to < n { "..." } else { "" };
+    let visible = |c: char| {
+        if c.is_control() && c != '\t' {
+            '\u{FFFD}'
+        } else {
+            c
+        }
+    };
+    let shown: String = prefix
+        .chars()
+        .chain(chars[from..to].iter().copied().map(visible))
+        .chain(suffix.chars())
+        .collect();
+    let lead: String = prefix
+        .chars()
+        .map(|_| ' ')
+        .chain(
+            chars[from..c0]
+                .iter()
+                .map(|&c| if c == '\t' { '\t' } else { ' ' }),
+        )
+        .collect();
+    let width = width.min(to.saturating_sub(c0)).max(1);
+    (shown, lead, width)
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -66,17 +118,13 @@ impl Diagnostic {
             let pad = " ".repeat(gutter);
             let _ = writeln!(out, "{pad}--> {}:{}:{}", file.name, line, col);
             let _ = writeln!(out, "{pad} |");
-            let _ = writeln!(out, "{line} | {text}");
             let width = if end_line == line {
                 end_col.saturating_sub(col).max(1)
             } else {
                 text.chars().count().saturating_sub(col - 1).max(1)
             };
-            let lead: String = text
-                .chars()
-                .take(col - 1)
-                .map(|c| if c == '\t' { '\t' } else { ' ' })
-                .collect();
+            let (shown, lead, width) = window(text, col, width);
+            let _ = writeln!(out, "{line} | {shown}");
             let _ = writeln!(out, "{pad} | {lead}{}", "^".repeat(width));
             for note in &self.notes {
                 let _ = writeln!(out, "{pad} = {note}");
@@ -95,12 +143,26 @@ impl Diagnostic {
 pub struct Diagnostics(pub Vec<Diagnostic>);
 
 impl Diagnostics {
+    /// The first [`MAX_SHOWN`] diagnostics, rendered, and then a line saying how many
+    /// more there are.
     pub fn render(&self, sources: &SourceMap) -> String {
-        self.0
+        let mut out = self
+            .0
             .iter()
+            .take(MAX_SHOWN)
             .map(|d| d.render(sources))
             .collect::<Vec<_>>()
-            .join("\n")
+            .join("\n");
+        let more = self.0.len().saturating_sub(MAX_SHOWN);
+        if more > 0 {
+            let _ = writeln!(
+                out,
+                "\nerror: {more} more error{} not shown ({} in all; fix the ones above first)",
+                if more == 1 { "" } else { "s" },
+                self.0.len()
+            );
+        }
+        out
     }
 }
 

@@ -131,6 +131,14 @@ const DIRECTIVES: &[&str] = &[
     "once",
 ];
 
+/// A character that starts no token and is not whitespace.
+fn is_stray(c: char) -> bool {
+    !(c.is_whitespace()
+        || is_ident_start(c)
+        || c.is_ascii_digit()
+        || "\"#./(){}[],;:=<>+-*%^!|$@".contains(c))
+}
+
 fn is_ident_start(c: char) -> bool {
     c.is_ascii_alphabetic() || c == '_' || c == '?'
 }
@@ -177,7 +185,18 @@ impl Lexer<'_> {
         self.tokens.push(Token { kind, span });
     }
 
+    /// Records an error; the same error again right where the last one ends extends
+    /// that one instead (`\q\q\q...` in a string is one error).
     fn error(&mut self, msg: impl Into<String>, start: usize, end: usize) {
+        let msg = msg.into();
+        if let Some(last) = self.errors.last_mut() {
+            if let Some(span) = last.span.as_mut() {
+                if span.end as usize == start && last.message == msg {
+                    span.end = end as u32;
+                    return;
+                }
+            }
+        }
         let span = self.span(start, end);
         self.errors.push(Diagnostic::error(msg, span));
     }
@@ -294,9 +313,7 @@ impl Lexer<'_> {
                         '$' => TokenKind::Dollar,
                         '@' => TokenKind::At,
                         _ => {
-                            let end = start + c.len_utf8();
-                            self.error(format!("unexpected character `{c}`"), start, end);
-                            self.pos = end;
+                            self.stray(start);
                             continue;
                         }
                     };
@@ -311,6 +328,39 @@ impl Lexer<'_> {
             kind: TokenKind::Eof,
             span: self.span(end, end),
         });
+    }
+
+    /// A run of characters that start no token, from `start`: one error for the whole
+    /// run (20 KB of control bytes are one error, not 20,000).
+    fn stray(&mut self, start: usize) {
+        let mut end = start;
+        let mut count = 0usize;
+        while let Some(c) = self.text.get(end..).and_then(|s| s.chars().next()) {
+            if !is_stray(c) {
+                break;
+            }
+            end += c.len_utf8();
+            count += 1;
+        }
+        if count == 0 {
+            // Not reached (the caller saw a stray character); make progress anyway.
+            end = start + self.current_char().map_or(1, char::len_utf8);
+            count = 1;
+        }
+        let run = &self.text[start..end];
+        let shown: String = run.chars().take(16).flat_map(char::escape_debug).collect();
+        let msg = if run.chars().all(|c| c == '\u{FFFD}') {
+            // What a file's invalid UTF-8 reads as (see `parser::read_source`).
+            "invalid UTF-8 (allowed only in comments and strings)".to_string()
+        } else if count == 1 {
+            format!("unexpected character `{shown}`")
+        } else if count <= 16 {
+            format!("unexpected characters `{shown}`")
+        } else {
+            format!("{count} unexpected characters `{shown}...`")
+        };
+        self.error(msg, start, end);
+        self.pos = end;
     }
 
     /// `#include "f"` becomes `.include "f"`; other preprocessor lines are errors.

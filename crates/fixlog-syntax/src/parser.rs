@@ -52,7 +52,7 @@ pub fn parse_text(file: FileId, text: &str) -> (Program, Vec<Diagnostic>) {
 /// included (a cycle), is an error pointing at the directive. Includes are resolved
 /// relative to the directory of the including file.
 pub fn parse_file(path: &Path, sources: &mut SourceMap) -> Result<Program, Diagnostics> {
-    let text = std::fs::read_to_string(path)
+    let text = read_source(path)
         .map_err(|e| Diagnostic::without_span(format!("cannot read `{}`: {e}", path.display())))?;
     let file = sources.add(SourceFile::new(path.display().to_string(), path, text));
     let mut loader = Loader { errors: Vec::new() };
@@ -69,6 +69,17 @@ pub fn parse_str(name: &str, text: &str, sources: &mut SourceMap) -> Result<Prog
     let mut stack = Vec::new();
     let items = loader.load(file, sources, &mut stack);
     loader.finish(items)
+}
+
+/// Reads a program file. Bytes that are not UTF-8 become U+FFFD: in a comment they are
+/// ignored and in a string they stay in the symbol as U+FFFD (Soufflé accepts any
+/// bytes there); anywhere else the lexer reports them at `file:line:column`.
+fn read_source(path: &Path) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
 struct Loader {
@@ -105,7 +116,7 @@ impl Loader {
                 continue;
             };
             let full = dir.join(&path);
-            let text = match std::fs::read_to_string(&full) {
+            let text = match read_source(&full) {
                 Ok(t) => t,
                 Err(e) => {
                     self.errors.push(Diagnostic::error(
@@ -728,13 +739,21 @@ impl<'t> Parser<'t> {
             let span = lhs.span().join(rhs.span());
             return Ok(Body::Literal(Literal::Compare { op, lhs, rhs, span }));
         }
-        match lhs {
+        let mut lhs = lhs;
+        match &mut lhs {
             Expr::Call {
                 name,
                 args,
                 user: false,
                 span,
-            } => Ok(Body::Literal(Literal::Atom(Atom { name, args, span }))),
+            } => Ok(Body::Literal(Literal::Atom(Atom {
+                name: Ident {
+                    name: std::mem::take(&mut name.name),
+                    span: name.span,
+                },
+                args: std::mem::take(args),
+                span: *span,
+            }))),
             _ => Err(self.expected("a comparison operator (`=`, `!=`, `<`, `<=`, `>`, `>=`)")),
         }
     }
@@ -772,16 +791,16 @@ impl<'t> Parser<'t> {
         r
     }
 
+    /// Precedence climbing. A chain of left-associative operators (`x + y + z`, however
+    /// long) is built by this loop, not by recursion, so it does not count as nesting;
+    /// right-associative `^` and operands of tighter operators recurse through
+    /// [`Parser::binary`], which counts.
     fn binary_inner(&mut self, min_prec: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
-        // Each operator of a chain deepens the tree by one level: count it too.
-        let mut levels = 0;
         while let Some((op, prec, right)) = self.binop_info() {
             if prec < min_prec {
                 break;
             }
-            self.enter()?;
-            levels += 1;
             self.bump();
             let rhs = self.binary(if right { prec } else { prec + 1 })?;
             let span = lhs.span().join(rhs.span());
@@ -792,7 +811,6 @@ impl<'t> Parser<'t> {
                 span,
             };
         }
-        self.depth -= levels;
         Ok(lhs)
     }
 

@@ -61,27 +61,42 @@ impl SourceFile {
         }
     }
 
+    /// The largest char boundary at or before `offset` (clamped to the text).
+    fn floor_boundary(&self, offset: usize) -> usize {
+        let mut o = offset.min(self.text.len());
+        while !self.text.is_char_boundary(o) {
+            o -= 1;
+        }
+        o
+    }
+
     /// 1-based (line, column) of a byte offset; the column counts characters.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let offset = offset.min(self.text.len());
+        let offset = self.floor_boundary(offset);
         let line = match self.line_starts.binary_search(&offset) {
             Ok(i) => i,
-            Err(i) => i - 1,
+            Err(i) => i.saturating_sub(1),
         };
-        let start = self.line_starts[line];
-        let col = self.text[start..offset].chars().count() + 1;
+        let start = self.line_starts.get(line).copied().unwrap_or(0).min(offset);
+        let col = self.text.get(start..offset).unwrap_or("").chars().count() + 1;
         (line + 1, col)
     }
 
-    /// The text of a 1-based line, without its line terminator.
+    /// The text of a 1-based line, without its line terminator (empty for a line that
+    /// does not exist).
     pub fn line_text(&self, line: usize) -> &str {
-        let start = self.line_starts[line - 1];
+        let Some(&start) = line.checked_sub(1).and_then(|l| self.line_starts.get(l)) else {
+            return "";
+        };
         let end = self
             .line_starts
             .get(line)
             .copied()
             .unwrap_or(self.text.len());
-        self.text[start..end].trim_end_matches(['\n', '\r'])
+        self.text
+            .get(start..end)
+            .unwrap_or("")
+            .trim_end_matches(['\n', '\r'])
     }
 }
 
@@ -120,9 +135,11 @@ impl SourceMap {
         format!("{}:{}:{}", f.name, l, c)
     }
 
-    /// The source text a span covers.
+    /// The source text a span covers (empty if the span is not within the text).
     pub fn snippet(&self, span: Span) -> &str {
         let f = self.file(span.file);
-        &f.text[span.start as usize..(span.end as usize).min(f.text.len())]
+        f.text
+            .get(span.start as usize..(span.end as usize).min(f.text.len()))
+            .unwrap_or("")
     }
 }

@@ -795,8 +795,13 @@ fn deep_nesting_is_an_error_not_a_crash() {
     for text in [
         format!("a(x) :- x = {}1{}.", "(".repeat(20000), ")".repeat(20000)),
         format!("a(x) :- x = {}1.", "-".repeat(20000)),
-        format!("a(x) :- x = 1{}.", " + 1".repeat(20000)),
+        // `^` is right-associative: a chain of them is real nesting.
         format!("a(x) :- x = 1{}.", " ^ 1".repeat(20000)),
+        // Parentheses around the operand of a chain nest too.
+        format!(
+            "a(x) :- x = 1{}.",
+            " + (1".repeat(10000) + &")".repeat(10000)
+        ),
         format!("a(x) :- {}b(x){}.", "(".repeat(20000), ")".repeat(20000)),
         format!(
             "a(x) :- x = {}1{}.",
@@ -818,4 +823,90 @@ fn deep_nesting_is_an_error_not_a_crash() {
         ")".repeat(100)
     ));
     parse_ok(&format!("a(x) :- x = 1{}.", " + 1".repeat(100)));
+    // Chains of left-associative operators and of `;` or `,` are not nesting, however
+    // long (a flat sum of 256 terms used to be "too deep").
+    for text in [
+        format!("a(x) :- x = 1{}.", " + x".repeat(20000)),
+        format!("a(x) :- x = 1{}.", " * 2 - x / 3 band 7".repeat(5000)),
+        format!("a(x) :- b(x){}.", " ; b(x)".repeat(20000)),
+        format!("a(x) :- b(x){}.", ", b(x)".repeat(20000)),
+    ] {
+        parse_ok(&text);
+    }
+}
+
+#[test]
+fn source_positions_never_panic_on_odd_offsets() {
+    use fixlog_syntax::{SourceFile, Span};
+    let f = SourceFile::new("u.dl", "u.dl", "é\nab".to_string());
+    // Offset 1 is inside `é`: the position of its start.
+    assert_eq!(f.line_col(1), (1, 1));
+    assert_eq!(f.line_col(3), (2, 1));
+    assert_eq!(f.line_col(99), (2, 3));
+    assert_eq!(f.line_text(0), "");
+    assert_eq!(f.line_text(3), "");
+    let mut sm = SourceMap::new();
+    let id = sm.add(f);
+    assert_eq!(sm.snippet(Span::new(id, 1, 2)), "");
+    assert_eq!(sm.snippet(Span::new(id, 3, 99)), "ab");
+    let d = fixlog_syntax::Diagnostic::error("odd", Span::new(id, 1, 1));
+    assert!(d.render(&sm).contains("u.dl:1:1"));
+}
+
+#[test]
+fn runs_of_stray_characters_and_repeated_escapes_are_one_error() {
+    let e = parse_errs("a(1) &&& b(2).");
+    assert_eq!(
+        e[0],
+        (
+            "unexpected characters `&&&`".to_string(),
+            "t.dl:1:6".to_string()
+        )
+    );
+    let control: String = "\u{1}".repeat(20_000);
+    let e = parse_errs(&format!("a(1).{control}\n"));
+    assert_eq!(e.len(), 1, "{:?}", &e[..e.len().min(3)]);
+    assert!(
+        e[0].0.starts_with("20000 unexpected characters `\\u{1}"),
+        "{}",
+        e[0].0
+    );
+    let e = parse_errs(&format!("a(\"{}\").", "\\q".repeat(1000)));
+    assert_eq!(e.len(), 1, "{:?}", &e[..e.len().min(3)]);
+}
+
+#[test]
+fn long_lines_are_cut_around_the_caret_and_errors_are_capped() {
+    // One error in the middle of a 50,000-character line.
+    let text = format!(
+        "a(x) :- {}b(x) ?? c(x). // {}\n",
+        "b(x), ".repeat(8000),
+        "z".repeat(5000)
+    );
+    let mut sm = SourceMap::new();
+    let err = parse_str("t.dl", &text, &mut sm).unwrap_err();
+    let out = err.render(&sm);
+    assert!(out.len() < 1000, "{} bytes", out.len());
+    let lines: Vec<&str> = out.lines().collect();
+    let shown = lines.iter().find(|l| l.starts_with("1 | ")).unwrap();
+    assert!(
+        shown.starts_with("1 | ...") && shown.ends_with("..."),
+        "{shown}"
+    );
+    assert!(shown.contains("b(x) ?? c(x)"), "{shown}");
+    // The caret is under the `??`.
+    let caret = lines.iter().find(|l| l.trim_end().ends_with('^')).unwrap();
+    let at = caret.find('^').unwrap();
+    assert_eq!(&shown[at..at + 2], "??", "{shown}\n{caret}");
+    // 500 lines with an error each: 20 shown, then a count.
+    let text = "a(x) :- & .\n".repeat(500);
+    let mut sm = SourceMap::new();
+    let err = parse_str("t.dl", &text, &mut sm).unwrap_err();
+    assert!(err.0.len() >= 500);
+    let out = err.render(&sm);
+    assert_eq!(out.matches("\nerror: ").count() + 1, 21, "{out}");
+    assert!(out.contains(&format!(
+        "error: {} more errors not shown",
+        err.0.len() - 20
+    )));
 }

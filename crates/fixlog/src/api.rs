@@ -73,7 +73,7 @@ impl Fixlog {
         let mut sources = SourceMap::new();
         let program = fixlog_logical::compile_file(path.as_ref(), &mut sources)
             .map_err(|d| program_error(d, &sources))?;
-        Ok(Fixlog::new(sources, program))
+        Fixlog::new(sources, program)
     }
 
     /// Checks and plans a program given as text; `name` is used in messages.
@@ -81,22 +81,22 @@ impl Fixlog {
         let mut sources = SourceMap::new();
         let program = fixlog_logical::compile_str(name, text, &mut sources)
             .map_err(|d| program_error(d, &sources))?;
-        Ok(Fixlog::new(sources, program))
+        Fixlog::new(sources, program)
     }
 
-    fn new(sources: SourceMap, program: Program) -> Fixlog {
-        let plan = fixlog_plan::plan(&program);
+    fn new(sources: SourceMap, program: Program) -> Result<Fixlog, Error> {
+        let plan = fixlog_plan::plan(&program).map_err(|d| program_error(d.into(), &sources))?;
         let inserted = program
             .relations
             .iter()
             .map(|r| Tuples::new(r.arity()))
             .collect();
-        Fixlog {
+        Ok(Fixlog {
             sources,
             program,
             plan,
             inserted,
-        }
+        })
     }
 
     pub fn program(&self) -> &Program {

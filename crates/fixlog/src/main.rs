@@ -104,18 +104,116 @@ enum StatsFormat {
     Json,
 }
 
+/// Exit status after an internal error (a panic): Rust's own, so scripts that already
+/// tell a crash from a user error (status 1) keep working.
+const INTERNAL_ERROR_EXIT: u8 = 101;
+
 fn main() -> ExitCode {
     let cli = Cli::parse_from(souffle_style_args(std::env::args_os().collect()));
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+    internal_error::install_hook();
+    let outcome = std::panic::catch_unwind(move || run(cli));
+    match outcome {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
             match &e {
                 Error::Program { rendered, .. } => eprint!("{rendered}"),
                 other => eprintln!("error: {other}"),
             }
             ExitCode::FAILURE
         }
+        Err(payload) => {
+            eprintln!("{}", internal_error::line(payload.as_ref()));
+            ExitCode::from(INTERNAL_ERROR_EXIT)
+        }
     }
+}
+
+/// Panics (bugs) become one line on stderr instead of a backtrace:
+/// `fixlog: internal error, please report it ...: MESSAGE at FILE:LINE (while PHASE)`.
+mod internal_error {
+    use std::sync::Mutex;
+
+    /// What the command is doing (`compiling prog.dl`), set by [`phase`].
+    static PHASE: Mutex<String> = Mutex::new(String::new());
+    /// The message and location of the last panic, recorded by the hook (the payload
+    /// that reaches `main` may have crossed threads and lost its location).
+    static LAST: Mutex<Option<(String, String)>> = Mutex::new(None);
+
+    pub fn phase(what: String) {
+        if let Ok(mut p) = PHASE.lock() {
+            *p = what;
+        }
+    }
+
+    /// Records panics instead of printing them: `main` prints the one line (a panic that
+    /// is caught and handled, as the GPU probe may do, prints nothing).
+    pub fn install_hook() {
+        std::panic::set_hook(Box::new(|info| {
+            let message = payload_text(info.payload());
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            if let Ok(mut last) = LAST.try_lock() {
+                *last = Some((message, location));
+            }
+        }));
+    }
+
+    fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string())
+    }
+
+    /// The line for a panic that reached `main` with `payload`.
+    pub fn line(payload: &(dyn std::any::Any + Send)) -> String {
+        let mut message = payload_text(payload);
+        let recorded = LAST.try_lock().ok().and_then(|mut l| l.take());
+        let mut location = String::new();
+        if let Some((m, l)) = recorded {
+            if message == "unknown panic" || m == message {
+                message = m;
+                location = l;
+            }
+        }
+        // One short line.
+        let mut message: String = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        if message.chars().count() > 300 {
+            message = message.chars().take(300).collect::<String>() + "...";
+        }
+        let at = if location.is_empty() {
+            String::new()
+        } else {
+            format!(" at {location}")
+        };
+        let phase = PHASE.try_lock().map(|p| p.clone()).unwrap_or_default();
+        let phase = if phase.is_empty() {
+            "starting".to_string()
+        } else {
+            phase
+        };
+        format!(
+            "fixlog: internal error, please report it to the Fixlog developers: {message}{at} (while {phase})"
+        )
+    }
+
+    /// `FIXLOG_DEBUG_PANIC=PHASE` panics on purpose when the command enters `PHASE`
+    /// (`compiling`, `running`, `explaining`): how the tests check this module. Not for
+    /// users.
+    pub fn debug_panic(phase: &str) {
+        if std::env::var("FIXLOG_DEBUG_PANIC").is_ok_and(|p| p == phase) {
+            panic!("deliberate panic (FIXLOG_DEBUG_PANIC={phase})");
+        }
+    }
+}
+
+/// Enters a phase of the command (for the internal-error line).
+fn phase(name: &str, file: &std::path::Path) {
+    internal_error::phase(format!("{name} {}", file.display()));
+    internal_error::debug_panic(name);
 }
 
 /// `fixlog PROGRAM.dl -F ... -D ...` (Soufflé's form, no subcommand) means
@@ -133,7 +231,10 @@ fn souffle_style_args(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStri
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Explain { program, backend } => {
-            let program = Fixlog::from_file(&program)?;
+            phase("compiling", &program);
+            let path = program;
+            let program = Fixlog::from_file(&path)?;
+            phase("explaining", &path);
             let gpu = match backend {
                 BackendArg::Cpu => false,
                 BackendArg::Cuda => true,
@@ -160,7 +261,10 @@ fn run(cli: Cli) -> Result<(), Error> {
                 return Err(Error::BadInput("-j must be at least 1".into()));
             }
             let start = Instant::now();
-            let program = Fixlog::from_file(&program)?;
+            phase("compiling", &program);
+            let path = program;
+            let program = Fixlog::from_file(&path)?;
+            phase("running", &path);
             let options = RunOptions {
                 backend: backend.into(),
                 gpu_memory_limit,
@@ -174,6 +278,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 eprintln!("fixlog: {}", db.backend());
             }
             let t = Instant::now();
+            phase("writing the outputs of", &path);
             db.write_outputs(&output_dir)?;
             print!("{}", db.printsizes());
             let write = t.elapsed();

@@ -284,6 +284,43 @@ fn unstratifiable_aggregate() {
     assert_mentions(&o, &[&["`c`", "'c'", " c "], &["aggregat"]]);
 }
 
+#[test]
+fn aggregates_needing_each_other() {
+    // Each aggregate is correlated on the other's result: no order can run them.
+    let prog = ".decl e(x: number, y: number)\n.decl r(m: number, n: number)\n\
+                r(m, n) :- m = count : { e(n, _) }, n = count : { e(m, _) }.\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 3, &["count : { e(n", "count : { e(m"]);
+    assert_mentions(&o, &[&["circular"], &["aggregate"]]);
+}
+
+#[test]
+fn aggregate_result_variable_inside_its_own_body_runs() {
+    // These used to make the planner panic (exit 101); Soufflé reads the result
+    // variable's name inside the aggregate as a local variable.
+    for (rule, want) in [
+        ("r(m) :- m = count : { e(m, _) }.", "3\n"),
+        ("r(y) :- y = max y : e(_, y).", "4\n"),
+        (
+            "r(Y) :- Y = min Z + Y : { e(A, Z), e(B, Y), A != B }.",
+            "5\n",
+        ),
+    ] {
+        let prog = format!(
+            ".decl e(x: number, y: number)\ne(1, 2). e(2, 3). e(3, 4).\n\
+             .decl r(x: number)\n.output r\n{rule}\n"
+        );
+        let o = run(&[("prog.dl", &prog)], &["run", "prog.dl", "-D", "-"]);
+        assert_eq!(o.code, Some(0), "{rule}: {}", o.stderr);
+        assert!(
+            o.stdout.contains(&format!("\nr\n===============\n{want}")),
+            "{rule}: {}",
+            o.stdout
+        );
+    }
+}
+
 const SIMPLE: &str =
     ".decl e(x: number, y: number)\n.input e\n.decl r(x: number)\n.output r\nr(x) :- e(x, _).\n";
 
@@ -397,4 +434,154 @@ fn souffle_style_invocation_without_run() {
     assert!(stdout.contains("\nr\n"), "{stdout}");
     assert!(stdout.contains("\n2\n"), "{stdout}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn internal_error_is_one_line_with_the_phase_not_a_backtrace() {
+    // A deliberate panic (FIXLOG_DEBUG_PANIC) in each phase of each command.
+    for (args, phase, what) in [
+        (
+            &["run", "prog.dl", "-D", "-"][..],
+            "compiling",
+            "compiling prog.dl",
+        ),
+        (
+            &["run", "prog.dl", "-D", "-"][..],
+            "running",
+            "running prog.dl",
+        ),
+        (
+            &["explain", "prog.dl"][..],
+            "explaining",
+            "explaining prog.dl",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("prog.dl"), SIMPLE).unwrap();
+        fs::create_dir_all(dir.path().join("facts")).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_fixlog"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("FIXLOG_DEBUG_PANIC", phase)
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(101), "{stderr}");
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| !l.starts_with("fixlog: running on"))
+            .collect();
+        assert_eq!(lines.len(), 1, "one line:\n{stderr}");
+        let line = lines[0];
+        assert!(
+            line.starts_with("fixlog: internal error, please report it"),
+            "{line}"
+        );
+        assert!(line.contains("deliberate panic"), "{line}");
+        assert!(line.ends_with(&format!("(while {what})")), "{line}");
+        assert!(
+            !stderr.contains("backtrace") && !stderr.contains("panicked"),
+            "{stderr}"
+        );
+    }
+}
+
+/// Runs `prog.dl` with these bytes and checks the failure stays small on stderr.
+fn assert_small_failure(name: &str, program: &[u8]) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("prog.dl"), program).unwrap();
+    let start = std::time::Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_fixlog"))
+        .args(["run", "prog.dl", "-D", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let o = Outcome {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        outputs: Vec::new(),
+    };
+    assert_failed(&o);
+    assert!(
+        output.stderr.len() < 10_000,
+        "{name}: {} bytes on stderr:\n{}",
+        output.stderr.len(),
+        &o.stderr[..o.stderr.len().min(3000)]
+    );
+    assert!(
+        o.stderr.contains("prog.dl:"),
+        "{name}: no location:\n{}",
+        o.stderr
+    );
+    assert!(
+        start.elapsed().as_secs() < 20,
+        "{name}: took {:?}",
+        start.elapsed()
+    );
+    o
+}
+
+#[test]
+fn hostile_input_gives_a_small_error_report() {
+    // 20 KB of control bytes on one line (was 601 MB of stderr).
+    let mut p = b".decl e(x: number)\ne(1). ".to_vec();
+    p.extend(std::iter::repeat_n(1u8, 20_000));
+    p.extend(b" e(2).\n");
+    let o = assert_small_failure("control bytes", &p);
+    assert_mentions(&o, &[&["20000 unexpected characters"]]);
+    // 100,000 backslashes (aborted with "memory allocation failed").
+    let mut p = b".decl e(x: number)\n".to_vec();
+    p.extend(std::iter::repeat_n(b'\\', 100_000));
+    assert_small_failure("backslashes", &p);
+    // Stray characters separated by spaces: many errors on one long line.
+    let p = format!(".decl e(x: number)\n{}\n", "& ".repeat(50_000));
+    let o = assert_small_failure("spaced stray characters", p.as_bytes());
+    assert_mentions(&o, &[&["more errors not shown"]]);
+    // Many bad clauses, one a line.
+    let p = format!(
+        ".decl e(x: number)\n{}",
+        "e(x) :- e(x) e(x).\n".repeat(20_000)
+    );
+    assert_small_failure("bad clauses", p.as_bytes());
+    // Many checker errors.
+    let p = format!(".decl e(x: number)\n{}", "e(x) :- f(x).\n".repeat(20_000));
+    assert_small_failure("unknown relations", p.as_bytes());
+}
+
+#[test]
+fn invalid_utf8_is_accepted_in_comments_and_strings_and_located_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut good = b"// a comment with \xff\xfe bytes\n/* and \xc3 here */\n".to_vec();
+    good.extend(b".decl s(x: symbol)\n.output s\ns(\"a\xffb\").\n");
+    fs::write(dir.path().join("good.dl"), &good).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fixlog"))
+        .args(["run", "good.dl", "-D", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("a\u{FFFD}b"), "{stdout}");
+
+    let bad = b".decl e(x: number)\n// \xff fine\ne(1). \xff\xfe e(2).\n";
+    let o = assert_small_failure("invalid UTF-8", bad);
+    assert_mentions(&o, &[&["invalid utf-8"]]);
+    assert!(o.stderr.contains("--> prog.dl:3:7"), "{}", o.stderr);
+    assert!(!o.stderr.contains("stream did not contain"), "{}", o.stderr);
+    // In an included file too.
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("prog.dl"), ".include \"lib.dl\"\n").unwrap();
+    fs::write(dir.path().join("lib.dl"), b"\n  \x80\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fixlog"))
+        .args(["run", "prog.dl", "-D", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("lib.dl:2:3"), "{stderr}");
+    assert!(stderr.contains("invalid UTF-8"), "{stderr}");
 }

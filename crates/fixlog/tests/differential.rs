@@ -52,10 +52,20 @@ struct Tally {
     /// Some relation of a recursive stratum was non-empty.
     recursive: usize,
     /// Per feature of [`FEATURES`], the programs that used it.
-    features: [usize; 7],
+    features: [usize; 9],
 }
 
-const FEATURES: [&str; 7] = ["rec", "neg", "agg", "arith", "disj", "multi-head", "sym"];
+const FEATURES: [&str; 9] = [
+    "rec",
+    "neg",
+    "agg",
+    "arith",
+    "disj",
+    "multi-head",
+    "sym",
+    "agg-own-result",
+    "agg-on-computed",
+];
 
 /// Runs `check_inner`, turning a panic (in the engine or the reference) into a failure
 /// that shows the program.
@@ -202,6 +212,8 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
         f.disjunction,
         f.multi_head,
         f.symbols,
+        f.agg_own_result,
+        f.agg_on_computed,
     ];
     for (count, on) in t.features.iter_mut().zip(used) {
         *count += usize::from(on);

@@ -75,6 +75,11 @@ pub struct Features {
     pub disjunction: bool,
     pub multi_head: bool,
     pub symbols: bool,
+    /// An aggregate whose result variable's name is also a local variable of its body.
+    pub agg_own_result: bool,
+    /// An aggregate correlated on a variable bound by an equality or by another
+    /// aggregate (not by an atom).
+    pub agg_on_computed: bool,
 }
 
 #[derive(Clone)]
@@ -433,7 +438,12 @@ impl Gen {
         if self.c.chance(20) {
             self.features.aggregate = true;
             let rel = self.c.pick(&lower).clone();
-            lits.push(self.aggregate(vars, &rel, &lower));
+            lits.push(self.aggregate(vars, &rel, &lower, false));
+            if self.c.chance(20) {
+                // A second aggregate, likely correlated on the first one's result.
+                let rel = self.c.pick(&lower).clone();
+                lits.push(self.aggregate(vars, &rel, &lower, true));
+            }
         }
         if self.c.chance(15) {
             lits.push(self.comparison(vars));
@@ -471,17 +481,52 @@ impl Gen {
     }
 
     /// `n = f x : { rel(..) [, other(..)] [, filter] }` over relations of lower layers.
-    fn aggregate(&mut self, vars: &mut RuleVars, rel: &Rel, lower: &[Rel]) -> String {
+    ///
+    /// Besides fresh local variables and variables bound by the rule's atoms
+    /// (correlated), the body may use: the result variable `n` itself, as a local (as
+    /// in Soufflé, `n = count : { e(n, _) }` counts all of `e`: the `n` inside is bound
+    /// only through the aggregate, so it is not the outer `n`); variables bound by
+    /// equalities and by earlier aggregates (correlated, so this aggregate runs after
+    /// those); and the aggregated expression may be `x + n` over locals, `n` local too.
+    fn aggregate(
+        &mut self,
+        vars: &mut RuleVars,
+        rel: &Rel,
+        lower: &[Rel],
+        prefer_computed: bool,
+    ) -> String {
         let mut args = Vec::new();
         let mut locals: Vec<String> = Vec::new();
+        let out = vars.fresh("n");
+        let reuse_out = self.c.chance(25);
+        let use_other_bound = prefer_computed || self.c.chance(50);
         for &ty in &rel.types {
-            let outer = vars.atom_vars(ty);
-            let arg = if !outer.is_empty() && self.c.chance(40) {
-                self.c.pick(&outer).clone() // correlated
+            let mut outer = vars.atom_vars(ty);
+            if use_other_bound && ty == Ty::Num {
+                let computed: Vec<String> = vars
+                    .other_bound
+                    .iter()
+                    .filter(|(_, t)| *t == Ty::Num)
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                if !computed.is_empty() && (prefer_computed || self.c.chance(60)) {
+                    outer = computed;
+                }
+            }
+            let arg = if !outer.is_empty() && self.c.chance(if prefer_computed { 70 } else { 40 }) {
+                let v = self.c.pick(&outer).clone(); // correlated
+                if !vars.atom_vars(ty).contains(&v) {
+                    self.features.agg_on_computed = true;
+                }
+                v
             } else if self.c.chance(15) {
                 "_".to_string()
             } else if self.c.chance(10) {
                 self.const_of(ty)
+            } else if ty == Ty::Num && reuse_out && !locals.contains(&out) {
+                self.features.agg_own_result = true;
+                locals.push(out.clone());
+                out.clone()
             } else {
                 let v = vars.fresh(if ty == Ty::Num { "a" } else { "t" });
                 if ty == Ty::Num {
@@ -524,7 +569,12 @@ impl Gen {
         let func = if locals.is_empty() {
             "count".to_string()
         } else {
-            let arg = self.c.pick(&locals).clone();
+            let mut arg = self.c.pick(&locals).clone();
+            if locals.len() >= 2 && self.c.chance(20) {
+                // Two locals (one may be the result variable's name, local here).
+                let other = self.c.pick(&locals).clone();
+                arg = format!("{arg} + {other}");
+            }
             match self.c.below(4) {
                 0 => "count".to_string(),
                 1 => format!("sum {arg}"),
@@ -532,7 +582,6 @@ impl Gen {
                 _ => format!("max {arg}"),
             }
         };
-        let out = vars.fresh("n");
         vars.other_bound.push((out.clone(), Ty::Num));
         format!("{out} = {func} : {{ {body} }}")
     }
