@@ -342,7 +342,7 @@ fn comparison_sort<const N: usize>(data: &mut Vec<u32>, w: usize) {
 
 /// Sorts the rows and removes duplicates; returns the number of rows. `arity >= 1`.
 pub fn sort_unique(arity: usize, data: &mut Vec<u32>) -> usize {
-    debug_assert!(arity > 0 && data.len().is_multiple_of(arity));
+    debug_assert!(arity > 0 && data.len() % arity == 0);
     with_arity!(arity, N => {
         let n = data.len() / arity;
         if N != 0 && n >= RADIX_MIN_ROWS {

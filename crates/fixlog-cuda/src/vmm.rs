@@ -110,7 +110,8 @@ impl Pieces {
             let limit = pool.stats().limit;
             let beside = self.held.get().0 + PIECE;
             if pool.raw_mut().driver_pool_held() + beside > limit {
-                pool.raw_mut().trim_driver_pool(limit.saturating_sub(beside));
+                pool.raw_mut()
+                    .trim_driver_pool(limit.saturating_sub(beside));
             }
         }
         let prop = props(self.ordinal);

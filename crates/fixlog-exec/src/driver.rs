@@ -61,7 +61,7 @@ impl Tuples {
 
     /// Appends row-major values (a whole number of tuples; arity > 0).
     pub fn extend_rows(&mut self, rows: &[Value]) {
-        debug_assert!(self.arity > 0 && rows.len().is_multiple_of(self.arity));
+        debug_assert!(self.arity > 0 && rows.len() % self.arity == 0);
         self.rows.extend_from_slice(rows);
         self.len += rows.len() / self.arity;
     }

@@ -426,9 +426,8 @@ impl CudaBackend {
     /// consumes, so the result needs about the relation's memory, not twice.
     pub(crate) fn take_sorted_rows(&self, rel: CudaRelation) -> Result<Vec<Value>> {
         let arity = rel.arity;
-        let releasing = self.gpu.maps_pieces()
-            && on_device(arity)
-            && rel.runs.iter().all(|r| r.on_device());
+        let releasing =
+            self.gpu.maps_pieces() && on_device(arity) && rel.runs.iter().all(|r| r.on_device());
         if !releasing || rel.runs.len() <= 1 {
             return self.sorted_rows(&rel);
         }
