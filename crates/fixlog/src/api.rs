@@ -393,6 +393,9 @@ impl Database {
     /// stdout when `dir` is `-` or the directive says `IO=stdout`. Each file is written
     /// to a temporary file first and renamed, so a failure leaves no half-written file.
     pub fn write_outputs(&self, dir: &Path) -> Result<(), Error> {
+        if self.program.relations.iter().any(|r| !r.outputs.is_empty()) {
+            io::check_output_dir(dir)?;
+        }
         for (rel, relation) in self.program.relations.iter().enumerate() {
             if relation.outputs.is_empty() {
                 continue;

@@ -377,6 +377,46 @@ pub fn write_output(
     })
 }
 
+/// Checks that the output directory (`-D`) exists and is a directory, before anything
+/// is evaluated. `-` (stdout) is always fine. Soufflé rejects a missing output
+/// directory too (`output directory X does not exists`); it does not create it.
+pub fn check_output_dir(dir: &Path) -> Result<(), Error> {
+    if dir == Path::new("-") {
+        return Ok(());
+    }
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::NotADirectory(dir.to_path_buf())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::NoOutputDir(dir.to_path_buf()))
+        }
+        Err(source) => Err(Error::WriteFile {
+            path: dir.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Makes sure `dir` is a directory: creates it and its missing parents (directories
+/// named in an output's `filename`), or says which existing part is not a directory.
+fn ensure_dir(dir: &Path) -> Result<(), Error> {
+    let mut existing = dir;
+    loop {
+        match std::fs::metadata(existing) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => return Err(Error::NotADirectory(existing.to_path_buf())),
+            Err(_) => match existing.parent().filter(|p| !p.as_os_str().is_empty()) {
+                Some(parent) => existing = parent,
+                None => break,
+            },
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|source| Error::WriteFile {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
 /// Writes a file through `write` into a temporary file beside `path`, then renames it
 /// to `path`: a failure leaves no half-written file.
 pub fn write_atomically(
@@ -391,7 +431,7 @@ pub fn write_atomically(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(err)?;
+    ensure_dir(dir)?;
     let tmp = tempfile::Builder::new()
         .prefix(".fixlog-")
         .tempfile_in(dir)

@@ -12,6 +12,8 @@ struct Outcome {
     stderr: String,
     /// Files left in the output directory `out/`.
     outputs: Vec<String>,
+    /// The directory the binary ran in (kept until the outcome is dropped).
+    dir: tempfile::TempDir,
 }
 
 /// Writes `files` (relative paths) into a fresh directory and runs `fixlog ARGS` there.
@@ -38,6 +40,7 @@ fn run(files: &[(&str, &str)], args: &[&str]) -> Outcome {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         outputs,
+        dir,
     }
 }
 
@@ -397,4 +400,81 @@ fn souffle_style_invocation_without_run() {
     assert!(stdout.contains("\nr\n"), "{stdout}");
     assert!(stdout.contains("\n2\n"), "{stdout}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// No "os error" numbers in a message meant for a person.
+fn assert_no_os_error(o: &Outcome) {
+    assert!(
+        !o.stderr.contains("os error"),
+        "raw OS error in the message:\n{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn output_dir_that_is_a_file() {
+    let o = run(
+        &[
+            ("prog.dl", SIMPLE),
+            ("facts/e.facts", "1\t2\n"),
+            ("plain", "not a directory\n"),
+        ],
+        &["run", "prog.dl", "-F", "facts", "-D", "plain"],
+    );
+    assert_failed(&o);
+    assert!(
+        o.stderr.contains("error: plain is not a directory"),
+        "{}",
+        o.stderr
+    );
+    assert_no_os_error(&o);
+    assert_eq!(
+        fs::read_to_string(o.dir.path().join("plain")).unwrap(),
+        "not a directory\n"
+    );
+}
+
+#[test]
+fn missing_output_dir_is_an_error_and_is_not_created() {
+    // As Soufflé: `output directory X does not exists`, before evaluating.
+    let o = run(
+        &[("prog.dl", SIMPLE), ("facts/e.facts", "1\t2\n")],
+        &["run", "prog.dl", "-F", "facts", "-D", "missing/sub"],
+    );
+    assert_failed(&o);
+    assert!(
+        o.stderr
+            .contains("error: output directory missing/sub does not exist"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.dir.path().join("missing").exists());
+}
+
+#[test]
+fn output_filename_under_a_file_says_which_part_is_not_a_directory() {
+    let prog = ".decl r(x: number)\nr(1).\n.output r(filename=\"sub/r.csv\")\n";
+    let o = run(
+        &[("prog.dl", prog), ("out/sub", "")],
+        &["run", "prog.dl", "-D", "out"],
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("out/sub is not a directory"),
+        "{}",
+        o.stderr
+    );
+    assert_no_os_error(&o);
+    assert_eq!(o.outputs, vec!["sub".to_string()]);
+}
+
+#[test]
+fn output_filename_in_a_new_subdirectory_creates_it() {
+    let prog = ".decl r(x: number)\nr(1).\n.output r(filename=\"sub/r.csv\")\n";
+    let o = run(&[("prog.dl", prog)], &["run", "prog.dl", "-D", "out"]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(
+        fs::read_to_string(o.dir.path().join("out/sub/r.csv")).unwrap(),
+        "1\n"
+    );
 }
