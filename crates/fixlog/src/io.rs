@@ -423,6 +423,60 @@ pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), Error> {
+    let tmp = write_temporary(path, write)?;
+    tmp.persist()
+}
+
+/// Prefix of the temporary files outputs are written to before they are renamed into
+/// place: `.fixlog-tmp-<pid>-<random>.<file name>`.
+pub const TEMP_PREFIX: &str = ".fixlog-tmp-";
+
+/// An output written to a temporary file beside its destination; removed when
+/// dropped unless [`TempOutput::persist`]ed.
+#[derive(Debug)]
+pub struct TempOutput {
+    temp: PathBuf,
+    target: PathBuf,
+    done: bool,
+}
+
+impl TempOutput {
+    /// The temporary file.
+    pub fn temp_path(&self) -> &Path {
+        &self.temp
+    }
+
+    /// The file it becomes.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Renames the temporary file to its destination.
+    pub fn persist(mut self) -> Result<(), Error> {
+        std::fs::rename(&self.temp, &self.target).map_err(|source| Error::WriteFile {
+            path: self.target.clone(),
+            source,
+        })?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempOutput {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Writes `path`'s future contents through `write` into a new temporary file in the
+/// same directory (see [`TEMP_PREFIX`]). The file is created with mode `0666` less the
+/// umask (`0644` under the usual umask), as Soufflé's outputs are.
+pub fn write_temporary(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<TempOutput, Error> {
     let err = |source| Error::WriteFile {
         path: path.to_path_buf(),
         source,
@@ -432,13 +486,62 @@ pub fn write_atomically(
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     ensure_dir(dir)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".fixlog-")
-        .tempfile_in(dir)
-        .map_err(err)?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, tmp);
+    let (file, temp) = create_temp_file(dir, path).map_err(err)?;
+    let tmp = TempOutput {
+        temp,
+        target: path.to_path_buf(),
+        done: false,
+    };
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     write(&mut out).map_err(err)?;
-    let tmp = out.into_inner().map_err(|e| err(e.into_error()))?;
-    tmp.persist(path).map_err(|e| err(e.error))?;
-    Ok(())
+    let file = out.into_inner().map_err(|e| err(e.into_error()))?;
+    drop(file);
+    Ok(tmp)
+}
+
+/// A random-enough 32-bit number for temporary names (no dependency: the standard
+/// library's randomly keyed hasher over the time and a counter).
+fn random_u32() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    h.finish() as u32
+}
+
+/// Creates `dir/.fixlog-tmp-<pid>-<random>.<name of target>` exclusively, with mode
+/// `0666` so that the kernel applies the umask.
+fn create_temp_file(dir: &Path, target: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Keep the whole name within the usual 255-byte limit.
+    let mut cut = name.len().min(200);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let name = &name[..cut];
+    let mut last = None;
+    for _ in 0..64 {
+        let temp = dir.join(format!(
+            "{TEMP_PREFIX}{}-{:08x}.{name}",
+            std::process::id(),
+            random_u32()
+        ));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o666);
+        match options.open(&temp) {
+            Ok(file) => return Ok((file, temp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
 }

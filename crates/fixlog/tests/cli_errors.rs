@@ -478,3 +478,50 @@ fn output_filename_in_a_new_subdirectory_creates_it() {
         "1\n"
     );
 }
+
+/// Runs `fixlog ARGS` through `sh -c 'umask UMASK; exec fixlog ARGS'` in `dir`.
+#[cfg(unix)]
+fn run_with_umask(dir: &std::path::Path, umask: &str, args: &str) -> std::process::Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask {umask}; exec \"$0\" {args}"))
+        .arg(env!("CARGO_BIN_EXE_fixlog"))
+        .current_dir(dir)
+        .output()
+        .expect("cannot run sh")
+}
+
+#[cfg(unix)]
+#[test]
+fn output_files_get_0666_less_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    for (umask, mode) in [("022", 0o644), ("077", 0o600), ("002", 0o664)] {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("prog.dl"),
+            ".decl r(x: number)\nr(1).\n.output r\n.decl s(x: number)\ns(2).\n.output s(filename=\"sub/s.csv\")\n",
+        )
+        .unwrap();
+        fs::create_dir(dir.path().join("out")).unwrap();
+        let out = run_with_umask(dir.path(), umask, "run prog.dl -D out");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for file in ["out/r.csv", "out/sub/s.csv"] {
+            let m = fs::metadata(dir.path().join(file))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777;
+            assert_eq!(m, mode, "{file} under umask {umask}: {m:o}");
+        }
+        let mut left: Vec<String> = fs::read_dir(dir.path().join("out"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["r.csv", "sub"]);
+    }
+}
