@@ -21,11 +21,12 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
-    /// A line of a fact file is malformed (1-based line).
-    #[error("{}:{line}: {message}", path.display())]
+    /// A line of a fact file is malformed (1-based line and character column).
+    #[error("{}:{line}:{column}: {message}", path.display())]
     FactLine {
         path: PathBuf,
         line: usize,
+        column: usize,
         message: String,
     },
     /// An output could not be written.
