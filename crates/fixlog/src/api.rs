@@ -73,7 +73,7 @@ impl Fixlog {
         let mut sources = SourceMap::new();
         let program = fixlog_logical::compile_file(path.as_ref(), &mut sources)
             .map_err(|d| program_error(d, &sources))?;
-        Ok(Fixlog::new(sources, program))
+        Fixlog::new(sources, program)
     }
 
     /// Checks and plans a program given as text; `name` is used in messages.
@@ -81,22 +81,39 @@ impl Fixlog {
         let mut sources = SourceMap::new();
         let program = fixlog_logical::compile_str(name, text, &mut sources)
             .map_err(|d| program_error(d, &sources))?;
-        Ok(Fixlog::new(sources, program))
+        Fixlog::new(sources, program)
     }
 
-    fn new(sources: SourceMap, program: Program) -> Fixlog {
+    fn new(sources: SourceMap, program: Program) -> Result<Fixlog, Error> {
+        // Directive parameters are checked here, before anything is read or evaluated.
+        io::check_directives(&program, &sources).map_err(|d| program_error(d, &sources))?;
         let plan = fixlog_plan::plan(&program);
         let inserted = program
             .relations
             .iter()
             .map(|r| Tuples::new(r.arity()))
             .collect();
-        Fixlog {
+        Ok(Fixlog {
             sources,
             program,
             plan,
             inserted,
+        })
+    }
+
+    /// Checks, before evaluating, that the outputs can be written into `dir` (`-` for
+    /// stdout): the directory exists (Soufflé does not create it either) and no output
+    /// file's place is taken by a directory. [`Database::write_outputs`] checks again.
+    pub fn check_outputs(&self, dir: &Path) -> Result<(), Error> {
+        io::check_output_dir(dir)?;
+        for relation in &self.program.relations {
+            for directive in &relation.outputs {
+                if let Some(path) = io::output_target(relation, directive, dir) {
+                    io::check_output_target(&path)?;
+                }
+            }
         }
+        Ok(())
     }
 
     pub fn program(&self) -> &Program {
@@ -390,12 +407,17 @@ impl Database {
     }
 
     /// Writes every `.output` relation the way Soufflé does: `dir/<name>.csv`, or to
-    /// stdout when `dir` is `-` or the directive says `IO=stdout`. Each file is written
-    /// to a temporary file first and renamed, so a failure leaves no half-written file.
+    /// stdout when `dir` is `-` or the directive says `IO=stdout`. All or nothing: every
+    /// file is first written to a temporary file beside its destination, relations for
+    /// stdout are printed next, and only then are the files renamed into place
+    /// ([`io::commit_outputs`]); on any failure the temporary files are removed and the
+    /// previous outputs are left as they were.
     pub fn write_outputs(&self, dir: &Path) -> Result<(), Error> {
         if self.program.relations.iter().any(|r| !r.outputs.is_empty()) {
             io::check_output_dir(dir)?;
         }
+        let mut files = Vec::new();
+        let mut printed = Vec::new();
         for (rel, relation) in self.program.relations.iter().enumerate() {
             if relation.outputs.is_empty() {
                 continue;
@@ -404,10 +426,22 @@ impl Database {
                 .as_ref()
                 .ok_or_else(|| Error::BadInput(format!("`{}` was not kept", relation.name)))?;
             for directive in &relation.outputs {
-                io::write_output(relation, directive, dir, tuples, &self.symbols)?;
+                match io::output_target(relation, directive, dir) {
+                    Some(path) => files.push(io::write_output_file(
+                        relation,
+                        directive,
+                        &path,
+                        tuples,
+                        &self.symbols,
+                    )?),
+                    None => printed.push((relation, directive, tuples)),
+                }
             }
         }
-        Ok(())
+        for (relation, directive, tuples) in printed {
+            io::write_output_stdout(relation, directive, tuples, &self.symbols)?;
+        }
+        io::commit_outputs(files)
     }
 
     /// `name<TAB>size` lines for every `.printsize` relation, in declaration order.

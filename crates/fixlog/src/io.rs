@@ -14,7 +14,8 @@
 
 use crate::error::Error;
 use fixlog_exec::driver::Tuples;
-use fixlog_logical::{value, ColType, IoDirective, Relation, SymbolTable, Value};
+use fixlog_logical::{value, ColType, IoDirective, Program, Relation, SymbolTable, Value};
+use fixlog_syntax::{Diagnostic, Diagnostics, SourceMap, Span};
 use rayon::prelude::*;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -39,6 +40,107 @@ fn io_kind(directive: &IoDirective) -> &str {
         .get("IO")
         .map(String::as_str)
         .unwrap_or("file")
+}
+
+/// Which parameters a directive may have and what values each may take; anything else
+/// is an error at check time, located at the parameter (`file:line:column`), before
+/// any fact is read or any rule evaluated.
+fn check_param(output: bool, key: &str, value: &str) -> Result<(), String> {
+    let is_bool = |v: &str| v == "true" || v == "false";
+    match key {
+        "IO" => match (output, value) {
+            (_, "file") | (true, "stdout") => Ok(()),
+            (false, _) => Err(format!(
+                "IO={value} is not supported in `.input` (Fixlog reads IO=file)"
+            )),
+            (true, _) => Err(format!(
+                "IO={value} is not supported in `.output` (Fixlog writes IO=file and IO=stdout)"
+            )),
+        },
+        "filename" if value.is_empty() => Err("`filename` is empty".into()),
+        "filename" => Ok(()),
+        "delimiter" if unescape(value).is_empty() => Err("`delimiter` is empty".into()),
+        "delimiter" => Ok(()),
+        "headers" if !is_bool(value) => Err(format!(
+            "headers={value}: the value must be `true` or `false`"
+        )),
+        "headers" if output && value == "true" => {
+            Err("headers=true is not supported in `.output`".into())
+        }
+        "headers" => Ok(()),
+        // Gzip input is recognised by its magic bytes whatever this says.
+        "compress" if !is_bool(value) => Err(format!(
+            "compress={value}: the value must be `true` or `false`"
+        )),
+        "compress" if output && value == "true" => {
+            Err("compress=true is not supported in `.output` (outputs are not compressed)".into())
+        }
+        "compress" => Ok(()),
+        "rfc4180" if !is_bool(value) => Err(format!(
+            "rfc4180={value}: the value must be `true` or `false`"
+        )),
+        "rfc4180" if value == "true" => {
+            Err("rfc4180=true (quoted CSV fields) is not supported".into())
+        }
+        "rfc4180" => Ok(()),
+        _ => Err(format!(
+            "unknown parameter `{key}` (Fixlog understands IO, filename, delimiter, headers, compress and rfc4180)"
+        )),
+    }
+}
+
+/// The span of parameter `key` in a directive's text (`key` followed by `=`), or the
+/// whole directive when it cannot be found (the `output` qualifier of a `.decl`).
+fn param_span(sources: &SourceMap, directive: Span, key: &str) -> Span {
+    let text = sources.snippet(directive);
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    let found = text.match_indices(key).find(|&(at, _)| {
+        let before_ok = !text[..at].chars().next_back().is_some_and(ident);
+        let after = text[at + key.len()..].trim_start();
+        before_ok && after.starts_with('=')
+    });
+    match found {
+        Some((at, _)) => {
+            let start = directive.start as usize + at;
+            Span::new(directive.file, start, start + key.len())
+        }
+        None => directive,
+    }
+}
+
+/// Checks every `.input` and `.output` directive's parameters (see [`check_param`]);
+/// each bad parameter is a diagnostic pointing at it.
+pub fn check_directives(program: &Program, sources: &SourceMap) -> Result<(), Diagnostics> {
+    let mut errors = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for relation in &program.relations {
+        let all = relation
+            .inputs
+            .iter()
+            .map(|d| (false, d))
+            .chain(relation.outputs.iter().map(|d| (true, d)));
+        for (output, directive) in all {
+            for (key, value) in &directive.params {
+                let Err(why) = check_param(output, key, value) else {
+                    continue;
+                };
+                let span = param_span(sources, directive.span, key);
+                // `.output a, b(IO=x)` gives both relations the same directive.
+                if seen.insert((span, key.clone())) {
+                    let kind = if output { "output" } else { "input" };
+                    errors.push(Diagnostic::error(
+                        format!("`.{kind} {}`: {why}", relation.name),
+                        span,
+                    ));
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Diagnostics(errors))
+    }
 }
 
 /// Where an `.input` directive reads from.
@@ -484,33 +586,58 @@ pub fn format_tuples(
     text
 }
 
-/// Writes one `.output` directive's relation.
-pub fn write_output(
+/// The file one `.output` directive writes, or `None` when it prints on stdout
+/// (`IO=stdout`, or `-D -`).
+pub fn output_target(relation: &Relation, directive: &IoDirective, out_dir: &Path) -> Option<PathBuf> {
+    if io_kind(directive) == "stdout" || out_dir == Path::new("-") {
+        return None;
+    }
+    let name = directive
+        .params
+        .get("filename")
+        .cloned()
+        .unwrap_or_else(|| format!("{}.csv", relation.name));
+    Some(if Path::new(&name).is_absolute() {
+        PathBuf::from(&name)
+    } else {
+        out_dir.join(&name)
+    })
+}
+
+/// Prints one `.output` directive's relation on stdout, framed as Soufflé frames it.
+pub fn write_output_stdout(
     relation: &Relation,
     directive: &IoDirective,
-    out_dir: &Path,
     tuples: &Tuples,
     symbols: &SymbolTable,
 ) -> Result<(), Error> {
     let types = relation.types();
     let delim = delimiter(directive);
-    let to_stdout = io_kind(directive) == "stdout" || out_dir == Path::new("-");
-    if to_stdout {
-        // Soufflé's framing of a relation printed on stdout.
-        let stdout = std::io::stdout();
-        let mut lock = stdout.lock();
-        let res = writeln!(lock, "---------------\n{}\n===============", relation.name)
-            .and_then(|_| {
-                format_tuples_into(tuples, &types, symbols, &delim, |p| {
-                    lock.write_all(p.as_bytes())
-                })
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    let res = writeln!(lock, "---------------\n{}\n===============", relation.name)
+        .and_then(|_| {
+            format_tuples_into(tuples, &types, symbols, &delim, |p| {
+                lock.write_all(p.as_bytes())
             })
-            .and_then(|_| writeln!(lock, "==============="));
-        return res.map_err(|source| Error::WriteFile {
-            path: PathBuf::from("<stdout>"),
-            source,
-        });
-    }
+        })
+        .and_then(|_| writeln!(lock, "==============="))
+        .and_then(|_| lock.flush());
+    res.map_err(|source| Error::WriteFile {
+        path: PathBuf::from("<stdout>"),
+        source,
+    })
+}
+
+/// Writes one `.output` directive's relation into a temporary file beside `path`; the
+/// caller renames it into place with [`commit_outputs`] once every output is written.
+pub fn write_output_file(
+    relation: &Relation,
+    directive: &IoDirective,
+    path: &Path,
+    tuples: &Tuples,
+    symbols: &SymbolTable,
+) -> Result<TempOutput, Error> {
     match io_kind(directive) {
         "file" => {}
         other => {
@@ -520,21 +647,143 @@ pub fn write_output(
             )))
         }
     }
-    let name = directive
-        .params
-        .get("filename")
-        .cloned()
-        .unwrap_or_else(|| format!("{}.csv", relation.name));
-    let path = if Path::new(&name).is_absolute() {
-        PathBuf::from(&name)
-    } else {
-        out_dir.join(&name)
-    };
-    write_atomically(&path, |file| {
+    let types = relation.types();
+    let delim = delimiter(directive);
+    write_temporary(path, |file| {
         format_tuples_into(tuples, &types, symbols, &delim, |p| {
             file.write_all(p.as_bytes())
         })
     })
+}
+
+/// Writes one `.output` directive's relation (to its file, renamed into place at once,
+/// or to stdout).
+pub fn write_output(
+    relation: &Relation,
+    directive: &IoDirective,
+    out_dir: &Path,
+    tuples: &Tuples,
+    symbols: &SymbolTable,
+) -> Result<(), Error> {
+    match output_target(relation, directive, out_dir) {
+        None => write_output_stdout(relation, directive, tuples, symbols),
+        Some(path) => commit_outputs(vec![write_output_file(
+            relation, directive, &path, tuples, symbols,
+        )?]),
+    }
+}
+
+/// Checks, before evaluating, that an output file can be put at `path`: it must not be
+/// a directory.
+pub fn check_output_target(path: &Path) -> Result<(), Error> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(Error::WriteFile {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory"),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Renames every written output into place, all or nothing: each destination is
+/// checked first, the previous file at each destination is kept (a hard link) until
+/// every rename has succeeded, and if one fails the outputs already renamed are put
+/// back as they were. On failure every temporary file is removed.
+pub fn commit_outputs(temps: Vec<TempOutput>) -> Result<(), Error> {
+    test_hook_pause(&temps);
+    commit_outputs_with(temps, |from, to| std::fs::rename(from, to))
+}
+
+/// Test hook, for the test suite only: with `FIXLOG_TEST_PAUSE_BEFORE_RENAME_MS=N` in
+/// the environment, a run that has written its outputs to temporary files waits `N`
+/// milliseconds before renaming them into place, so that tests can interrupt it or
+/// change the output directory at that point deterministically.
+fn test_hook_pause(temps: &[TempOutput]) {
+    if temps.is_empty() {
+        return;
+    }
+    if let Some(ms) = std::env::var("FIXLOG_TEST_PAUSE_BEFORE_RENAME_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+/// What was at an output's destination before it was renamed into place.
+enum Previous {
+    Nothing,
+    /// Kept as this hard link until every output is in place.
+    Kept(PathBuf),
+    /// There was a file but it could not be kept (no hard links on this file system).
+    Lost,
+}
+
+/// [`commit_outputs`] with the rename as a parameter (tests inject failures).
+fn commit_outputs_with(
+    mut temps: Vec<TempOutput>,
+    rename: impl Fn(&Path, &Path) -> std::io::Result<()>,
+) -> Result<(), Error> {
+    for t in &temps {
+        check_output_target(&t.target)?;
+    }
+    let mut done: Vec<(PathBuf, Previous)> = Vec::new();
+    let mut failure = None;
+    for t in &mut temps {
+        let previous = match std::fs::symlink_metadata(&t.target) {
+            Err(_) => Previous::Nothing,
+            Ok(_) => match create_temp_name(parent_dir(&t.target), &t.target, |p| {
+                std::fs::hard_link(&t.target, p)
+            }) {
+                Ok(((), backup)) => Previous::Kept(backup),
+                Err(_) => Previous::Lost,
+            },
+        };
+        match rename(&t.temp, &t.target) {
+            Ok(()) => {
+                t.done = true;
+                done.push((t.target.clone(), previous));
+            }
+            Err(source) => {
+                if let Previous::Kept(backup) = previous {
+                    let _ = std::fs::remove_file(backup);
+                }
+                failure = Some(Error::WriteFile {
+                    path: t.target.clone(),
+                    source,
+                });
+                break;
+            }
+        }
+    }
+    let Some(failure) = failure else {
+        for (_, previous) in done {
+            if let Previous::Kept(backup) = previous {
+                let _ = std::fs::remove_file(backup);
+            }
+        }
+        return Ok(());
+    };
+    // Undo in reverse order, so a file written twice gets its first state back.
+    for (target, previous) in done.into_iter().rev() {
+        match previous {
+            Previous::Kept(backup) => {
+                let _ = std::fs::rename(&backup, &target);
+            }
+            Previous::Nothing => {
+                let _ = std::fs::remove_file(&target);
+            }
+            Previous::Lost => {}
+        }
+    }
+    Err(failure)
+}
+
+/// The directory a file is in (`.` for a bare name).
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// Checks that the output directory (`-D`) exists and is a directory, before anything
@@ -641,12 +890,17 @@ pub fn write_temporary(
         path: path.to_path_buf(),
         source,
     };
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = parent_dir(path);
     ensure_dir(dir)?;
-    let (file, temp) = create_temp_file(dir, path).map_err(err)?;
+    let (file, temp) = create_temp_name(dir, path, |temp| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        // The kernel applies the umask to this mode.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o666);
+        options.open(temp)
+    })
+    .map_err(err)?;
     let tmp = TempOutput {
         temp,
         target: path.to_path_buf(),
@@ -673,9 +927,13 @@ fn random_u32() -> u32 {
     h.finish() as u32
 }
 
-/// Creates `dir/.fixlog-tmp-<pid>-<random>.<name of target>` exclusively, with mode
-/// `0666` so that the kernel applies the umask.
-fn create_temp_file(dir: &Path, target: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
+/// Makes a new `dir/.fixlog-tmp-<pid>-<random>.<name of target>` with `create`, which
+/// must fail with `AlreadyExists` when the name is taken (another name is tried then).
+fn create_temp_name<T>(
+    dir: &Path,
+    target: &Path,
+    mut create: impl FnMut(&Path) -> std::io::Result<T>,
+) -> std::io::Result<(T, PathBuf)> {
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -693,15 +951,115 @@ fn create_temp_file(dir: &Path, target: &Path) -> std::io::Result<(std::fs::File
             std::process::id(),
             random_u32()
         ));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o666);
-        match options.open(&temp) {
-            Ok(file) => return Ok((file, temp)),
+        match create(&temp) {
+            Ok(made) => return Ok((made, temp)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
         }
     }
     Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(path: &Path, text: &str) -> TempOutput {
+        write_temporary(path, |f| f.write_all(text.as_bytes())).unwrap()
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn commit_renames_every_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+        std::fs::write(&a, "old a\n").unwrap();
+        let temps = vec![temp(&a, "new a\n"), temp(&b, "new b\n")];
+        assert_eq!(names(dir.path()).len(), 3, "a.csv and two temporaries");
+        commit_outputs(temps).unwrap();
+        assert_eq!(names(dir.path()), ["a.csv", "b.csv"]);
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "new a\n");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "new b\n");
+    }
+
+    #[test]
+    fn a_failed_rename_puts_every_output_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (
+            dir.path().join("a.csv"),
+            dir.path().join("b.csv"),
+            dir.path().join("c.csv"),
+        );
+        std::fs::write(&a, "old a\n").unwrap();
+        std::fs::write(&c, "old c\n").unwrap();
+        // a (replacing a file) and b (new) are renamed, then c fails.
+        let temps = vec![temp(&a, "new a\n"), temp(&b, "new b\n"), temp(&c, "new c\n")];
+        let err = commit_outputs_with(temps, |from, to| {
+            if to.ends_with("c.csv") {
+                Err(std::io::Error::other("disk on fire"))
+            } else {
+                std::fs::rename(from, to)
+            }
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("c.csv: disk on fire"), "{err}");
+        assert_eq!(names(dir.path()), ["a.csv", "c.csv"]);
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a\n");
+        assert_eq!(std::fs::read_to_string(&c).unwrap(), "old c\n");
+    }
+
+    #[test]
+    fn a_directory_in_the_way_fails_before_any_rename() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+        std::fs::write(&a, "old a\n").unwrap();
+        let temps = vec![temp(&a, "new a\n"), temp(&b, "new b\n")];
+        std::fs::create_dir(&b).unwrap();
+        let err = commit_outputs(temps).unwrap_err();
+        assert!(err.to_string().ends_with("b.csv: it is a directory"), "{err}");
+        assert_eq!(names(dir.path()), ["a.csv", "b.csv"]);
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a\n");
+    }
+
+    #[test]
+    fn an_output_written_twice_is_put_back_to_its_first_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, z) = (dir.path().join("a.csv"), dir.path().join("z.csv"));
+        std::fs::write(&a, "old a\n").unwrap();
+        let temps = vec![temp(&a, "first\n"), temp(&a, "second\n"), temp(&z, "z\n")];
+        let err = commit_outputs_with(temps, |from, to| {
+            if to.ends_with("z.csv") {
+                Err(std::io::Error::other("no"))
+            } else {
+                std::fs::rename(from, to)
+            }
+        });
+        assert!(err.is_err());
+        assert_eq!(names(dir.path()), ["a.csv"]);
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a\n");
+    }
+
+    #[test]
+    fn parameters_are_checked() {
+        assert!(check_param(true, "IO", "stdout").is_ok());
+        assert!(check_param(false, "IO", "stdout").is_err());
+        assert!(check_param(true, "IO", "sqlite").is_err());
+        assert!(check_param(false, "headers", "true").is_ok());
+        assert!(check_param(true, "headers", "true").is_err());
+        assert!(check_param(false, "headers", "yes").is_err());
+        assert!(check_param(false, "delimiter", "").is_err());
+        assert!(check_param(false, "delimiter", "\\t").is_ok());
+        assert!(check_param(false, "compress", "true").is_ok());
+        assert!(check_param(true, "compress", "true").is_err());
+        assert!(check_param(true, "rfc4180", "true").is_err());
+        assert!(check_param(true, "filname", "x").is_err());
+    }
 }

@@ -162,7 +162,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             let start = Instant::now();
             let program = Fixlog::from_file(&program)?;
             // Like Soufflé: a missing or unusable -D is an error before evaluating.
-            fixlog::io::check_output_dir(&output_dir)?;
+            program.check_outputs(&output_dir)?;
             let options = RunOptions {
                 backend: backend.into(),
                 gpu_memory_limit,

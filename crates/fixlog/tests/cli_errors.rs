@@ -699,3 +699,112 @@ fn output_files_get_0666_less_the_umask() {
         assert_eq!(left, ["r.csv", "sub"]);
     }
 }
+
+#[test]
+fn unsupported_output_io_is_a_located_error_before_evaluating() {
+    let prog = ".decl a(x: number)\na(1).\n.output a\n.decl b(x: number)\nb(2).\n.output b(IO=sqlite, dbname=\"x.db\")\n";
+    let o = run(
+        &[("prog.dl", prog), ("out/a.csv", "old\n")],
+        &["run", "prog.dl", "-D", "out"],
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert_points_at(&o, "prog.dl", prog, 6, &["IO="]);
+    assert_mentions(&o, &[&["IO=sqlite is not supported"]]);
+    // Both bad parameters are reported.
+    assert_points_at(&o, "prog.dl", prog, 6, &["dbname"]);
+    assert_eq!(o.outputs, vec!["a.csv".to_string()]);
+    assert_eq!(
+        fs::read_to_string(o.dir.path().join("out/a.csv")).unwrap(),
+        "old\n"
+    );
+}
+
+#[test]
+fn bad_input_parameters_are_located_errors() {
+    let prog = ".decl e(x: number)\n.input e(IO=stdin)\n.decl f(x: number)\n.input f(headers=yes, delimiter=\"\")\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 2, &["IO="]);
+    assert_points_at(&o, "prog.dl", prog, 4, &["headers"]);
+    assert_points_at(&o, "prog.dl", prog, 4, &["delimiter"]);
+    assert_mentions(
+        &o,
+        &[
+            &["IO=stdin is not supported in `.input`"],
+            &["headers=yes"],
+            &["`delimiter` is empty"],
+        ],
+    );
+}
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+const TWO_OUTPUTS: &str =
+    ".decl a(x: number)\na(1).\n.output a\n.decl b(x: number)\nb(2).\n.output b\n";
+
+#[test]
+fn a_directory_where_an_output_goes_fails_before_evaluating_and_replaces_nothing() {
+    let o = run(
+        &[("prog.dl", TWO_OUTPUTS), ("out/a.csv", "old\n"), ("out/b.csv/x", "")],
+        &["run", "prog.dl", "-D", "out"],
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert_eq!(
+        o.stderr.trim_end(),
+        "error: cannot write out/b.csv: it is a directory"
+    );
+    assert_eq!(names_in(&o.dir.path().join("out")), ["a.csv", "b.csv"]);
+    assert_eq!(
+        fs::read_to_string(o.dir.path().join("out/a.csv")).unwrap(),
+        "old\n"
+    );
+}
+
+#[test]
+fn outputs_are_replaced_all_or_nothing() {
+    // The run writes both outputs to temporary files, then (test hook) waits; a
+    // directory appears where b.csv goes; no output may be replaced.
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("prog.dl"), TWO_OUTPUTS).unwrap();
+    let out = dir.path().join("out");
+    fs::create_dir(&out).unwrap();
+    fs::write(out.join("a.csv"), "old\n").unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_fixlog"))
+        .args(["run", "prog.dl", "-D", "out", "--quiet"])
+        .env("FIXLOG_TEST_PAUSE_BEFORE_RENAME_MS", "3000")
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while names_in(&out).iter().filter(|n| n.starts_with(".fixlog-tmp-")).count() < 2 {
+        assert!(start.elapsed().as_secs() < 60, "no temporary files appeared");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    fs::create_dir(out.join("b.csv")).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end(), "error: cannot write out/b.csv: it is a directory");
+    assert_eq!(names_in(&out), ["a.csv", "b.csv"]);
+    assert_eq!(fs::read_to_string(out.join("a.csv")).unwrap(), "old\n");
+}
+
+#[test]
+fn stdout_outputs_still_work() {
+    let o = run(&[("prog.dl", TWO_OUTPUTS)], &["run", "prog.dl", "-D", "-"]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "---------------\na\n===============\n1\n===============\n---------------\nb\n===============\n2\n===============\n"
+    );
+}
