@@ -724,12 +724,26 @@ fn commit_outputs_with(
     mut temps: Vec<TempOutput>,
     rename: impl Fn(&Path, &Path) -> std::io::Result<()>,
 ) -> Result<(), Error> {
-    for t in &temps {
+    // Under the lock: a signal waits until every output is in place or put back. The
+    // temporary files left (after a failure) are removed when `temps` is dropped, after
+    // the lock is released.
+    let mut live = live_temps();
+    let result = rename_all(&mut temps, &mut live, rename);
+    drop(live);
+    result
+}
+
+fn rename_all(
+    temps: &mut [TempOutput],
+    live: &mut Vec<PathBuf>,
+    rename: impl Fn(&Path, &Path) -> std::io::Result<()>,
+) -> Result<(), Error> {
+    for t in temps.iter() {
         check_output_target(&t.target)?;
     }
     let mut done: Vec<(PathBuf, Previous)> = Vec::new();
     let mut failure = None;
-    for t in &mut temps {
+    for t in temps.iter_mut() {
         let previous = match std::fs::symlink_metadata(&t.target) {
             Err(_) => Previous::Nothing,
             Ok(_) => match create_temp_name(parent_dir(&t.target), &t.target, |p| {
@@ -742,6 +756,7 @@ fn commit_outputs_with(
         match rename(&t.temp, &t.target) {
             Ok(()) => {
                 t.done = true;
+                live.retain(|p| p != &t.temp);
                 done.push((t.target.clone(), previous));
             }
             Err(source) => {
@@ -837,8 +852,84 @@ pub fn write_atomically(
 }
 
 /// Prefix of the temporary files outputs are written to before they are renamed into
-/// place: `.fixlog-tmp-<pid>-<random>.<file name>`.
+/// place: `.fixlog-tmp-<pid>-<random>.<file name>`. The pid lets a later run recognise
+/// the leftovers of a process that was killed ([`remove_stale_temporaries`]).
 pub const TEMP_PREFIX: &str = ".fixlog-tmp-";
+
+/// This process's temporary output files that are neither renamed nor removed yet; the
+/// signal handler ([`remove_temporaries_on_signals`]) removes them. Files are created,
+/// renamed and removed while this lock is held, so a signal never sees half a change.
+static LIVE_TEMPS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn live_temps() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE_TEMPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP remove this process's temporary output files before
+/// the process ends as the signal's default action ends it (the shell reports 130, 143,
+/// 129). A handler thread waits for the signals; nothing else changes. (SIGKILL cannot
+/// be caught: its leftovers are removed by the next run writing into the same
+/// directory, see [`remove_stale_temporaries`].)
+#[cfg(unix)]
+pub fn remove_temporaries_on_signals() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    std::thread::Builder::new()
+        .name("fixlog-signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                // Keep the lock: no new temporary file may appear from here on.
+                let mut live = live_temps();
+                for path in live.drain(..) {
+                    let _ = std::fs::remove_file(path);
+                }
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                std::process::exit(128 + signal);
+            }
+        })?;
+    Ok(())
+}
+
+/// Nothing to do where there are no such signals.
+#[cfg(not(unix))]
+pub fn remove_temporaries_on_signals() -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Removes the temporary output files that runs which no longer exist left in `dir`
+/// (killed with SIGKILL, or by a power cut, while writing): `.fixlog-tmp-<pid>-…` whose
+/// process is gone. Only on Linux, where `/proc/<pid>` says whether a process exists;
+/// elsewhere they are left. A pid that was reused by another process keeps its files
+/// until that process ends too.
+pub fn remove_stale_temporaries(dir: &Path) {
+    #[cfg(target_os = "linux")]
+    {
+        if !Path::new("/proc/self").exists() {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let me = std::process::id();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+            if is_file && pid != me && !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = dir;
+}
 
 /// An output written to a temporary file beside its destination; removed when
 /// dropped unless [`TempOutput::persist`]ed.
@@ -861,20 +952,17 @@ impl TempOutput {
     }
 
     /// Renames the temporary file to its destination.
-    pub fn persist(mut self) -> Result<(), Error> {
-        std::fs::rename(&self.temp, &self.target).map_err(|source| Error::WriteFile {
-            path: self.target.clone(),
-            source,
-        })?;
-        self.done = true;
-        Ok(())
+    pub fn persist(self) -> Result<(), Error> {
+        commit_outputs(vec![self])
     }
 }
 
 impl Drop for TempOutput {
     fn drop(&mut self) {
         if !self.done {
+            let mut live = live_temps();
             let _ = std::fs::remove_file(&self.temp);
+            live.retain(|p| p != &self.temp);
         }
     }
 }
@@ -892,6 +980,16 @@ pub fn write_temporary(
     };
     let dir = parent_dir(path);
     ensure_dir(dir)?;
+    // Once per directory and process: the leftovers of killed runs.
+    {
+        static CLEANED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+        let mut cleaned = CLEANED.lock().unwrap_or_else(|e| e.into_inner());
+        if !cleaned.iter().any(|d| d == dir) {
+            cleaned.push(dir.to_path_buf());
+            remove_stale_temporaries(dir);
+        }
+    }
+    let mut live = live_temps();
     let (file, temp) = create_temp_name(dir, path, |temp| {
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create_new(true);
@@ -901,6 +999,8 @@ pub fn write_temporary(
         options.open(temp)
     })
     .map_err(err)?;
+    live.push(temp.clone());
+    drop(live);
     let tmp = TempOutput {
         temp,
         target: path.to_path_buf(),

@@ -159,6 +159,10 @@ fn run(cli: Cli) -> Result<(), Error> {
             if jobs == Some(0) {
                 return Err(Error::BadInput("-j must be at least 1".into()));
             }
+            // SIGINT/SIGTERM/SIGHUP remove temporary output files before ending.
+            if let Err(e) = fixlog::io::remove_temporaries_on_signals() {
+                eprintln!("fixlog: warning: cannot handle signals ({e}); an interrupted run may leave temporary files");
+            }
             let start = Instant::now();
             let program = Fixlog::from_file(&program)?;
             // Like Soufflé: a missing or unusable -D is an error before evaluating.
