@@ -42,6 +42,10 @@ pub struct RunOptions {
     /// The most device memory the CUDA backend may use, in bytes (`None`: 90% of what
     /// is free when it starts). Running out of it is not an error: work is split.
     pub gpu_memory_limit: Option<usize>,
+    /// The most bytes the CPU backend may hold in relations, indexes and batches
+    /// (`None`: no limit but the system's). Going over it ends the run with an error
+    /// naming the relation ([`Error::Exec`]), as running out of memory does.
+    pub memory_limit: Option<usize>,
     /// Worker threads of the CPU backend (and of the CUDA backend's host work); `None`
     /// uses every core.
     pub jobs: Option<usize>,
@@ -238,6 +242,7 @@ impl Fixlog {
                 symbols,
                 driver,
                 options.jobs,
+                options.memory_limit,
             )?;
             let choice = BackendChoice {
                 backend: BackendKind::Cpu,

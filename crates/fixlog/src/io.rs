@@ -588,7 +588,11 @@ pub fn format_tuples(
 
 /// The file one `.output` directive writes, or `None` when it prints on stdout
 /// (`IO=stdout`, or `-D -`).
-pub fn output_target(relation: &Relation, directive: &IoDirective, out_dir: &Path) -> Option<PathBuf> {
+pub fn output_target(
+    relation: &Relation,
+    directive: &IoDirective,
+    out_dir: &Path,
+) -> Option<PathBuf> {
     if io_kind(directive) == "stdout" || out_dir == Path::new("-") {
         return None;
     }
@@ -1101,7 +1105,11 @@ mod tests {
         std::fs::write(&a, "old a\n").unwrap();
         std::fs::write(&c, "old c\n").unwrap();
         // a (replacing a file) and b (new) are renamed, then c fails.
-        let temps = vec![temp(&a, "new a\n"), temp(&b, "new b\n"), temp(&c, "new c\n")];
+        let temps = vec![
+            temp(&a, "new a\n"),
+            temp(&b, "new b\n"),
+            temp(&c, "new c\n"),
+        ];
         let err = commit_outputs_with(temps, |from, to| {
             if to.ends_with("c.csv") {
                 Err(std::io::Error::other("disk on fire"))
@@ -1124,7 +1132,10 @@ mod tests {
         let temps = vec![temp(&a, "new a\n"), temp(&b, "new b\n")];
         std::fs::create_dir(&b).unwrap();
         let err = commit_outputs(temps).unwrap_err();
-        assert!(err.to_string().ends_with("b.csv: it is a directory"), "{err}");
+        assert!(
+            err.to_string().ends_with("b.csv: it is a directory"),
+            "{err}"
+        );
         assert_eq!(names(dir.path()), ["a.csv", "b.csv"]);
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a\n");
     }

@@ -39,6 +39,11 @@ enum Command {
         /// 1024). Default: 90% of the free memory.
         #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
         gpu_memory_limit: Option<usize>,
+        /// Most memory the CPU backend may hold in relations, indexes and batches
+        /// (bytes; K, M, G, T suffixes are powers of 1024). Going over it ends the run
+        /// with an error naming the relation. Default: no limit.
+        #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
+        memory_limit: Option<usize>,
         /// Print statistics on stderr at the end: sizes, iterations, time per phase.
         #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text")]
         stats: Option<StatsFormat>,
@@ -153,6 +158,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             jobs,
             backend,
             gpu_memory_limit,
+            memory_limit,
             stats,
             quiet,
         } => {
@@ -170,6 +176,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             let options = RunOptions {
                 backend: backend.into(),
                 gpu_memory_limit,
+                memory_limit,
                 jobs,
                 facts_dir: Some(fact_dir),
                 progress: !quiet,

@@ -354,7 +354,10 @@ fn fact_messages_name_line_and_column() {
     let o = run_typed("1\t2\t3.5\n1\t2\tx\n");
     assert_message(&o, "facts/e.facts:2:5: column 3: `x` is not a float");
     let o = run_typed("1\tü\t3\n");
-    assert_message(&o, "facts/e.facts:1:3: column 2: `ü` is not an unsigned number");
+    assert_message(
+        &o,
+        "facts/e.facts:1:3: column 2: `ü` is not an unsigned number",
+    );
     let o = run_typed("1\t2\t3\n-7\t2\t3\n99999999999\t0\t0\n");
     assert_message(
         &o,
@@ -753,7 +756,11 @@ const TWO_OUTPUTS: &str =
 #[test]
 fn a_directory_where_an_output_goes_fails_before_evaluating_and_replaces_nothing() {
     let o = run(
-        &[("prog.dl", TWO_OUTPUTS), ("out/a.csv", "old\n"), ("out/b.csv/x", "")],
+        &[
+            ("prog.dl", TWO_OUTPUTS),
+            ("out/a.csv", "old\n"),
+            ("out/b.csv/x", ""),
+        ],
         &["run", "prog.dl", "-D", "out"],
     );
     assert_eq!(o.code, Some(1), "{}", o.stderr);
@@ -786,15 +793,26 @@ fn outputs_are_replaced_all_or_nothing() {
         .spawn()
         .unwrap();
     let start = std::time::Instant::now();
-    while names_in(&out).iter().filter(|n| n.starts_with(".fixlog-tmp-")).count() < 2 {
-        assert!(start.elapsed().as_secs() < 60, "no temporary files appeared");
+    while names_in(&out)
+        .iter()
+        .filter(|n| n.starts_with(".fixlog-tmp-"))
+        .count()
+        < 2
+    {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "no temporary files appeared"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     fs::create_dir(out.join("b.csv")).unwrap();
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.trim_end(), "error: cannot write out/b.csv: it is a directory");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: cannot write out/b.csv: it is a directory"
+    );
     assert_eq!(names_in(&out), ["a.csv", "b.csv"]);
     assert_eq!(fs::read_to_string(out.join("a.csv")).unwrap(), "old\n");
 }
@@ -876,7 +894,11 @@ mod interrupted {
 
     fn interrupt_while_paused(signal: &str, number: i32) {
         let (dir, out) = setup();
-        let mut child = spawn(dir.path(), &["run", "prog.dl", "-D", "out", "--quiet"], Some(60_000));
+        let mut child = spawn(
+            dir.path(),
+            &["run", "prog.dl", "-D", "out", "--quiet"],
+            Some(60_000),
+        );
         assert!(wait_for_temps(&mut child, &out, 2));
         kill(&child, signal);
         let status = child.wait().unwrap();
@@ -909,13 +931,21 @@ mod interrupted {
             fs::write(dir.path().join("d.facts"), &facts).unwrap();
             let out = dir.path().join("out");
             fs::create_dir(&out).unwrap();
-            let mut child = spawn(dir.path(), &["run", "prog.dl", "-D", "out", "--quiet"], None);
+            let mut child = spawn(
+                dir.path(),
+                &["run", "prog.dl", "-D", "out", "--quiet"],
+                None,
+            );
             let seen = wait_for_temps(&mut child, &out, 1);
             if seen {
                 kill(&child, "TERM");
             }
             let status = child.wait().unwrap();
-            assert!(temps(&out).is_empty(), "temporaries left: {:?}", temps(&out));
+            assert!(
+                temps(&out).is_empty(),
+                "temporaries left: {:?}",
+                temps(&out)
+            );
             if status.signal() == Some(15) {
                 assert!(names_in(&out).is_empty(), "{:?}", names_in(&out));
                 caught += 1;
@@ -934,7 +964,11 @@ mod interrupted {
         // A temporary file of a live process (this test) is never touched.
         let live = format!(".fixlog-tmp-{}-0000beef.a.csv", std::process::id());
         fs::write(out.join(&live), "").unwrap();
-        let mut child = spawn(dir.path(), &["run", "prog.dl", "-D", "out", "--quiet"], Some(60_000));
+        let mut child = spawn(
+            dir.path(),
+            &["run", "prog.dl", "-D", "out", "--quiet"],
+            Some(60_000),
+        );
         assert!(wait_for_temps(&mut child, &out, 3));
         kill(&child, "KILL");
         assert_eq!(child.wait().unwrap().signal(), Some(9));
@@ -942,10 +976,77 @@ mod interrupted {
         assert_eq!(temps(&out).len(), 3);
         assert_eq!(fs::read_to_string(out.join("a.csv")).unwrap(), "old\n");
         // ... until the next run writing into the directory, which removes them.
-        let mut next = spawn(dir.path(), &["run", "prog.dl", "-D", "out", "--quiet"], None);
+        let mut next = spawn(
+            dir.path(),
+            &["run", "prog.dl", "-D", "out", "--quiet"],
+            None,
+        );
         let status = next.wait().unwrap();
         assert!(status.success(), "{status:?}");
         assert_eq!(names_in(&out), [live.as_str(), "a.csv", "b.csv"]);
         assert_eq!(fs::read_to_string(out.join("a.csv")).unwrap(), "1\n");
     }
+}
+
+/// Transitive closure over a cycle of `n` nodes (`n * n` paths) with `ARGS` added.
+fn run_tc_cycle(n: usize, extra: &[&str]) -> Outcome {
+    let prog = ".decl edge(x: number, y: number)\n.input edge\n.decl path(x: number, y: number)\n.output path\npath(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), edge(y, z).\n";
+    let edges: String = (0..n).map(|i| format!("{i}\t{}\n", (i + 1) % n)).collect();
+    let mut args = vec![
+        "run",
+        "prog.dl",
+        "-F",
+        "facts",
+        "-D",
+        "out",
+        "--backend",
+        "cpu",
+    ];
+    args.extend_from_slice(extra);
+    run(&[("prog.dl", prog), ("facts/edge.facts", &edges)], &args)
+}
+
+#[test]
+fn memory_limit_ends_a_cpu_run_with_an_error_naming_the_relation() {
+    // 3000 nodes: 9M paths (72 MB of rows) cannot fit in 1 MiB.
+    let o = run_tc_cycle(3000, &["--memory-limit", "1M"]);
+    assert_failed(&o);
+    assert!(
+        o.stderr.starts_with("error: evaluation failed: out of memory: the memory limit of 1.0 MiB would be passed ("),
+        "{}",
+        o.stderr
+    );
+    assert_mentions(&o, &[&["`path` ("], &["tuples"]]);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+}
+
+#[test]
+fn memory_limit_below_the_facts_names_the_input_relation() {
+    let o = run_tc_cycle(3000, &["--memory-limit", "1K"]);
+    assert_failed(&o);
+    assert_mentions(
+        &o,
+        &[
+            &["the memory limit of 1.0 KiB would be passed"],
+            &["while loading the 3000 facts of `edge`"],
+        ],
+    );
+}
+
+#[test]
+fn memory_limit_that_suffices_changes_nothing() {
+    let o = run_tc_cycle(60, &["--memory-limit", "64M"]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let text = fs::read_to_string(o.dir.path().join("out/path.csv")).unwrap();
+    assert_eq!(text.lines().count(), 3600);
+}
+
+#[test]
+fn memory_limit_is_parsed() {
+    let o = run(
+        &[("prog.dl", SIMPLE)],
+        &["run", "prog.dl", "--memory-limit", "lots"],
+    );
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert_mentions(&o, &[&["--memory-limit"], &["lots"]]);
 }
