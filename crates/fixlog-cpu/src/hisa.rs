@@ -9,6 +9,8 @@
 //! Offsets are `u32`: a run holds fewer than 2^32 rows.
 
 use super::rows::{width, with_arity, PART_ROWS};
+use crate::budget::{self, Charge};
+use fixlog_exec::ExecResult;
 use rayon::prelude::*;
 
 #[derive(Clone, Copy, Default)]
@@ -24,6 +26,8 @@ pub struct HashTable {
     /// `64 - log2(slots.len())`: the slot is the top bits of the hash.
     shift: u32,
     key_len: usize,
+    /// The slots' bytes, charged to the memory budget.
+    _charge: Charge,
 }
 
 const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -54,15 +58,29 @@ impl HashTable {
             slots: Vec::new(),
             shift: 64,
             key_len,
+            _charge: Charge::none(),
         }
     }
 
     /// Builds the table over `len` sorted rows of width `arity` in `data`.
     pub fn build(data: &[u32], arity: usize, len: usize, key_len: usize) -> HashTable {
+        budget::abort_on(HashTable::try_build(data, arity, len, key_len))
+    }
+
+    /// [`HashTable::build`], with the table (and the group starts while it is built)
+    /// charged to the memory budget: running out is an error.
+    pub fn try_build(
+        data: &[u32],
+        arity: usize,
+        len: usize,
+        key_len: usize,
+    ) -> ExecResult<HashTable> {
         if key_len == 0 || len == 0 {
-            return HashTable::empty(key_len);
+            return Ok(HashTable::empty(key_len));
         }
         debug_assert!(len < u32::MAX as usize);
+        // At most one start per row.
+        let _starts_charge = Charge::try_new(len.saturating_mul(std::mem::size_of::<u32>()))?;
         // Group starts, found in parallel over fixed parts.
         let starts: Vec<u32> = with_arity!(arity, N => {
             let w = width::<N>(arity);
@@ -84,7 +102,7 @@ impl HashTable {
         let groups = starts.len();
         let cap = (groups * 2).next_power_of_two().max(16);
         let shift = 64 - cap.trailing_zeros();
-        let mut slots = vec![Slot::default(); cap];
+        let (mut slots, charge) = budget::try_filled(cap, Slot::default())?;
         let mask = cap - 1;
         for (g, &s) in starts.iter().enumerate() {
             let end = starts.get(g + 1).copied().unwrap_or(len as u32);
@@ -100,11 +118,12 @@ impl HashTable {
                 end,
             };
         }
-        HashTable {
+        Ok(HashTable {
             slots,
             shift,
             key_len,
-        }
+            _charge: charge,
+        })
     }
 
     /// The range of rows whose key prefix equals `key` (empty range if none).

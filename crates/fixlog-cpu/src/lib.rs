@@ -7,7 +7,9 @@
 //!   radix sort over the bits that vary; merges split by binary search);
 //! - [`hisa`]: the hash table from a key prefix to its range of rows;
 //! - [`dedup`]: the cache-sized window a distinct join drops repeats through;
-//! - [`eval`]: expressions and conditions over the two rows an operator reads.
+//! - [`eval`]: expressions and conditions over the two rows an operator reads;
+//! - [`budget`]: the memory budget every large allocation is charged to (fallible
+//!   allocations: running out of memory, or over `--memory-limit`, is an error).
 //!
 //! [`run`] is the entry point: it runs a plan with the semi-naive driver inside a
 //! thread pool of the requested size.
@@ -17,6 +19,7 @@
 //! Every parallel split depends on input sizes only, never on the number of threads,
 //! and per-unit outputs are kept in unit order; sets are canonical anyway.
 
+pub mod budget;
 pub mod code;
 pub mod dedup;
 pub mod eval;
@@ -27,6 +30,7 @@ pub mod storage;
 pub use code::CpuCode;
 pub use storage::{CpuBatch, CpuIndex, CpuRelation};
 
+use budget::Charge;
 use code::{inverse, wrong_code, KeyCode};
 use eval::Pipeline;
 use fixlog_exec::driver::{self, DriverOptions, RunResult, Tuples};
@@ -38,7 +42,9 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use storage::{add_index_run, add_run, permute_rows, single_run, too_big, IndexRun, Run, Seg};
 
-/// Runs `plan` on the CPU backend with `jobs` threads (`None`: all cores).
+/// Runs `plan` on the CPU backend with `jobs` threads (`None`: all cores), holding at
+/// most `memory_limit` bytes of relations, indexes and batches (`None`: no limit but
+/// the system's); going over it ends the run with [`ExecError::OutOfMemory`].
 pub fn run(
     program: &Program,
     plan: &Plan,
@@ -46,14 +52,20 @@ pub fn run(
     symbols: &SymbolTable,
     options: &DriverOptions,
     jobs: Option<usize>,
+    memory_limit: Option<usize>,
 ) -> ExecResult<RunResult> {
     let threads = jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    // The run's budget, on every thread of its pool (the pool is the run's own).
+    let run_budget = budget::Budget::new(memory_limit);
+    let for_threads = run_budget.clone();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
+        .start_handler(move |_| budget::set_current(Some(for_threads.clone())))
+        .exit_handler(|_| budget::set_current(None))
         .build()
         .map_err(|e| ExecError::Backend(format!("cannot start worker threads: {e}")))?;
     pool.install(|| {
@@ -100,20 +112,32 @@ fn work_units(pieces: &[usize]) -> Vec<(usize, usize, usize)> {
 }
 
 /// Runs `f` on every unit in parallel, each appending rows to its own segment, and
-/// returns the segments in unit order.
-fn map_units<F>(arity: usize, units: &[(usize, usize, usize)], f: F) -> CpuBatch
+/// returns the segments in unit order. `f` must make room with [`room`] before each
+/// row it writes, so that segments grow only through the budget.
+fn map_units<F>(arity: usize, units: &[(usize, usize, usize)], f: F) -> ExecResult<CpuBatch>
 where
-    F: Fn((usize, usize, usize), &mut Vec<Value>) -> usize + Sync,
+    F: Fn((usize, usize, usize), &mut Vec<Value>, &mut Charge) -> ExecResult<usize> + Sync,
 {
     let segs: Vec<Seg> = units
         .par_iter()
         .map(|&u| {
             let mut data = Vec::new();
-            let rows = f(u, &mut data);
-            Seg { data, rows }
+            let mut charge = Charge::none();
+            let rows = f(u, &mut data, &mut charge)?;
+            Ok(Seg::new(data, rows, charge))
         })
-        .collect();
-    CpuBatch::from_segs(arity, segs)
+        .collect::<ExecResult<Vec<Seg>>>()?;
+    Ok(CpuBatch::from_segs(arity, segs))
+}
+
+/// Makes room in `out` for `w` more values (charged to the budget): a compare, and an
+/// allocation only when the segment doubles.
+#[inline(always)]
+fn room(out: &mut Vec<Value>, charge: &mut Charge, w: usize) -> ExecResult<()> {
+    if out.capacity() - out.len() < w {
+        budget::grow(out, charge, w)?;
+    }
+    Ok(())
 }
 
 /// Filters and projects every row of `segs` (rows of `arity` values).
@@ -122,17 +146,19 @@ fn map_rows(
     segs: &[(&[Value], usize)],
     pipe: &Pipeline,
     ctx: &EvalContext,
-) -> CpuBatch {
+) -> ExecResult<CpuBatch> {
     let sizes: Vec<usize> = segs.iter().map(|s| s.1).collect();
     let units = work_units(&sizes);
-    map_units(pipe.project.len(), &units, |(p, lo, hi), out| {
+    let ow = pipe.project.len();
+    map_units(ow, &units, |(p, lo, hi), out, charge| {
         let data = segs[p].0;
         let mut n = 0;
         for i in lo..hi {
             let r = &data[i * arity..i * arity + arity];
+            room(out, charge, ow)?;
             n += pipe.emit(r, &[], ctx.symbols, out) as usize;
         }
-        n
+        Ok(n)
     })
 }
 
@@ -166,13 +192,13 @@ fn join_rows<W: dedup::RowWindow + 'static>(
     ow: usize,
     ctx: &EvalContext,
     window: &'static std::thread::LocalKey<RefCell<W>>,
-) -> CpuBatch {
+) -> ExecResult<CpuBatch> {
     let a = input.arity;
     let w = inner.arity;
     let sizes: Vec<usize> = input.segs.iter().map(|s| s.rows).collect();
     let units = work_units(&sizes);
     let klen = key.len();
-    map_units(ow, &units, |(p, lo, hi), out| {
+    map_units(ow, &units, |(p, lo, hi), out, charge| {
         window.with(|window| {
             let mut window = window.borrow_mut();
             window.reset();
@@ -187,6 +213,9 @@ fn join_rows<W: dedup::RowWindow + 'static>(
                 for ir in &inner.runs {
                     let (s, e) = inner.range(ir, &kbuf);
                     let d = &ir.run.data;
+                    // Room for every row of the range at once: none of the loop's
+                    // writes allocates.
+                    room(out, charge, (e - s) * ow)?;
                     for j in s..e {
                         let b = &d[j * w..j * w + w];
                         if pipe.emit(r, b, ctx.symbols, out) {
@@ -199,7 +228,7 @@ fn join_rows<W: dedup::RowWindow + 'static>(
                     }
                 }
             }
-            n
+            Ok(n)
         })
     })
 }
@@ -240,7 +269,11 @@ impl Backend for CpuBackend {
     }
 
     fn relation_rows(&self, rel: &CpuRelation) -> ExecResult<Vec<Value>> {
-        Ok(single_run(rel).data.clone())
+        let run = single_run(rel)?;
+        match Arc::try_unwrap(run) {
+            Ok(run) => Ok(run.data),
+            Err(shared) => Ok(budget::try_copy(&shared.data)?.0),
+        }
     }
 
     fn relation_len(&self, rel: &CpuRelation) -> usize {
@@ -262,7 +295,7 @@ impl Backend for CpuBackend {
     }
 
     fn batch_rows(&self, batch: &CpuBatch) -> ExecResult<Vec<Value>> {
-        Ok(batch.rows())
+        batch.try_rows()
     }
 
     fn batch_len(&self, batch: &CpuBatch) -> usize {
@@ -283,19 +316,26 @@ impl Backend for CpuBackend {
             rel.runs.push(Arc::new(Run::unit()));
             return Ok(rel);
         }
-        let mut data = if batch.segs.len() == 1 {
+        let (mut data, charge) = if batch.segs.len() == 1 {
             batch
                 .segs
                 .into_iter()
                 .next()
-                .map(|s| s.data)
-                .unwrap_or_default()
+                .map(Seg::into_charged)
+                .unwrap_or_else(|| Ok((Vec::new(), Charge::none())))?
         } else {
-            rows::concat_parts(batch.segs.into_iter().map(|s| s.data).collect())
+            // The segments stay charged until the copy is made.
+            let (parts, _charges): (Vec<Vec<Value>>, Vec<Charge>) =
+                batch.segs.into_iter().map(|s| (s.data, s.charge)).unzip();
+            rows::try_concat_parts(parts)?
         };
-        let len = rows::sort_unique(arity, &mut data);
+        let len = rows::try_sort_unique(arity, &mut data)?;
         too_big(len)?;
-        rel.runs.push(Arc::new(Run { data, len }));
+        rel.runs.push(Arc::new(Run {
+            data,
+            len,
+            _charge: charge,
+        }));
         Ok(rel)
     }
 
@@ -303,16 +343,16 @@ impl Backend for CpuBackend {
         let segs = rel
             .runs
             .iter()
-            .map(|r| Seg {
-                data: r.data.clone(),
-                rows: r.len,
+            .map(|r| {
+                let (data, charge) = budget::try_copy(&r.data)?;
+                Ok(Seg::new(data, r.len, charge))
             })
-            .collect();
+            .collect::<ExecResult<Vec<Seg>>>()?;
         Ok(CpuBatch::from_segs(rel.arity, segs))
     }
 
     fn split_batch(&self, batch: CpuBatch, rows: usize) -> ExecResult<(CpuBatch, CpuBatch)> {
-        Ok(batch.split_at(rows))
+        batch.split_at(rows)
     }
 
     fn merge(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
@@ -328,9 +368,12 @@ impl Backend for CpuBackend {
         }
         // b − a, appended as a new run of a.
         let arity = a.arity;
-        let b1 = single_run(b);
+        let b1 = single_run(b)?;
         let bs: Vec<&[Value]> = a.runs.iter().map(|r| &r.data[..]).collect();
-        let new_run = Arc::new(Run::new(arity, rows::difference_many(arity, &b1.data, &bs)));
+        let new_run = Arc::new(Run::new(
+            arity,
+            rows::try_difference_many(arity, &b1.data, &bs)?,
+        ));
         let mut runs = a.runs.clone();
         add_run(arity, &mut runs, new_run)?;
         Ok(CpuRelation { arity, runs })
@@ -341,7 +384,7 @@ impl Backend for CpuBackend {
             return if a.is_empty() { Ok(b.clone()) } else { Ok(a) };
         }
         let mut runs = a.runs;
-        add_run(a.arity, &mut runs, single_run(b))?;
+        add_run(a.arity, &mut runs, single_run(b)?)?;
         Ok(CpuRelation {
             arity: a.arity,
             runs,
@@ -356,9 +399,12 @@ impl Backend for CpuBackend {
         if arity == 0 {
             return Ok(CpuRelation::empty(0));
         }
-        let a1 = single_run(a);
+        let a1 = single_run(a)?;
         let bs: Vec<&[Value]> = b.runs.iter().map(|r| &r.data[..]).collect();
-        let run = Arc::new(Run::new(arity, rows::difference_many(arity, &a1.data, &bs)));
+        let run = Arc::new(Run::new(
+            arity,
+            rows::try_difference_many(arity, &a1.data, &bs)?,
+        ));
         let mut rel = CpuRelation::empty(arity);
         add_run(arity, &mut rel.runs, run)?;
         Ok(rel)
@@ -390,21 +436,23 @@ impl Backend for CpuBackend {
                 .runs
                 .iter()
                 .map(|r| IndexRun::new(r.clone(), arity, key_len))
-                .collect();
+                .collect::<ExecResult<Vec<IndexRun>>>()?;
         } else if !rel.is_empty() {
-            let mut data: Vec<Value> = if rel.runs.len() == 1 {
-                permute_rows(&rel.runs[0].data, arity, order)
+            let (mut data, charge) = if rel.runs.len() == 1 {
+                permute_rows(&rel.runs[0].data, arity, order)?
             } else {
-                let parts = rel
+                let (parts, _charges): (Vec<Vec<Value>>, Vec<Charge>) = rel
                     .runs
                     .par_iter()
                     .map(|r| permute_rows(&r.data, arity, order))
-                    .collect();
-                rows::concat_parts(parts)
+                    .collect::<ExecResult<Vec<_>>>()?
+                    .into_iter()
+                    .unzip();
+                rows::try_concat_parts(parts)?
             };
-            rows::sort_distinct(arity, &mut data);
-            let run = Arc::new(Run::new(arity, data));
-            index.runs.push(IndexRun::new(run, arity, key_len));
+            rows::try_sort_distinct(arity, &mut data)?;
+            let run = Arc::new(Run::new(arity, (data, charge)));
+            index.runs.push(IndexRun::new(run, arity, key_len)?);
         }
         Ok(index)
     }
@@ -429,10 +477,10 @@ impl Backend for CpuBackend {
         } else if index.identity {
             delta.runs.clone()
         } else {
-            let d = single_run(delta);
-            let mut data = permute_rows(&d.data, arity, &index.order);
-            rows::sort_distinct(arity, &mut data);
-            vec![Arc::new(Run::new(arity, data))]
+            let d = single_run(delta)?;
+            let (mut data, charge) = permute_rows(&d.data, arity, &index.order)?;
+            rows::try_sort_distinct(arity, &mut data)?;
+            vec![Arc::new(Run::new(arity, (data, charge)))]
         };
         for run in new_runs {
             add_index_run(index, run)?;
@@ -457,7 +505,7 @@ impl Backend for CpuBackend {
             return self.relation_batch(rel);
         }
         let segs: Vec<(&[Value], usize)> = rel.runs.iter().map(|r| (&r.data[..], r.len)).collect();
-        Ok(map_rows(*arity, &segs, pipe, ctx))
+        map_rows(*arity, &segs, pipe, ctx)
     }
 
     fn join(
@@ -486,11 +534,11 @@ impl Backend for CpuBackend {
             static WIDE: RefCell<dedup::Probed<dedup::WindowDedup>> = RefCell::default();
         }
         let ow = *out_arity;
-        Ok(match (distinct, ow) {
+        match (distinct, ow) {
             (false, _) | (true, 0) => join_rows(input, inner, key, pipe, ow, ctx, &KEEP_ALL),
             (true, 1 | 2) => join_rows(input, inner, key, pipe, ow, ctx, &PACKED),
             (true, _) => join_rows(input, inner, key, pipe, ow, ctx, &WIDE),
-        })
+        }
     }
 
     fn antijoin(
@@ -514,7 +562,7 @@ impl Backend for CpuBackend {
         let sizes: Vec<usize> = input.segs.iter().map(|s| s.rows).collect();
         let units = work_units(&sizes);
         let klen = key.len();
-        Ok(map_units(a, &units, |(p, lo, hi), out| {
+        map_units(a, &units, |(p, lo, hi), out, charge| {
             let data = &input.segs[p].data;
             let mut kbuf = vec![0; klen];
             let mut n = 0;
@@ -527,12 +575,13 @@ impl Backend for CpuBackend {
                         s < e
                     });
                 if !found {
+                    room(out, charge, a)?;
                     out.extend_from_slice(r);
                     n += 1;
                 }
             }
-            n
-        }))
+            Ok(n)
+        })
     }
 
     fn filter(&self, input: &CpuBatch, code: &CpuCode, ctx: &EvalContext) -> ExecResult<CpuBatch> {
@@ -541,11 +590,11 @@ impl Backend for CpuBackend {
         };
         check_arity("a filter", *arity, input.arity)?;
         if pipe.is_identity(*arity) {
-            return Ok(input.clone());
+            return input.try_clone();
         }
         let segs: Vec<(&[Value], usize)> =
             input.segs.iter().map(|s| (&s.data[..], s.rows)).collect();
-        Ok(map_rows(*arity, &segs, pipe, ctx))
+        map_rows(*arity, &segs, pipe, ctx)
     }
 
     fn with_row_numbers(&self, input: &CpuBatch) -> ExecResult<CpuBatch> {
@@ -566,14 +615,14 @@ impl Backend for CpuBackend {
             .par_iter()
             .zip(bases.par_iter())
             .map(|(s, &base)| {
-                let mut data = Vec::with_capacity(s.rows * (a + 1));
+                let (mut data, charge) = budget::try_with_capacity(s.rows * (a + 1))?;
                 for i in 0..s.rows {
                     data.extend_from_slice(&s.data[i * a..i * a + a]);
                     data.push((base + i) as Value);
                 }
-                Seg { data, rows: s.rows }
+                Ok(Seg::new(data, s.rows, charge))
             })
-            .collect();
+            .collect::<ExecResult<Vec<Seg>>>()?;
         Ok(CpuBatch::from_segs(a + 1, segs))
     }
 
@@ -613,7 +662,8 @@ impl Backend for CpuBackend {
         }
         let sizes: Vec<usize> = input.segs.iter().map(|s| s.rows).collect();
         let units = work_units(&sizes);
-        Ok(map_units(*out_arity, &units, |(p, lo, hi), out| {
+        let ow = *out_arity;
+        map_units(ow, &units, |(p, lo, hi), out, charge| {
             let data = &input.segs[p].data;
             let mut k = 0;
             for i in lo..hi {
@@ -621,9 +671,10 @@ impl Backend for CpuBackend {
                     continue;
                 };
                 let r = &data[i * a..i * a + a];
+                room(out, charge, ow)?;
                 k += pipe.emit(r, &[v], ctx.symbols, out) as usize;
             }
-            k
-        }))
+            Ok(k)
+        })
     }
 }

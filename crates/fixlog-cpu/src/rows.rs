@@ -10,6 +10,8 @@
 //! threads, and every kernel's result is a canonical set, so results are identical for
 //! any thread count.
 
+use crate::budget::{self, Charge};
+use fixlog_exec::ExecResult;
 use rayon::prelude::*;
 use std::cmp::Ordering;
 
@@ -212,14 +214,15 @@ fn plan_digits<const N: usize>(data: &[u32], w: usize) -> Vec<Digit> {
 }
 
 /// Sorts the rows of `data` (row-major, width `w`) with a parallel LSD radix sort.
-fn radix_sort<const N: usize>(data: &mut Vec<u32>, w: usize) {
+fn radix_sort<const N: usize>(data: &mut Vec<u32>, w: usize) -> ExecResult<()> {
     let w = width::<N>(w);
     let n = data.len() / w;
     let digits = plan_digits::<N>(data, w);
     if digits.is_empty() {
-        return;
+        return Ok(());
     }
-    let mut scratch: Vec<u32> = vec![0; data.len()];
+    // Held while sorting; charged to the budget (see `budget`).
+    let (mut scratch, _scratch_charge) = budget::try_zeroed(data.len())?;
     let parts = pieces(n, PART_ROWS.max(n.div_ceil(256)));
     let mut src: &mut Vec<u32> = data;
     let mut dst: &mut Vec<u32> = &mut scratch;
@@ -279,6 +282,7 @@ fn radix_sort<const N: usize>(data: &mut Vec<u32>, w: usize) {
     if digits.len() % 2 == 1 {
         std::mem::swap(data, &mut scratch);
     }
+    Ok(())
 }
 
 /// Removes adjacent duplicate rows in place; returns the number of rows kept.
@@ -314,7 +318,7 @@ fn dedup_sorted<const N: usize>(data: &mut Vec<u32>, w: usize) -> usize {
     out
 }
 
-fn comparison_sort<const N: usize>(data: &mut Vec<u32>, w: usize) {
+fn comparison_sort<const N: usize>(data: &mut Vec<u32>, w: usize) -> ExecResult<()> {
     let w = width::<N>(w);
     if N != 0 {
         // SAFETY: `[u32; N]` has the layout of N consecutive u32 (same alignment), and
@@ -329,41 +333,56 @@ fn comparison_sort<const N: usize>(data: &mut Vec<u32>, w: usize) {
         }
     } else {
         let n = data.len() / w;
-        let mut idx: Vec<usize> = (0..n).collect();
+        let (mut idx, _idx_charge) = budget::try_filled(n, 0usize)?;
+        idx.iter_mut().enumerate().for_each(|(i, x)| *x = i);
         let d: &[u32] = data;
         idx.par_sort_unstable_by(|&i, &j| d[i * w..i * w + w].cmp(&d[j * w..j * w + w]));
-        let mut out = Vec::with_capacity(data.len());
+        let (mut out, _out_charge) = budget::try_with_capacity(data.len())?;
         for i in idx {
             out.extend_from_slice(&d[i * w..i * w + w]);
         }
+        // The holder of `data` is charged for its allocation, which `out` replaces
+        // (same size).
         *data = out;
     }
+    Ok(())
 }
 
 /// Sorts the rows and removes duplicates; returns the number of rows. `arity >= 1`.
-pub fn sort_unique(arity: usize, data: &mut Vec<u32>) -> usize {
+/// Running out of memory (or over the budget) for the sort's scratch space is an error.
+pub fn try_sort_unique(arity: usize, data: &mut Vec<u32>) -> ExecResult<usize> {
     debug_assert!(arity > 0 && data.len() % arity == 0);
     with_arity!(arity, N => {
         let n = data.len() / arity;
         if N != 0 && n >= RADIX_MIN_ROWS {
-            radix_sort::<N>(data, arity);
+            radix_sort::<N>(data, arity)?;
         } else {
-            comparison_sort::<N>(data, arity);
+            comparison_sort::<N>(data, arity)?;
         }
-        dedup_sorted::<N>(data, arity)
+        Ok(dedup_sorted::<N>(data, arity))
     })
 }
 
+/// [`try_sort_unique`], aborting (as a failed allocation does) when memory runs out.
+pub fn sort_unique(arity: usize, data: &mut Vec<u32>) -> usize {
+    budget::abort_on(try_sort_unique(arity, data))
+}
+
 /// Sorts rows that are known to be distinct (no dedup pass).
-pub fn sort_distinct(arity: usize, data: &mut Vec<u32>) {
+pub fn try_sort_distinct(arity: usize, data: &mut Vec<u32>) -> ExecResult<()> {
     with_arity!(arity, N => {
         let n = data.len() / arity;
         if N != 0 && n >= RADIX_MIN_ROWS {
-            radix_sort::<N>(data, arity);
+            radix_sort::<N>(data, arity)
         } else {
-            comparison_sort::<N>(data, arity);
+            comparison_sort::<N>(data, arity)
         }
     })
+}
+
+/// [`try_sort_distinct`], aborting (as a failed allocation does) when memory runs out.
+pub fn sort_distinct(arity: usize, data: &mut Vec<u32>) {
+    budget::abort_on(try_sort_distinct(arity, data))
 }
 
 // ---- union and difference --------------------------------------------------------------
@@ -462,11 +481,19 @@ fn diff_seq<const N: usize>(a: &[u32], b: &[u32], w: usize, out: &mut Vec<u32>) 
 
 /// Concatenates per-part outputs (in order) into one vector, copying in parallel.
 pub fn concat_parts(parts: Vec<Vec<u32>>) -> Vec<u32> {
+    budget::abort_on(try_concat_parts(parts)).0
+}
+
+/// [`concat_parts`] into a vector charged to the budget (a single part is charged as
+/// it is).
+pub fn try_concat_parts(parts: Vec<Vec<u32>>) -> ExecResult<(Vec<u32>, Charge)> {
     if parts.len() == 1 {
-        return parts.into_iter().next().unwrap_or_default();
+        let only = parts.into_iter().next().unwrap_or_default();
+        let charge = Charge::try_new(only.capacity() * std::mem::size_of::<u32>())?;
+        return Ok((only, charge));
     }
     let total: usize = parts.iter().map(|p| p.len()).sum();
-    let mut out: Vec<u32> = vec![0; total];
+    let (mut out, charge) = budget::try_zeroed(total)?;
     let mut slices = Vec::with_capacity(parts.len());
     let mut rest: &mut [u32] = &mut out;
     for p in &parts {
@@ -478,7 +505,7 @@ pub fn concat_parts(parts: Vec<Vec<u32>>) -> Vec<u32> {
         .into_par_iter()
         .zip(parts.par_iter())
         .for_each(|(dst, src)| dst.copy_from_slice(src));
-    out
+    Ok((out, charge))
 }
 
 /// `a ∪ b` of sorted, duplicate-free row arrays (width `arity >= 1`).
@@ -508,16 +535,21 @@ pub fn union(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
 /// part's output position is known in advance (`a_lo + b_lo`), so parts write straight
 /// into the result, with no per-part buffers and no concatenation copy.
 pub fn union_disjoint(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
+    budget::abort_on(try_union_disjoint(arity, a, b)).0
+}
+
+/// [`union_disjoint`] into a vector charged to the budget.
+pub fn try_union_disjoint(arity: usize, a: &[u32], b: &[u32]) -> ExecResult<(Vec<u32>, Charge)> {
     if b.is_empty() {
-        return a.to_vec();
+        return budget::try_copy(a);
     }
     if a.is_empty() {
-        return b.to_vec();
+        return budget::try_copy(b);
     }
     with_arity!(arity, N => {
         let w = arity;
         let parts = split_two::<N>(a, a.len() / w, b, b.len() / w, w);
-        let mut out: Vec<u32> = vec![0; a.len() + b.len()];
+        let (mut out, charge) = budget::try_zeroed(a.len() + b.len())?;
         let mut slices = Vec::with_capacity(parts.len());
         let mut rest: &mut [u32] = &mut out;
         for &[a0, a1, b0, b1] in &parts {
@@ -549,7 +581,7 @@ pub fn union_disjoint(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
                 let tb = &pb[j * w..];
                 dst[k * w + ta.len()..].copy_from_slice(tb);
             });
-        out
+        Ok((out, charge))
     })
 }
 
@@ -561,10 +593,21 @@ pub fn difference(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
 /// `a − (b1 ∪ b2 ∪ ...)` in one pass over `a`, with one cursor per `b`: rows of `a` are
 /// read and written once however many runs are subtracted.
 pub fn difference_many(arity: usize, a: &[u32], bs: &[&[u32]]) -> Vec<u32> {
+    budget::abort_on(try_difference_many(arity, a, bs)).0
+}
+
+/// [`difference_many`] into a vector charged to the budget. The per-part outputs (at
+/// most the size of `a` together) are charged while they exist.
+pub fn try_difference_many(
+    arity: usize,
+    a: &[u32],
+    bs: &[&[u32]],
+) -> ExecResult<(Vec<u32>, Charge)> {
     let bs: Vec<&[u32]> = bs.iter().copied().filter(|b| !b.is_empty()).collect();
     if a.is_empty() || bs.is_empty() {
-        return a.to_vec();
+        return budget::try_copy(a);
     }
+    let _parts_charge = Charge::try_new(std::mem::size_of_val(a))?;
     with_arity!(arity, N => {
         let w = arity;
         let na = a.len() / w;
@@ -629,7 +672,7 @@ pub fn difference_many(arity: usize, a: &[u32], bs: &[&[u32]]) -> Vec<u32> {
                 out
             })
             .collect();
-        concat_parts(outs)
+        try_concat_parts(outs)
     })
 }
 

@@ -5,7 +5,12 @@
 //! Whole-tuple operations (sort, dedup, merge, difference, compare) touch one contiguous
 //! row, usually within one cache line; sorting moves rows as units; a join's inner
 //! loop reads a range of consecutive rows.
+//!
+//! Every run, segment and hash table carries the [`Charge`] of its allocation against
+//! the run's memory budget (see [`crate::budget`]); operations that allocate are
+//! fallible.
 
+use crate::budget::{self, Charge};
 use crate::hisa::HashTable;
 use crate::rows;
 use fixlog_exec::runs::{push_run, RunPolicy};
@@ -23,12 +28,18 @@ pub const RUNS: RunPolicy = RunPolicy::geometric(4);
 pub struct Run {
     pub(crate) data: Vec<Value>,
     pub(crate) len: usize,
+    /// The data's bytes, charged to the memory budget while the run exists.
+    pub(crate) _charge: Charge,
 }
 
 impl Run {
-    pub(crate) fn new(arity: usize, data: Vec<Value>) -> Run {
+    pub(crate) fn new(arity: usize, (data, charge): (Vec<Value>, Charge)) -> Run {
         let len = data.len().checked_div(arity).unwrap_or(0);
-        Run { data, len }
+        Run {
+            data,
+            len,
+            _charge: charge,
+        }
     }
 
     /// The run holding the empty tuple (arity 0).
@@ -36,6 +47,7 @@ impl Run {
         Run {
             data: Vec::new(),
             len: 1,
+            _charge: Charge::none(),
         }
     }
 }
@@ -73,6 +85,24 @@ impl CpuRelation {
 pub struct Seg {
     pub(crate) data: Vec<Value>,
     pub(crate) rows: usize,
+    pub(crate) charge: Charge,
+}
+
+impl Seg {
+    pub(crate) fn new(data: Vec<Value>, rows: usize, charge: Charge) -> Seg {
+        Seg { data, rows, charge }
+    }
+
+    /// The segment's data with a charge covering its allocation (data that came from
+    /// outside the backend, such as facts, is charged now).
+    pub(crate) fn into_charged(self) -> ExecResult<(Vec<Value>, Charge)> {
+        let mut charge = self.charge;
+        let held = self.data.capacity() * std::mem::size_of::<Value>();
+        if charge.bytes() < held {
+            charge.try_grow(held - charge.bytes())?;
+        }
+        Ok((self.data, charge))
+    }
 }
 
 /// A batch: segments, one per unit of parallel work of the operator that produced it,
@@ -94,13 +124,7 @@ impl CpuBatch {
     /// A batch holding `rows` (row-major) as one segment; `len` tuples (needed for
     /// arity 0).
     pub fn from_rows(arity: usize, rows: Vec<Value>, len: usize) -> CpuBatch {
-        CpuBatch::from_segs(
-            arity,
-            vec![Seg {
-                data: rows,
-                rows: len,
-            }],
-        )
+        CpuBatch::from_segs(arity, vec![Seg::new(rows, len, Charge::none())])
     }
     /// All rows, row-major, in batch order.
     pub fn rows(&self) -> Vec<Value> {
@@ -108,6 +132,33 @@ impl CpuBatch {
             .iter()
             .flat_map(|s| s.data.iter().copied())
             .collect()
+    }
+    /// [`CpuBatch::rows`], failing when the copy cannot be allocated.
+    pub fn try_rows(&self) -> ExecResult<Vec<Value>> {
+        let total = self.segs.iter().map(|s| s.data.len()).sum();
+        let mut out = Vec::new();
+        out.try_reserve_exact(total)
+            .map_err(|_| budget::refused(total * std::mem::size_of::<Value>()))?;
+        for s in &self.segs {
+            out.extend_from_slice(&s.data);
+        }
+        Ok(out)
+    }
+    /// A copy charged to the budget (a batch that an operator passes on unchanged).
+    pub(crate) fn try_clone(&self) -> ExecResult<CpuBatch> {
+        let segs = self
+            .segs
+            .iter()
+            .map(|s| {
+                let (data, charge) = budget::try_copy(&s.data)?;
+                Ok(Seg::new(data, s.rows, charge))
+            })
+            .collect::<ExecResult<Vec<Seg>>>()?;
+        Ok(CpuBatch {
+            arity: self.arity,
+            len: self.len,
+            segs,
+        })
     }
     pub fn len(&self) -> usize {
         self.len
@@ -120,10 +171,10 @@ impl CpuBatch {
     }
     /// The first `rows` rows and the rest, in batch order. Whole segments move without
     /// copying; only a segment that straddles the cut is split.
-    pub(crate) fn split_at(mut self, rows: usize) -> (CpuBatch, CpuBatch) {
+    pub(crate) fn split_at(mut self, rows: usize) -> ExecResult<(CpuBatch, CpuBatch)> {
         if rows >= self.len {
             let rest = CpuBatch::from_segs(self.arity, Vec::new());
-            return (self, rest);
+            return Ok((self, rest));
         }
         let mut head = Vec::new();
         let mut taken = 0;
@@ -138,23 +189,21 @@ impl CpuBatch {
             } else {
                 let k = rows - taken;
                 let mut data = seg.data;
-                let tail = data.split_off(k * self.arity);
-                head.push(Seg { data, rows: k });
-                let rest_first = Seg {
-                    data: tail,
-                    rows: seg.rows - k,
-                };
+                let tail = budget::try_copy(&data[k * self.arity..])?;
+                data.truncate(k * self.arity);
+                head.push(Seg::new(data, k, seg.charge));
+                let rest_first = Seg::new(tail.0, seg.rows - k, tail.1);
                 let rest: Vec<Seg> = std::iter::once(rest_first).chain(segs).collect();
-                return (
+                return Ok((
                     CpuBatch::from_segs(self.arity, head),
                     CpuBatch::from_segs(self.arity, rest),
-                );
+                ));
             }
         }
-        (
+        Ok((
             CpuBatch::from_segs(self.arity, head),
             CpuBatch::from_segs(self.arity, segs.collect()),
-        )
+        ))
     }
 }
 
@@ -164,9 +213,9 @@ pub(crate) struct IndexRun {
 }
 
 impl IndexRun {
-    pub(crate) fn new(run: Arc<Run>, arity: usize, key_len: usize) -> IndexRun {
-        let table = HashTable::build(&run.data, arity, run.len, key_len);
-        IndexRun { run, table }
+    pub(crate) fn new(run: Arc<Run>, arity: usize, key_len: usize) -> ExecResult<IndexRun> {
+        let table = HashTable::try_build(&run.data, arity, run.len, key_len)?;
+        Ok(IndexRun { run, table })
     }
 }
 
@@ -219,7 +268,7 @@ pub(crate) fn union_runs(arity: usize, a: &Run, b: &Run) -> ExecResult<Run> {
     if arity == 0 {
         return Ok(Run::unit());
     }
-    let merged = Run::new(arity, rows::union_disjoint(arity, &a.data, &b.data));
+    let merged = Run::new(arity, rows::try_union_disjoint(arity, &a.data, &b.data)?);
     too_big(merged.len)?;
     Ok(merged)
 }
@@ -240,37 +289,41 @@ pub(crate) fn add_index_run(index: &mut CpuIndex, run: Arc<Run>) -> ExecResult<(
     let (arity, key_len) = (index.arity, index.key_len);
     push_run(
         &mut index.runs,
-        IndexRun::new(run, arity, key_len),
+        IndexRun::new(run, arity, key_len)?,
         RUNS,
         |r| r.run.len,
         |below, top| {
             let merged = union_runs(arity, &below.run, &top.run)?;
-            Ok(IndexRun::new(Arc::new(merged), arity, key_len))
+            IndexRun::new(Arc::new(merged), arity, key_len)
         },
     )
 }
 
 /// The relation as one run (merging its runs if it has several).
-pub(crate) fn single_run(rel: &CpuRelation) -> Arc<Run> {
-    match rel.runs.len() {
+pub(crate) fn single_run(rel: &CpuRelation) -> ExecResult<Arc<Run>> {
+    Ok(match rel.runs.len() {
         0 => Arc::new(Run::default()),
         1 => rel.runs[0].clone(),
         _ => {
             if rel.arity == 0 {
-                return Arc::new(Run::unit());
+                return Ok(Arc::new(Run::unit()));
             }
             // Merge smallest first: each row is copied O(log runs) times at most.
-            let mut acc: Vec<Value> = rel.runs[rel.runs.len() - 1].data.clone();
+            let mut acc = budget::try_copy(&rel.runs[rel.runs.len() - 1].data)?;
             for r in rel.runs[..rel.runs.len() - 1].iter().rev() {
-                acc = rows::union_disjoint(rel.arity, &r.data, &acc);
+                acc = rows::try_union_disjoint(rel.arity, &r.data, &acc.0)?;
             }
             Arc::new(Run::new(rel.arity, acc))
         }
-    }
+    })
 }
 
-pub(crate) fn permute_rows(data: &[Value], arity: usize, order: &[usize]) -> Vec<Value> {
-    let mut out = vec![0; data.len()];
+pub(crate) fn permute_rows(
+    data: &[Value],
+    arity: usize,
+    order: &[usize],
+) -> ExecResult<(Vec<Value>, Charge)> {
+    let (mut out, charge) = budget::try_zeroed(data.len())?;
     out.par_chunks_mut(arity * 4096)
         .zip(data.par_chunks(arity * 4096))
         .for_each(|(o, d)| {
@@ -280,7 +333,7 @@ pub(crate) fn permute_rows(data: &[Value], arity: usize, order: &[usize]) -> Vec
                 }
             }
         });
-    out
+    Ok((out, charge))
 }
 
 #[cfg(test)]
@@ -290,22 +343,13 @@ mod tests {
     #[test]
     fn split_keeps_every_row_in_order() {
         let segs = vec![
-            Seg {
-                data: vec![1, 2, 3],
-                rows: 3,
-            },
-            Seg {
-                data: vec![4, 5],
-                rows: 2,
-            },
-            Seg {
-                data: vec![6, 7, 8, 9],
-                rows: 4,
-            },
+            Seg::new(vec![1, 2, 3], 3, Charge::none()),
+            Seg::new(vec![4, 5], 2, Charge::none()),
+            Seg::new(vec![6, 7, 8, 9], 4, Charge::none()),
         ];
         for cut in 0..=10 {
             let b = CpuBatch::from_segs(1, segs.clone());
-            let (h, t) = b.split_at(cut);
+            let (h, t) = b.split_at(cut).unwrap();
             assert_eq!(h.len(), cut.min(9));
             assert_eq!(t.len(), 9 - cut.min(9));
             let mut all = h.rows();

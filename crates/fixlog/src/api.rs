@@ -42,6 +42,10 @@ pub struct RunOptions {
     /// The most device memory the CUDA backend may use, in bytes (`None`: 90% of what
     /// is free when it starts). Running out of it is not an error: work is split.
     pub gpu_memory_limit: Option<usize>,
+    /// The most bytes the CPU backend may hold in relations, indexes and batches
+    /// (`None`: no limit but the system's). Going over it ends the run with an error
+    /// naming the relation ([`Error::Exec`]), as running out of memory does.
+    pub memory_limit: Option<usize>,
     /// Worker threads of the CPU backend (and of the CUDA backend's host work); `None`
     /// uses every core.
     pub jobs: Option<usize>,
@@ -85,6 +89,8 @@ impl Fixlog {
     }
 
     fn new(sources: SourceMap, program: Program) -> Result<Fixlog, Error> {
+        // Directive parameters are checked here, before anything is read or evaluated.
+        io::check_directives(&program, &sources).map_err(|d| program_error(d, &sources))?;
         let plan = fixlog_plan::plan(&program).map_err(|d| program_error(d.into(), &sources))?;
         let inserted = program
             .relations
@@ -97,6 +103,21 @@ impl Fixlog {
             plan,
             inserted,
         })
+    }
+
+    /// Checks, before evaluating, that the outputs can be written into `dir` (`-` for
+    /// stdout): the directory exists (Soufflé does not create it either) and no output
+    /// file's place is taken by a directory. [`Database::write_outputs`] checks again.
+    pub fn check_outputs(&self, dir: &Path) -> Result<(), Error> {
+        io::check_output_dir(dir)?;
+        for relation in &self.program.relations {
+            for directive in &relation.outputs {
+                if let Some(path) = io::output_target(relation, directive, dir) {
+                    io::check_output_target(&path)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn program(&self) -> &Program {
@@ -221,6 +242,7 @@ impl Fixlog {
                 symbols,
                 driver,
                 options.jobs,
+                options.memory_limit,
             )?;
             let choice = BackendChoice {
                 backend: BackendKind::Cpu,
@@ -390,9 +412,17 @@ impl Database {
     }
 
     /// Writes every `.output` relation the way Soufflé does: `dir/<name>.csv`, or to
-    /// stdout when `dir` is `-` or the directive says `IO=stdout`. Each file is written
-    /// to a temporary file first and renamed, so a failure leaves no half-written file.
+    /// stdout when `dir` is `-` or the directive says `IO=stdout`. All or nothing: every
+    /// file is first written to a temporary file beside its destination, relations for
+    /// stdout are printed next, and only then are the files renamed into place
+    /// ([`io::commit_outputs`]); on any failure the temporary files are removed and the
+    /// previous outputs are left as they were.
     pub fn write_outputs(&self, dir: &Path) -> Result<(), Error> {
+        if self.program.relations.iter().any(|r| !r.outputs.is_empty()) {
+            io::check_output_dir(dir)?;
+        }
+        let mut files = Vec::new();
+        let mut printed = Vec::new();
         for (rel, relation) in self.program.relations.iter().enumerate() {
             if relation.outputs.is_empty() {
                 continue;
@@ -401,10 +431,22 @@ impl Database {
                 .as_ref()
                 .ok_or_else(|| Error::BadInput(format!("`{}` was not kept", relation.name)))?;
             for directive in &relation.outputs {
-                io::write_output(relation, directive, dir, tuples, &self.symbols)?;
+                match io::output_target(relation, directive, dir) {
+                    Some(path) => files.push(io::write_output_file(
+                        relation,
+                        directive,
+                        &path,
+                        tuples,
+                        &self.symbols,
+                    )?),
+                    None => printed.push((relation, directive, tuples)),
+                }
             }
         }
-        Ok(())
+        for (relation, directive, tuples) in printed {
+            io::write_output_stdout(relation, directive, tuples, &self.symbols)?;
+        }
+        io::commit_outputs(files)
     }
 
     /// `name<TAB>size` lines for every `.printsize` relation, in declaration order.

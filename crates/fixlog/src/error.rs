@@ -21,11 +21,12 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
-    /// A line of a fact file is malformed (1-based line).
-    #[error("{}:{line}: {message}", path.display())]
+    /// A line of a fact file is malformed (1-based line and character column).
+    #[error("{}:{line}:{column}: {message}", path.display())]
     FactLine {
         path: PathBuf,
         line: usize,
+        column: usize,
         message: String,
     },
     /// An output could not be written.
@@ -34,6 +35,12 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The output directory (`-D`) does not exist. Soufflé does not create it either.
+    #[error("output directory {} does not exist", .0.display())]
+    NoOutputDir(PathBuf),
+    /// A path that must be a directory (`-D`, or the folder of an output file) is not.
+    #[error("{} is not a directory", .0.display())]
+    NotADirectory(PathBuf),
     /// Facts given through the API do not fit the relation.
     #[error("{0}")]
     BadInput(String),

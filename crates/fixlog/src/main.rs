@@ -39,6 +39,11 @@ enum Command {
         /// 1024). Default: 90% of the free memory.
         #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
         gpu_memory_limit: Option<usize>,
+        /// Most memory the CPU backend may hold in relations, indexes and batches
+        /// (bytes; K, M, G, T suffixes are powers of 1024). Going over it ends the run
+        /// with an error naming the relation. Default: no limit.
+        #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
+        memory_limit: Option<usize>,
         /// Print statistics on stderr at the end: sizes, iterations, time per phase.
         #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text")]
         stats: Option<StatsFormat>,
@@ -254,20 +259,28 @@ fn run(cli: Cli) -> Result<(), Error> {
             jobs,
             backend,
             gpu_memory_limit,
+            memory_limit,
             stats,
             quiet,
         } => {
             if jobs == Some(0) {
                 return Err(Error::BadInput("-j must be at least 1".into()));
             }
+            // SIGINT/SIGTERM/SIGHUP remove temporary output files before ending.
+            if let Err(e) = fixlog::io::remove_temporaries_on_signals() {
+                eprintln!("fixlog: warning: cannot handle signals ({e}); an interrupted run may leave temporary files");
+            }
             let start = Instant::now();
             phase("compiling", &program);
             let path = program;
             let program = Fixlog::from_file(&path)?;
+            // Like Soufflé: a missing or unusable -D is an error before evaluating.
+            program.check_outputs(&output_dir)?;
             phase("running", &path);
             let options = RunOptions {
                 backend: backend.into(),
                 gpu_memory_limit,
+                memory_limit,
                 jobs,
                 facts_dir: Some(fact_dir),
                 progress: !quiet,
