@@ -36,7 +36,8 @@ use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex};
 
 // ---- bit conversions ---------------------------------------------------------------
 
@@ -391,35 +392,96 @@ thread_local! {
         RefCell::new(HashMap::new());
 }
 
+/// Whether warnings found while evaluating (an invalid regular expression in `match`)
+/// are printed on stderr. On by default; `fixlog run -w` turns them off.
+static RUNTIME_WARNINGS: AtomicBool = AtomicBool::new(true);
+
+/// Most distinct invalid patterns warned about (each once); later ones are silent.
+const WARNED_PATTERNS_LIMIT: usize = 64;
+
+/// Invalid patterns already warned about (each is reported once per process).
+static WARNED_PATTERNS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Turns the warnings printed during evaluation on or off (for the whole process).
+pub fn set_runtime_warnings(enabled: bool) {
+    RUNTIME_WARNINGS.store(enabled, AtomicOrdering::Relaxed);
+}
+
+/// Prints Soufflé's warning for an invalid pattern, once per pattern.
+fn warn_invalid_pattern(pattern: &str, text: &str, negated: bool, why: &str) {
+    if !RUNTIME_WARNINGS.load(AtomicOrdering::Relaxed) {
+        return;
+    }
+    let Ok(mut seen) = WARNED_PATTERNS.lock() else {
+        return;
+    };
+    if seen.len() >= WARNED_PATTERNS_LIMIT || seen.iter().any(|p| p == pattern) {
+        return;
+    }
+    seen.push(pattern.to_string());
+    let why: String = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    eprintln!(
+        "warning: wrong pattern provided for {}match(\"{pattern}\",\"{text}\"): {why} (`match` and `!match` are false for it; warned once per pattern)",
+        if negated { "!" } else { "" }
+    );
+}
+
 /// Whether the whole of `text` matches `pattern` (Rust `regex` syntax, which agrees with
-/// Soufflé's ECMAScript `std::regex` on the common subset). An invalid pattern never
-/// matches. Compiled patterns are cached per thread.
-pub fn regex_full_match(pattern: &Arc<str>, text: &str) -> bool {
+/// Soufflé's ECMAScript `std::regex` on the common subset); `Err` with the reason when
+/// the pattern is invalid. Compiled patterns are cached per thread.
+pub fn regex_full_match(pattern: &Arc<str>, text: &str) -> Result<bool, String> {
     REGEX_CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
         if let Some(re) = cache.get(pattern) {
-            return re.as_ref().is_some_and(|re| re.is_match(text));
+            if let Some(re) = re {
+                return Ok(re.is_match(text));
+            }
+        } else {
+            if cache.len() >= REGEX_CACHE_LIMIT {
+                cache.clear();
+            }
+            match regex::Regex::new(&format!("^(?:{pattern})$")) {
+                Ok(re) => {
+                    let m = re.is_match(text);
+                    cache.insert(pattern.clone(), Some(re));
+                    return Ok(m);
+                }
+                Err(_) => {
+                    cache.insert(pattern.clone(), None);
+                }
+            }
         }
-        if cache.len() >= REGEX_CACHE_LIMIT {
-            cache.clear();
-        }
-        let re = regex::Regex::new(&format!("^(?:{pattern})$")).ok();
-        let m = re.as_ref().is_some_and(|re| re.is_match(text));
-        cache.insert(pattern.clone(), re);
-        m
+        // Invalid (cached as such): the reason, computed again only on this rare path.
+        Err(regex::Regex::new(pattern)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "invalid regular expression".to_string()))
     })
 }
 
-/// `contains(needle, haystack)` / `match(regex, text)` over symbols (not negated;
-/// callers negate). Missing arguments give `false`.
-pub fn eval_predicate(pred: Predicate, args: &[Value], symbols: &SymbolTable) -> bool {
+/// `contains(needle, haystack)` / `match(regex, text)` over symbols, or their negation
+/// (`!contains(..)`, `!match(..)`). As in Soufflé, an invalid regular expression makes
+/// both `match` and `!match` false (with a warning on stderr, once per pattern).
+/// Missing arguments give `false`.
+pub fn eval_predicate(
+    pred: Predicate,
+    args: &[Value],
+    negated: bool,
+    symbols: &SymbolTable,
+) -> bool {
     let (Some(&a), Some(&b)) = (args.first(), args.get(1)) else {
         return false;
     };
     let (a, b) = (symbols.resolve(a), symbols.resolve(b));
     match pred {
-        Predicate::Contains => b.contains(&*a),
-        Predicate::Match => regex_full_match(&a, &b),
+        Predicate::Contains => b.contains(&*a) != negated,
+        Predicate::Match => match regex_full_match(&a, &b) {
+            Ok(m) => m != negated,
+            Err(why) => {
+                warn_invalid_pattern(&a, &b, negated, &why);
+                false
+            }
+        },
     }
 }
 
@@ -705,35 +767,28 @@ mod tests {
     fn predicates() {
         let t = SymbolTable::new();
         let s = |x: &str| t.intern(x);
-        assert!(eval_predicate(
-            Predicate::Contains,
-            &[s("ell"), s("hello")],
-            &t
-        ));
-        assert!(eval_predicate(
-            Predicate::Contains,
-            &[s(""), s("hello")],
-            &t
-        ));
-        assert!(!eval_predicate(
-            Predicate::Contains,
-            &[s("hello"), s("ell")],
-            &t
-        ));
-        assert!(eval_predicate(
-            Predicate::Match,
-            &[s("h.*o"), s("hello")],
-            &t
-        ));
-        assert!(!eval_predicate(
-            Predicate::Match,
-            &[s("ell"), s("hello")],
-            &t
-        ));
-        assert!(eval_predicate(Predicate::Match, &[s("a|b"), s("b")], &t));
-        assert!(!eval_predicate(Predicate::Match, &[s("(("), s("((")], &t));
+        let p = |pred, a: &str, b: &str, negated| eval_predicate(pred, &[s(a), s(b)], negated, &t);
+        assert!(p(Predicate::Contains, "ell", "hello", false));
+        assert!(p(Predicate::Contains, "", "hello", false));
+        assert!(!p(Predicate::Contains, "hello", "ell", false));
+        assert!(p(Predicate::Contains, "hello", "ell", true));
+        assert!(!p(Predicate::Contains, "ell", "hello", true));
+        assert!(p(Predicate::Match, "h.*o", "hello", false));
+        assert!(!p(Predicate::Match, "h.*o", "hello", true));
+        assert!(!p(Predicate::Match, "ell", "hello", false));
+        assert!(p(Predicate::Match, "ell", "hello", true));
+        assert!(p(Predicate::Match, "a|b", "b", false));
+        // An invalid pattern: neither `match` nor `!match` holds (twice: cached path).
+        set_runtime_warnings(false);
+        for _ in 0..2 {
+            assert!(!p(Predicate::Match, "((", "((", false));
+            assert!(!p(Predicate::Match, "((", "((", true));
+            assert!(!p(Predicate::Match, "[a", "x", true));
+        }
+        set_runtime_warnings(true);
+        assert!(regex_full_match(&Arc::from("(("), "x").is_err());
         // Cached path.
-        assert!(eval_predicate(Predicate::Match, &[s("h.*o"), s("ho")], &t));
+        assert!(p(Predicate::Match, "h.*o", "ho", false));
     }
 
     #[test]
