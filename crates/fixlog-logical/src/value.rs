@@ -544,9 +544,13 @@ pub fn parse_value(text: &str, ty: ColType, symbols: &SymbolTable) -> Result<Val
 
 // ---- printing ----------------------------------------------------------------------
 
-/// Appends a float as C's `printf("%g")` (C++ `ostream << float`, what Soufflé writes):
-/// 6 significant digits, trailing zeros removed, scientific notation (`1e+10`,
-/// `1.5e-05`) when the exponent is < -4 or >= 6; `inf`, `-inf`, `nan`.
+/// Appends a float as Soufflé 2.5 writes it: C++ `ostream << float` on a stream set to
+/// `std::setprecision(std::numeric_limits<float>::max_digits10)` (its CSV and stdout
+/// writers do so since Soufflé 2.0), which is C's `printf("%.9g")` of the value: 9
+/// significant digits rounded half to even from the exact binary value, trailing zeros
+/// removed, scientific notation (`1e+10`, `9.99999975e-05`) when the exponent is < -4
+/// or >= 9; `inf`, `-inf`, `nan`, `-nan`, `-0`. Nine digits read back to the same
+/// `float`; they are not the shortest such form (`0.1` prints as `0.100000001`).
 pub fn write_float(out: &mut String, f: f32) {
     let d = f as f64;
     if d.is_nan() {
@@ -561,7 +565,7 @@ pub fn write_float(out: &mut String, f: f32) {
         out.push_str(if d.is_sign_negative() { "-0" } else { "0" });
         return;
     }
-    const P: i32 = 6;
+    const P: i32 = 9;
     // The exponent after rounding to P significant digits.
     let sci = format!("{:.*e}", (P - 1) as usize, d);
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
@@ -826,25 +830,51 @@ mod tests {
         let id = t.intern("abc");
         assert_eq!(format_value(id, ColType::Symbol, &t), "abc");
         assert_eq!(format_value(99, ColType::Symbol, &t), "<symbol 99>");
+        // Expected strings: C's printf("%.9g") of the float's value (computed with
+        // Python's `'%.9g' % x` on the value rounded to 32 bits).
         assert_eq!(fmt_f(0.0), "0");
+        assert_eq!(fmt_f(-0.0), "-0");
         assert_eq!(fmt_f(1.0), "1");
         assert_eq!(fmt_f(0.5), "0.5");
-        assert_eq!(fmt_f(0.1), "0.1");
+        assert_eq!(fmt_f(0.1), "0.100000001");
         assert_eq!(fmt_f(-2.25), "-2.25");
         assert_eq!(fmt_f(100000.0), "100000");
-        assert_eq!(fmt_f(1000000.0), "1e+06");
+        assert_eq!(fmt_f(1000000.0), "1000000");
+        assert_eq!(fmt_f(1234567.0), "1234567");
+        assert_eq!(fmt_f(16777217.0), "16777216");
         assert_eq!(fmt_f(1e10), "1e+10");
-        assert_eq!(fmt_f(123456.7), "123457");
-        assert_eq!(fmt_f(std::f32::consts::PI), "3.14159");
-        assert_eq!(fmt_f(2.718_281_7), "2.71828");
-        assert_eq!(fmt_f(0.0001), "0.0001");
-        assert_eq!(fmt_f(0.00001), "1e-05");
-        assert_eq!(fmt_f(1.5e-7), "1.5e-07");
-        assert_eq!(fmt_f(999999.5), "1e+06");
+        assert_eq!(fmt_f(123456.7), "123456.703");
+        assert_eq!(fmt_f(std::f32::consts::PI), "3.14159274");
+        assert_eq!(fmt_f(2.718_281_7), "2.71828175");
+        assert_eq!(fmt_f(0.0009765625), "0.0009765625");
+        assert_eq!(fmt_f(0.0001), "9.99999975e-05");
+        assert_eq!(fmt_f(0.00001), "9.99999975e-06");
+        assert_eq!(fmt_f(1.5e-7), "1.50000005e-07");
+        assert_eq!(fmt_f(1e-10), "1.00000001e-10");
+        // 2^-13 = 0.0001220703125: a tie at 9 digits, rounded to even.
+        assert_eq!(fmt_f(2f32.powi(-13)), "0.000122070312");
+        assert_eq!(fmt_f(f32::MAX), "3.40282347e+38");
+        assert_eq!(fmt_f(f32::from_bits(1)), "1.40129846e-45");
         assert_eq!(fmt_f(f32::INFINITY), "inf");
         assert_eq!(fmt_f(f32::NEG_INFINITY), "-inf");
         assert_eq!(fmt_f(f32::NAN), "nan");
-        assert_eq!(fmt_f(1e38), "1e+38");
+        assert_eq!(fmt_f(1e38), "9.99999968e+37");
+    }
+
+    #[test]
+    fn printed_floats_read_back() {
+        // Nine significant digits identify every float: parsing the text gives the bits.
+        let t = SymbolTable::new();
+        let mut bits: u32 = 1;
+        for _ in 0..100_000 {
+            bits = bits.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let x = f32::from_bits(bits);
+            if x.is_nan() {
+                continue;
+            }
+            let s = fmt_f(x);
+            assert_eq!(parse_value(&s, ColType::Float, &t), Ok(bits), "{s}");
+        }
     }
 
     #[test]
