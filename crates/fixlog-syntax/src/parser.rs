@@ -166,6 +166,16 @@ struct Parser<'t> {
 /// Deepest nesting of parentheses, braces and operators accepted.
 const MAX_DEPTH: usize = 256;
 
+/// Names that start a term of a Soufflé feature Fixlog lacks, with the feature (the
+/// error names what was used, not a neighbouring feature).
+const UNSUPPORTED_TERMS: &[(&str, &str)] = &[
+    ("nil", "`nil` (the empty record) is a record, and records are"),
+    ("autoinc", "`autoinc()` (auto-increment counter) is"),
+    ("as", "type casts (`as(value, Type)`) are"),
+    ("range", "`range(from, to)` (a functor with several results) is"),
+    ("__ITERATION__", "`__ITERATION__` (the iteration counter) is"),
+];
+
 /// `.decl` qualifiers that are recognised (and, except `eqrel`, ignored by the checker).
 const QUALIFIERS: &[&str] = &[
     "btree",
@@ -351,6 +361,10 @@ impl<'t> Parser<'t> {
                     }
                     "functor" => self.functor(kw).map(Some),
                     "plan" => self.plan().map(|_| None),
+                    "once" => Err(Diagnostic::error(
+                        "`.once` (include only once) is not supported",
+                        kw,
+                    )),
                     other => Err(Diagnostic::error(
                         format!("`.{other}` (components and related directives) is not supported"),
                         kw,
@@ -898,14 +912,35 @@ impl<'t> Parser<'t> {
                     span: self.span_from(t.span),
                 })
             }
-            TokenKind::Dollar => Err(Diagnostic::error(
-                "`$` (auto-increment counter) is not supported",
-                t.span,
-            )),
+            TokenKind::Dollar => match self.peek_n(1) {
+                // `$Branch(args)` / `$Branch`: a constructor of an algebraic data type.
+                TokenKind::Ident(branch) if self.toks[self.pos + 1].span.start == t.span.end => {
+                    Err(Diagnostic::error(
+                        format!(
+                            "algebraic data types are not supported (constructor `${branch}`)"
+                        ),
+                        t.span.join(self.toks[self.pos + 1].span),
+                    ))
+                }
+                _ => Err(Diagnostic::error(
+                    "`$` (auto-increment counter) is not supported",
+                    t.span,
+                )),
+            },
             TokenKind::LBracket => Err(Diagnostic::error(
                 "records (`[...]`) are not supported",
                 t.span,
             )),
+            TokenKind::Ident(name)
+                if (name == "nil" || self.peek_n(1) == &TokenKind::LParen)
+                    && UNSUPPORTED_TERMS.iter().any(|(n, _)| n == name) =>
+            {
+                let what = UNSUPPORTED_TERMS
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or("", |(_, w)| *w);
+                Err(Diagnostic::error(format!("{what} not supported"), t.span))
+            }
             TokenKind::Ident(name) => {
                 let ident = Ident {
                     name: name.clone(),

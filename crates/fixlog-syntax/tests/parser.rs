@@ -578,6 +578,44 @@ fn error_unsupported_syntax() {
         e[0].0,
         "`.comp` (components and related directives) is not supported"
     );
+    // Each error names the feature actually used.
+    let e = parse_errs("a(x) :- b(y), x = $Succ(y).");
+    assert_eq!(
+        e[0],
+        (
+            "algebraic data types are not supported (constructor `$Succ`)".to_string(),
+            "t.dl:1:19".to_string()
+        )
+    );
+    let e = parse_errs("a($Zero).");
+    assert_eq!(
+        e[0].0,
+        "algebraic data types are not supported (constructor `$Zero`)"
+    );
+    let e = parse_errs("a(x) :- b(x), x = autoinc().");
+    assert_eq!(e[0].0, "`autoinc()` (auto-increment counter) is not supported");
+    let e = parse_errs("a(x) :- b(y), x = nil.");
+    assert_eq!(
+        e[0].0,
+        "`nil` (the empty record) is a record, and records are not supported"
+    );
+    let e = parse_errs("a(x) :- b(x), x = [1, 2].");
+    assert_eq!(e[0].0, "records (`[...]`) are not supported");
+    let e = parse_errs("a(x) :- b(y), x = as(y, T).");
+    assert_eq!(
+        e[0].0,
+        "type casts (`as(value, Type)`) are not supported"
+    );
+    let e = parse_errs("a(x) :- x = range(1, 5).");
+    assert_eq!(
+        e[0].0,
+        "`range(from, to)` (a functor with several results) is not supported"
+    );
+    let e = parse_errs(".once\na(1).");
+    assert_eq!(e[0].0, "`.once` (include only once) is not supported");
+    // `as`, `range` and `autoinc` not followed by `(` are names as before.
+    let mut sm = SourceMap::new();
+    assert!(parse_str("t.dl", "a(as, range) :- b(as, range).", &mut sm).is_ok());
     let e = parse_errs("#define X 1\n");
     assert_eq!(
         e[0].0,
