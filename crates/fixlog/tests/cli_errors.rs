@@ -144,6 +144,18 @@ fn syntax_error() {
 }
 
 #[test]
+fn unsupported_feature_is_named() {
+    // An ADT constructor is reported as such (it was once called an auto-increment
+    // counter).
+    let prog = ".decl n(x: number)\nn(1).\n.decl s(x: number)\ns(x) :- n(y), x = $Succ(y).\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 4, &["$Succ"]);
+    assert_mentions(&o, &[&["algebraic data type"], &["$Succ"]]);
+    assert!(!o.stderr.contains("auto-increment"), "{}", o.stderr);
+}
+
+#[test]
 fn syntax_error_unterminated_clause() {
     let prog = ".decl e(x: number)\ne(1)\n.decl f(x: number)\n";
     let o = run_program(&[("prog.dl", prog)]);
