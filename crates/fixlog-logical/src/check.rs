@@ -1979,12 +1979,12 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             }
             LExpr::Call(bi, _, args, _) => {
                 let mut changed = false;
+                // The argument of `to_number` and the other overloaded conversions has
+                // its own type (a symbol is parsed, a float truncated, ...): nothing is
+                // pushed into it, so a variable bound elsewhere (`x = 2.5`,
+                // `m = mean ...`) keeps its type, as in Soufflé.
                 for (i, a) in args.iter().enumerate() {
-                    let t = match bi {
-                        Builtin::ToNumber if self.infer(a).is_none() => Some(ColType::Symbol),
-                        _ => bi.arg_type(i),
-                    };
-                    changed |= self.propagate(a, t);
+                    changed |= self.propagate(a, bi.arg_type(i));
                 }
                 changed
             }
@@ -2188,10 +2188,6 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                         let target = bi.result();
                         let at = match bi {
                             Builtin::Fixed(from, _) => *from,
-                            Builtin::ToNumber => args
-                                .first()
-                                .and_then(|a| self.infer(a))
-                                .unwrap_or(ColType::Symbol),
                             _ => args
                                 .first()
                                 .and_then(|a| self.infer(a))
