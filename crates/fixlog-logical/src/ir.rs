@@ -300,4 +300,39 @@ impl Program {
     pub fn relation_id(&self, name: &str) -> Option<RelId> {
         self.relations.iter().position(|r| r.name == name)
     }
+
+    /// For each relation, whether some `.output` or `.printsize` relation depends on it
+    /// (is it, or reads it through rules, positively, negated or in an aggregate).
+    /// Soufflé removes the other relations before running (its redundant-relations
+    /// pass), so it never opens their `.input` files.
+    pub fn needed_for_outputs(&self) -> Vec<bool> {
+        let n = self.relations.len();
+        // Relations each relation's rules read.
+        let mut reads: Vec<Vec<RelId>> = vec![Vec::new(); n];
+        fn body_reads(body: &[Literal], out: &mut Vec<RelId>) {
+            for l in body {
+                match l {
+                    Literal::Atom(a) | Literal::Negation(a) => out.push(a.rel),
+                    Literal::Aggregate { body, .. } => body_reads(body, out),
+                    Literal::Compare { .. } | Literal::Predicate { .. } => {}
+                }
+            }
+        }
+        for rule in &self.rules {
+            if let Some(r) = reads.get_mut(rule.head.rel) {
+                body_reads(&rule.body, r);
+            }
+        }
+        let mut needed = vec![false; n];
+        let mut work: Vec<RelId> = (0..n)
+            .filter(|&r| !self.relations[r].outputs.is_empty() || self.relations[r].printsize)
+            .collect();
+        while let Some(r) = work.pop() {
+            if std::mem::replace(&mut needed[r], true) {
+                continue;
+            }
+            work.extend(reads[r].iter().copied().filter(|&x| !needed[x]));
+        }
+        needed
+    }
 }

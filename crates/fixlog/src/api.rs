@@ -48,11 +48,16 @@ pub struct RunOptions {
     /// Directory of `.input` files (Soufflé's `-F`). `None`: `.input` directives are
     /// ignored and only facts from the program and from [`Fixlog::insert`] are used.
     pub facts_dir: Option<PathBuf>,
+    /// A missing `.input` file is read as empty instead of being an error (Soufflé's
+    /// `-w`).
+    pub missing_inputs_empty: bool,
     /// Show progress (stratum, iteration, delta sizes) on stderr.
     pub progress: bool,
     /// Keep the tuples of `.output` relations only; the others are counted (for
     /// `.printsize` and [`Database::len`]) but not kept, which saves memory. Reading
-    /// such a relation with [`Database::relation`] then gives `None`.
+    /// such a relation with [`Database::relation`] then gives `None`. The `.input`
+    /// files of relations that no `.output`/`.printsize` relation depends on are then
+    /// not read (as in Soufflé, which removes such relations).
     pub outputs_only: bool,
 }
 
@@ -180,9 +185,22 @@ impl Fixlog {
             initial[fact.rel].push(&fact.values);
         }
         if let Some(dir) = &options.facts_dir {
+            // With only outputs kept (as Soufflé runs), relations no output depends on
+            // are not read: Soufflé removes them, so their files need not exist.
+            let needed = options
+                .outputs_only
+                .then(|| self.program.needed_for_outputs());
             for (rel, relation) in self.program.relations.iter().enumerate() {
+                if needed.as_ref().is_some_and(|n| !n[rel]) {
+                    continue;
+                }
                 for directive in &relation.inputs {
-                    io::read_input(relation, directive, dir, &symbols, &mut initial[rel])?;
+                    match io::read_input(relation, directive, dir, &symbols, &mut initial[rel]) {
+                        Err(Error::ReadFile { source, .. })
+                            if options.missing_inputs_empty
+                                && source.kind() == std::io::ErrorKind::NotFound => {}
+                        other => other?,
+                    }
                 }
             }
         }

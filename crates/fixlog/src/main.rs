@@ -45,6 +45,10 @@ enum Command {
         /// Never show the progress line.
         #[arg(long)]
         quiet: bool,
+        /// Disable warnings (Soufflé's `-w`): none are printed, and a missing `.input`
+        /// file is read as empty instead of being an error.
+        #[arg(short = 'w', long = "no-warn")]
+        no_warn: bool,
     },
     /// Print the strata and the plan of every rule variant.
     Explain {
@@ -256,7 +260,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             gpu_memory_limit,
             stats,
             quiet,
+            no_warn,
         } => {
+            fixlog_logical::value::set_runtime_warnings(!no_warn);
             if jobs == Some(0) {
                 return Err(Error::BadInput("-j must be at least 1".into()));
             }
@@ -271,6 +277,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 jobs,
                 facts_dir: Some(fact_dir),
                 progress: !quiet,
+                missing_inputs_empty: no_warn,
                 outputs_only: true,
             };
             let db = program.run(&options)?;

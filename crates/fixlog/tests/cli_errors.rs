@@ -347,6 +347,33 @@ fn missing_input_file() {
 }
 
 #[test]
+fn missing_input_of_a_relation_no_output_needs_is_not_read() {
+    // As Soufflé, which removes relations that no output depends on: `unused` is
+    // neither read nor an error; `e` is read.
+    let prog = ".decl e(x: number, y: number)\n.input e\n.decl unused(x: number)\n.input unused\n.decl r(x: number)\n.output r\nr(x) :- e(x, _).\n.decl dead(x: number)\ndead(x) :- unused(x).\n";
+    let o = run_program(&[("prog.dl", prog), ("facts/e.facts", "1\t2\n3\t4\n")]);
+    assert_eq!(o.code, Some(0), "stderr:\n{}", o.stderr);
+    assert_eq!(o.outputs, vec!["r.csv".to_string()]);
+}
+
+#[test]
+fn missing_input_file_with_w_is_empty() {
+    // Soufflé's `-w`: a missing fact file is read as empty, without a message.
+    let dir_files = [("prog.dl", SIMPLE), ("facts/other.facts", "")];
+    let o = run(&dir_files, &["run", "prog.dl", "-F", "facts", "-D", "out", "-w"]);
+    assert_eq!(o.code, Some(0), "stderr:\n{}", o.stderr);
+    assert_eq!(o.outputs, vec!["r.csv".to_string()]);
+    assert!(!o.stderr.contains("e.facts"), "{}", o.stderr);
+    // Without `-w` the same run is an error (see `missing_input_file`); a malformed
+    // file is an error with `-w` too.
+    let o = run(
+        &[("prog.dl", SIMPLE), ("facts/e.facts", "1\n")],
+        &["run", "prog.dl", "-F", "facts", "-D", "out", "-w"],
+    );
+    assert_failed(&o);
+}
+
+#[test]
 fn fact_line_with_too_few_columns() {
     let o = run_program(&[("prog.dl", SIMPLE), ("facts/e.facts", "1\t2\n3\n4\t5\n")]);
     assert_failed(&o);
