@@ -279,8 +279,7 @@ impl<'t> Parser<'t> {
             let start = self.pos;
             self.depth = 0;
             match self.item() {
-                Ok(Some(item)) => items.push(item),
-                Ok(None) => {}
+                Ok(more) => items.extend(more),
                 Err(d) => {
                     errors.push(d);
                     self.recover(start);
@@ -309,13 +308,15 @@ impl<'t> Parser<'t> {
         }
     }
 
-    fn item(&mut self) -> PResult<Option<Item>> {
+    fn item(&mut self) -> PResult<Vec<Item>> {
         match self.peek() {
             TokenKind::Directive(d) => {
                 let kw = self.bump().span;
                 match d.as_str() {
-                    "decl" => self.decl(kw).map(|d| Some(Item::Decl(d))),
-                    "type" => self.type_decl(kw).map(|t| Some(Item::Type(t))),
+                    "decl" => self
+                        .decl(kw)
+                        .map(|ds| ds.into_iter().map(Item::Decl).collect()),
+                    "type" => self.type_decl(kw).map(|t| vec![Item::Type(t)]),
                     "number_type" | "symbol_type" => {
                         let name = self.ident("a type name")?;
                         let base = if d == "number_type" {
@@ -323,26 +324,26 @@ impl<'t> Parser<'t> {
                         } else {
                             "symbol"
                         };
-                        Ok(Some(Item::Type(TypeDecl {
+                        Ok(vec![Item::Type(TypeDecl {
                             name,
                             def: TypeDef::Subtype(Ident {
                                 name: base.to_string(),
                                 span: kw,
                             }),
                             span: self.span_from(kw),
-                        })))
+                        })])
                     }
-                    "input" => self.directive(kw, DirectiveKind::Input).map(Some),
-                    "output" => self.directive(kw, DirectiveKind::Output).map(Some),
-                    "printsize" => self.directive(kw, DirectiveKind::PrintSize).map(Some),
-                    "limitsize" => self.directive(kw, DirectiveKind::LimitSize).map(Some),
+                    "input" => self.directive(kw, DirectiveKind::Input).map(|i| vec![i]),
+                    "output" => self.directive(kw, DirectiveKind::Output).map(|i| vec![i]),
+                    "printsize" => self.directive(kw, DirectiveKind::PrintSize).map(|i| vec![i]),
+                    "limitsize" => self.directive(kw, DirectiveKind::LimitSize).map(|i| vec![i]),
                     "include" => match self.peek() {
                         TokenKind::Str(path) => {
                             self.bump();
-                            Ok(Some(Item::Include {
+                            Ok(vec![Item::Include {
                                 path: path.clone(),
                                 span: self.span_from(kw),
-                            }))
+                            }])
                         }
                         _ => Err(self.expected("a file name in quotes after `.include`")),
                     },
@@ -355,12 +356,12 @@ impl<'t> Parser<'t> {
                         if n == 0 {
                             return Err(self.expected("a string after `.pragma`"));
                         }
-                        Ok(Some(Item::Pragma {
+                        Ok(vec![Item::Pragma {
                             span: self.span_from(kw),
-                        }))
+                        }])
                     }
-                    "functor" => self.functor(kw).map(Some),
-                    "plan" => self.plan().map(|_| None),
+                    "functor" => self.functor(kw).map(|i| vec![i]),
+                    "plan" => self.plan().map(|_| Vec::new()),
                     "once" => Err(Diagnostic::error(
                         "`.once` (include only once) is not supported",
                         kw,
@@ -371,7 +372,7 @@ impl<'t> Parser<'t> {
                     )),
                 }
             }
-            TokenKind::Ident(_) => self.clause().map(|c| Some(Item::Clause(c))),
+            TokenKind::Ident(_) => self.clause().map(|c| vec![Item::Clause(c)]),
             TokenKind::Dot => {
                 let t = self.tok();
                 match self.peek_n(1) {
@@ -389,8 +390,14 @@ impl<'t> Parser<'t> {
         }
     }
 
-    fn decl(&mut self, kw: Span) -> PResult<Decl> {
-        let name = self.ident("a relation name after `.decl`")?;
+    /// `.decl a(...) qualifiers` or, as Soufflé allows, `.decl a, b, c(...)`: several
+    /// relations with the same attributes and qualifiers (one [`Decl`] each, spanning
+    /// the whole declaration).
+    fn decl(&mut self, kw: Span) -> PResult<Vec<Decl>> {
+        let mut names = vec![self.ident("a relation name after `.decl`")?];
+        while self.eat(&TokenKind::Comma).is_some() {
+            names.push(self.ident("a relation name after `,`")?);
+        }
         self.expect(TokenKind::LParen)?;
         let mut attrs = Vec::new();
         if self.eat(&TokenKind::RParen).is_none() {
@@ -415,12 +422,16 @@ impl<'t> Parser<'t> {
             }
             qualifiers.push(self.ident("a qualifier")?);
         }
-        Ok(Decl {
-            name,
-            attrs,
-            qualifiers,
-            span: self.span_from(kw),
-        })
+        let span = self.span_from(kw);
+        Ok(names
+            .into_iter()
+            .map(|name| Decl {
+                name,
+                attrs: attrs.clone(),
+                qualifiers: qualifiers.clone(),
+                span,
+            })
+            .collect())
     }
 
     fn type_decl(&mut self, kw: Span) -> PResult<TypeDecl> {
@@ -1030,3 +1041,4 @@ impl<'t> Parser<'t> {
         })
     }
 }
+

@@ -558,6 +558,33 @@ fn error_negation_needs_atom() {
 }
 
 #[test]
+fn several_relations_in_one_declaration() {
+    let mut sm = SourceMap::new();
+    let p = parse_str("t.dl", ".decl a, b, c(x: number) btree", &mut sm).expect("parses");
+    let decls: Vec<(String, usize, usize)> = p
+        .items
+        .iter()
+        .map(|i| match i {
+            Item::Decl(d) => (d.name.name.clone(), d.attrs.len(), d.qualifiers.len()),
+            other => panic!("not a declaration: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        decls,
+        vec![
+            ("a".to_string(), 1, 1),
+            ("b".to_string(), 1, 1),
+            ("c".to_string(), 1, 1)
+        ]
+    );
+    let e = parse_errs(".decl a, (x: number)");
+    assert_eq!(
+        e[0].0,
+        "expected a relation name after `,`, found `(`"
+    );
+}
+
+#[test]
 fn error_number_too_large_for_lexer() {
     let e = parse_errs("a(99999999999999999999999).");
     assert_eq!(
