@@ -701,14 +701,31 @@ impl<'t> Parser<'t> {
             TokenKind::Bang => {
                 let bang = self.bump().span;
                 match (self.peek(), self.peek_n(1)) {
-                    (TokenKind::Ident(_), TokenKind::LParen) => {
-                        let atom = self.atom()?;
-                        Ok(Body::Literal(Literal::Negation {
-                            span: self.span_from(bang),
-                            atom,
-                        }))
+                    (TokenKind::Ident(name), TokenKind::LParen)
+                        if !UNSUPPORTED_TERMS.iter().any(|(n, _)| n == name) =>
+                    {
+                        let term = self.constraint_or_atom()?;
+                        Ok(match term {
+                            Body::Literal(Literal::Atom(atom)) => {
+                                Body::Literal(Literal::Negation {
+                                    span: self.span_from(bang),
+                                    atom,
+                                })
+                            }
+                            // `!f(x) < y` negates the comparison, as in Soufflé.
+                            other => negate(other),
+                        })
                     }
-                    _ => Err(self.expected("an atom after `!`")),
+                    // Soufflé's `! term`: a parenthesised formula, a comparison,
+                    // `true`/`false` or another negation, negated by De Morgan's laws
+                    // (`!(a, b)` is `!a ; !b`, `!(x < y)` is `x >= y`, `!!a` is `a`).
+                    _ if Self::starts_literal(self.peek()) => {
+                        self.enter()?;
+                        let term = self.literal();
+                        self.depth -= 1;
+                        Ok(negate(term?))
+                    }
+                    _ => Err(self.expected("an atom, a comparison or `(` after `!`")),
                 }
             }
             TokenKind::LParen => {
@@ -754,6 +771,10 @@ impl<'t> Parser<'t> {
             }
             _ => self.constraint_or_atom(),
         }
+    }
+
+    fn starts_literal(k: &TokenKind) -> bool {
+        Self::starts_expr(k) || matches!(k, TokenKind::Bang)
     }
 
     fn constraint_or_atom(&mut self) -> PResult<Body> {
@@ -1042,3 +1063,39 @@ impl<'t> Parser<'t> {
     }
 }
 
+/// The negation of a literal: an atom becomes a negated atom and back, a comparison
+/// its complement (`<` and `>=`, `=` and `!=`), `true` and `false` swap.
+fn negate_literal(l: Literal) -> Literal {
+    match l {
+        Literal::Atom(atom) => Literal::Negation {
+            span: atom.span,
+            atom,
+        },
+        Literal::Negation { atom, .. } => Literal::Atom(atom),
+        Literal::Compare { op, lhs, rhs, span } => Literal::Compare {
+            op: match op {
+                CmpOp::Eq => CmpOp::Ne,
+                CmpOp::Ne => CmpOp::Eq,
+                CmpOp::Lt => CmpOp::Ge,
+                CmpOp::Ge => CmpOp::Lt,
+                CmpOp::Le => CmpOp::Gt,
+                CmpOp::Gt => CmpOp::Le,
+            },
+            lhs,
+            rhs,
+            span,
+        },
+        Literal::Bool(b, span) => Literal::Bool(!b, span),
+    }
+}
+
+/// The negation of a formula by De Morgan's laws, as Soufflé's parser negates a `!`
+/// term (`RuleBody::negated`): `!(a, b)` is `!a ; !b` and `!(a ; b)` is `!a, !b`.
+/// Recursion follows the nesting of parentheses, which the parser bounds.
+fn negate(b: Body) -> Body {
+    match b {
+        Body::Literal(l) => Body::Literal(negate_literal(l)),
+        Body::And(parts, span) => Body::Or(parts.into_iter().map(negate).collect(), span),
+        Body::Or(parts, span) => Body::And(parts.into_iter().map(negate).collect(), span),
+    }
+}

@@ -547,11 +547,11 @@ fn error_unexpected_character_and_unknown_directive() {
 
 #[test]
 fn error_negation_needs_atom() {
-    let e = parse_errs("a(x) :- b(x), !x = 1.");
+    let e = parse_errs("a(x) :- b(x), !.");
     assert_eq!(
         e[0],
         (
-            "expected an atom after `!`, found identifier `x`".to_string(),
+            "expected an atom, a comparison or `(` after `!`, found `.`".to_string(),
             "t.dl:1:16".to_string()
         )
     );
@@ -582,6 +582,40 @@ fn several_relations_in_one_declaration() {
         e[0].0,
         "expected a relation name after `,`, found `(`"
     );
+}
+
+/// `!` negates any term, as in Soufflé: comparisons are complemented and formulas
+/// negated by De Morgan's laws.
+#[test]
+fn negation_of_any_term() {
+    let body = |text: &str| {
+        let mut sm = SourceMap::new();
+        let p = parse_str("t.dl", text, &mut sm).expect("parses");
+        match p.items.into_iter().next() {
+            Some(Item::Clause(Clause { body: Some(b), .. })) => b,
+            other => panic!("not a rule: {other:?}"),
+        }
+    };
+    let lits = |b: &Body| -> Vec<String> {
+        let one = |l: &Body| match l {
+            Body::Literal(Literal::Atom(a)) => a.name.name.clone(),
+            Body::Literal(Literal::Negation { atom, .. }) => format!("!{}", atom.name.name),
+            Body::Literal(Literal::Compare { op, .. }) => op.symbol().to_string(),
+            Body::Literal(Literal::Bool(v, _)) => v.to_string(),
+            other => format!("{other:?}"),
+        };
+        match b {
+            Body::And(ps, _) => ps.iter().map(one).map(|s| format!("and {s}")).collect(),
+            Body::Or(ps, _) => ps.iter().map(one).map(|s| format!("or {s}")).collect(),
+            l => vec![one(l)],
+        }
+    };
+    assert_eq!(lits(&body("r(x) :- !x = 1.")), vec!["!="]);
+    assert_eq!(lits(&body("r(x) :- !(x < 1).")), vec![">="]);
+    assert_eq!(lits(&body("r(x) :- !(a(x), b(x)).")), vec!["or !a", "or !b"]);
+    assert_eq!(lits(&body("r(x) :- !(a(x) ; !b(x)).")), vec!["and !a", "and b"]);
+    assert_eq!(lits(&body("r(x) :- !!a(x).")), vec!["a"]);
+    assert_eq!(lits(&body("r(x) :- !true.")), vec!["false"]);
 }
 
 #[test]
