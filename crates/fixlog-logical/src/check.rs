@@ -125,6 +125,7 @@ fn functor_result(f: ir::Functor) -> ColType {
         }
         ir::Functor::ToUnsigned => ColType::Unsigned,
         ir::Functor::ToFloat => ColType::Float,
+        ir::Functor::Convert(_, to) => to,
     }
 }
 
@@ -2193,25 +2194,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                                 .and_then(|a| self.infer(a))
                                 .unwrap_or(ColType::Number),
                         };
-                        match conversion(at, target) {
-                            Ok(f) => (f, vec![at]),
-                            Err(()) => {
-                                self.error(
-                                    Diagnostic::error(
-                                        format!(
-                                            "`{name}` cannot convert a `{}` to a `{}`",
-                                            type_name(at),
-                                            type_name(target)
-                                        ),
-                                        *s,
-                                    )
-                                    .with_help(
-                                        "supported conversions: symbol<->number (`to_number`, `to_string`), number<->float (`to_float`, `to_number`), number<->unsigned (`to_unsigned`, `to_number`)",
-                                    ),
-                                );
-                                return None;
-                            }
-                        }
+                        (conversion(at, target), vec![at])
                     }
                 };
                 let result = bi.result();
@@ -2494,20 +2477,19 @@ impl<'c, 'a> RuleCx<'c, 'a> {
     }
 }
 
-/// How a conversion `from -> to` is written with the IR's functors, whose evaluation
-/// ([`crate::value::eval_functor`]) reads the argument of `ToFloat` and `ToString` as a
-/// `number` and that of `ToInteger` as a `float`. `Ok(None)`: the bits stay as they are.
-/// `Err`: not expressible (unsigned<->float).
-fn conversion(from: ColType, to: ColType) -> Result<Option<ir::Functor>, ()> {
+/// How a conversion `from -> to` is written with the IR's functors: `Ok(None)` when
+/// the bits stay as they are (`number` <-> `unsigned`, identities). Every pair of types
+/// converts, as Soufflé's overloads of `to_number`, `to_unsigned`, `to_float` and
+/// `to_string` do (see [`crate::value::convert_souffle`]).
+fn conversion(from: ColType, to: ColType) -> Option<ir::Functor> {
     use ColType::*;
     match (from, to) {
-        (a, b) if a == b => Ok(None),
-        (Symbol, Number) => Ok(Some(ir::Functor::ToNumber)),
-        (Number, Symbol) => Ok(Some(ir::Functor::ToString)),
-        (Number, Unsigned) | (Unsigned, Number) => Ok(None),
-        (Number, Float) => Ok(Some(ir::Functor::ToFloat)),
-        (Float, Number) => Ok(Some(ir::Functor::ToInteger)),
-        _ => Err(()),
+        (a, b) if a == b => None,
+        (Number, Unsigned) | (Unsigned, Number) => None,
+        (Symbol, Number) => Some(ir::Functor::ToNumber),
+        (Number, Symbol) => Some(ir::Functor::ToString),
+        (Number, Float) => Some(ir::Functor::ToFloat),
+        (from, to) => Some(ir::Functor::Convert(from, to)),
     }
 }
 

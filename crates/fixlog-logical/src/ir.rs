@@ -270,8 +270,16 @@ pub enum Functor {
     /// types: the target type is the functor's.
     ToUnsigned,
     ToFloat,
-    /// float/unsigned -> number
+    /// float -> number, truncating and saturating (NaN gives 0). Not produced by the
+    /// checker any more (it writes `Convert(Float, Number)`, Soufflé's semantics); kept
+    /// for the CUDA code generator, which implements it on the device.
     ToInteger,
+    /// `Convert(from, to)`: a conversion as Soufflé's `to_number`, `to_unsigned`,
+    /// `to_float`, `to_string` (and `ftoi`, `ftou`, `utof`, ...) overloads compute it
+    /// (see [`crate::value::convert_souffle`]): float to integer as x86-64 truncates
+    /// (`cvttss2si`), unsigned to float rounded, numbers to their decimal text, text
+    /// parsed. The checker writes the conversions the functors above do not express.
+    Convert(ColType, ColType),
 }
 
 /// A stratum: a strongly connected component of the predicate dependency graph (or a

@@ -380,7 +380,76 @@ pub fn eval_functor(func: Functor, args: &[Value], symbols: &SymbolTable) -> Opt
         Functor::ToUnsigned => Some(convert(ColType::Number, ColType::Unsigned, arg(0)?)),
         Functor::ToFloat => Some(convert(ColType::Number, ColType::Float, arg(0)?)),
         Functor::ToInteger => Some(convert(ColType::Float, ColType::Number, arg(0)?)),
+        Functor::Convert(from, to) => convert_souffle(from, to, arg(0)?, symbols),
     }
+}
+
+/// A conversion as Soufflé 2.5 computes it (its functors `F2I`, `F2U`, `U2F`, `I2F`,
+/// `I2U`, `U2I`, `F2S`, `I2S`, `U2S`, `S2F`, `S2I`, `S2U`: a C++ `static_cast`, or
+/// `std::to_string`, or parsing), on x86-64 where the C++ is undefined:
+///
+/// - float to `number`: truncation toward zero; NaN and values out of the 32-bit range
+///   give `-2147483648` (`cvttss2si`'s "integer indefinite");
+/// - float to `unsigned`: compilers convert through a 64-bit signed integer and keep
+///   its low 32 bits, so `-1.5` gives 4294967295 and `5e9` gives 705032704; NaN and
+///   magnitudes of 2^63 and more give 0;
+/// - `unsigned`/`number` to float: rounded to nearest (even);
+/// - `number` <-> `unsigned`: the bits stay;
+/// - to `symbol`: `std::to_string`, so floats have six decimals (`2.500000`, `-0.000000`,
+///   `inf`, `nan`);
+/// - from `symbol`: parsed as [`parse_value`] reads a fact (`None`, dropping the tuple,
+///   where Soufflé prints an error and stops).
+pub fn convert_souffle(
+    from: ColType,
+    to: ColType,
+    v: Value,
+    symbols: &SymbolTable,
+) -> Option<Value> {
+    use ColType::*;
+    Some(match (from, to) {
+        (a, b) if a == b => v,
+        (Number, Unsigned) | (Unsigned, Number) => v,
+        (Number, Float) => from_f32(as_i32(v) as f32),
+        (Unsigned, Float) => from_f32(v as f32),
+        (Float, Number) => {
+            let x = as_f32(v);
+            if x.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&x) {
+                from_i32(i32::MIN)
+            } else {
+                from_i32(x as i32)
+            }
+        }
+        (Float, Unsigned) => {
+            let x = as_f32(v);
+            const TWO_63: f32 = 9_223_372_036_854_775_808.0;
+            if x.is_nan() || !(-TWO_63..TWO_63).contains(&x) {
+                0
+            } else {
+                (x as i64) as u32
+            }
+        }
+        (Number, Symbol) => symbols.intern(&as_i32(v).to_string()),
+        (Unsigned, Symbol) => symbols.intern(&v.to_string()),
+        (Float, Symbol) => {
+            let x = as_f32(v);
+            let text = if x.is_nan() {
+                if x.is_sign_negative() { "-nan" } else { "nan" }.to_string()
+            } else if x.is_infinite() {
+                if x < 0.0 { "-inf" } else { "inf" }.to_string()
+            } else {
+                let t = format!("{:.6}", x as f64);
+                if x == 0.0 && x.is_sign_negative() && !t.starts_with('-') {
+                    format!("-{t}")
+                } else {
+                    t
+                }
+            };
+            symbols.intern(&text)
+        }
+        (Symbol, t) => parse_value(&symbols.resolve(v), t, symbols).ok()?,
+        // Unreachable: every pair is above.
+        _ => v,
+    })
 }
 
 // ---- predicates --------------------------------------------------------------------
@@ -765,6 +834,48 @@ mod tests {
             f(u32::MAX as f32)
         );
         assert_eq!(convert(ColType::Float, ColType::Unsigned, f(-1.0)), 0);
+    }
+
+    #[test]
+    fn souffle_conversions() {
+        use ColType::*;
+        let t = SymbolTable::new();
+        let c = |from, to, v| convert_souffle(from, to, v, &t);
+        let text = |v: Option<Value>| v.map(|v| t.resolve(v).to_string());
+        // Float to number: truncation, x86-64's INT_MIN out of range and for NaN.
+        assert_eq!(c(Float, Number, f(-2.75)), Some(n(-2)));
+        assert_eq!(c(Float, Number, f(2147483520.0)), Some(n(2147483520)));
+        assert_eq!(c(Float, Number, f(2147483648.0)), Some(n(i32::MIN)));
+        assert_eq!(c(Float, Number, f(-2147483648.0)), Some(n(i32::MIN)));
+        assert_eq!(c(Float, Number, f(-3e9)), Some(n(i32::MIN)));
+        assert_eq!(c(Float, Number, f(f32::NAN)), Some(n(i32::MIN)));
+        // Float to unsigned: through a 64-bit integer, low 32 bits.
+        assert_eq!(c(Float, Unsigned, f(-1.5)), Some(u32::MAX));
+        assert_eq!(c(Float, Unsigned, f(5e9)), Some(705_032_704));
+        assert_eq!(c(Float, Unsigned, f(3e9)), Some(3_000_000_000));
+        assert_eq!(c(Float, Unsigned, f(1e20)), Some(0));
+        assert_eq!(c(Float, Unsigned, f(f32::NAN)), Some(0));
+        // Unsigned to float rounds to nearest even.
+        assert_eq!(c(Unsigned, Float, u32::MAX), Some(f(4294967296.0)));
+        assert_eq!(c(Unsigned, Float, 16_777_217), Some(f(16777216.0)));
+        assert_eq!(c(Number, Unsigned, n(-1)), Some(u32::MAX));
+        // To text: std::to_string.
+        assert_eq!(text(c(Float, Symbol, f(2.5))), Some("2.500000".into()));
+        assert_eq!(text(c(Float, Symbol, f(-0.0))), Some("-0.000000".into()));
+        assert_eq!(text(c(Float, Symbol, f(f32::INFINITY))), Some("inf".into()));
+        assert_eq!(text(c(Float, Symbol, f(f32::NAN))), Some("nan".into()));
+        assert_eq!(
+            text(c(Unsigned, Symbol, u32::MAX)),
+            Some("4294967295".into())
+        );
+        // From text.
+        assert_eq!(c(Symbol, Float, t.intern("2.25")), Some(f(2.25)));
+        assert_eq!(
+            c(Symbol, Unsigned, t.intern("4000000000")),
+            Some(4_000_000_000)
+        );
+        assert_eq!(c(Symbol, Unsigned, t.intern("-1")), None);
+        assert_eq!(c(Symbol, Float, t.intern("x")), None);
     }
 
     #[test]

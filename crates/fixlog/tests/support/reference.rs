@@ -320,6 +320,7 @@ fn expr_type(e: &Expr, rule: &Rule) -> ColType {
             }
             Functor::ToUnsigned => ColType::Unsigned,
             Functor::ToFloat => ColType::Float,
+            Functor::Convert(_, to) => *to,
         },
     }
 }
