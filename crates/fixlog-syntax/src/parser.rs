@@ -169,11 +169,20 @@ const MAX_DEPTH: usize = 256;
 /// Names that start a term of a Soufflé feature Fixlog lacks, with the feature (the
 /// error names what was used, not a neighbouring feature).
 const UNSUPPORTED_TERMS: &[(&str, &str)] = &[
-    ("nil", "`nil` (the empty record) is a record, and records are"),
+    (
+        "nil",
+        "`nil` (the empty record) is a record, and records are",
+    ),
     ("autoinc", "`autoinc()` (auto-increment counter) is"),
     ("as", "type casts (`as(value, Type)`) are"),
-    ("range", "`range(from, to)` (a functor with several results) is"),
-    ("__ITERATION__", "`__ITERATION__` (the iteration counter) is"),
+    (
+        "range",
+        "`range(from, to)` (a functor with several results) is",
+    ),
+    (
+        "__ITERATION__",
+        "`__ITERATION__` (the iteration counter) is",
+    ),
 ];
 
 /// `.decl` qualifiers that are recognised (and, except `eqrel`, ignored by the checker).
@@ -335,8 +344,12 @@ impl<'t> Parser<'t> {
                     }
                     "input" => self.directive(kw, DirectiveKind::Input).map(|i| vec![i]),
                     "output" => self.directive(kw, DirectiveKind::Output).map(|i| vec![i]),
-                    "printsize" => self.directive(kw, DirectiveKind::PrintSize).map(|i| vec![i]),
-                    "limitsize" => self.directive(kw, DirectiveKind::LimitSize).map(|i| vec![i]),
+                    "printsize" => self
+                        .directive(kw, DirectiveKind::PrintSize)
+                        .map(|i| vec![i]),
+                    "limitsize" => self
+                        .directive(kw, DirectiveKind::LimitSize)
+                        .map(|i| vec![i]),
                     "include" => match self.peek() {
                         TokenKind::Str(path) => {
                             self.bump();
@@ -948,9 +961,7 @@ impl<'t> Parser<'t> {
                 // `$Branch(args)` / `$Branch`: a constructor of an algebraic data type.
                 TokenKind::Ident(branch) if self.toks[self.pos + 1].span.start == t.span.end => {
                     Err(Diagnostic::error(
-                        format!(
-                            "algebraic data types are not supported (constructor `${branch}`)"
-                        ),
+                        format!("algebraic data types are not supported (constructor `${branch}`)"),
                         t.span.join(self.toks[self.pos + 1].span),
                     ))
                 }

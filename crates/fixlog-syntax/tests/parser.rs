@@ -578,10 +578,7 @@ fn several_relations_in_one_declaration() {
         ]
     );
     let e = parse_errs(".decl a, (x: number)");
-    assert_eq!(
-        e[0].0,
-        "expected a relation name after `,`, found `(`"
-    );
+    assert_eq!(e[0].0, "expected a relation name after `,`, found `(`");
 }
 
 /// `!` negates any term, as in Soufflé: comparisons are complemented and formulas
@@ -612,8 +609,14 @@ fn negation_of_any_term() {
     };
     assert_eq!(lits(&body("r(x) :- !x = 1.")), vec!["!="]);
     assert_eq!(lits(&body("r(x) :- !(x < 1).")), vec![">="]);
-    assert_eq!(lits(&body("r(x) :- !(a(x), b(x)).")), vec!["or !a", "or !b"]);
-    assert_eq!(lits(&body("r(x) :- !(a(x) ; !b(x)).")), vec!["and !a", "and b"]);
+    assert_eq!(
+        lits(&body("r(x) :- !(a(x), b(x)).")),
+        vec!["or !a", "or !b"]
+    );
+    assert_eq!(
+        lits(&body("r(x) :- !(a(x) ; !b(x)).")),
+        vec!["and !a", "and b"]
+    );
     assert_eq!(lits(&body("r(x) :- !!a(x).")), vec!["a"]);
     assert_eq!(lits(&body("r(x) :- !true.")), vec!["false"]);
 }
@@ -654,7 +657,10 @@ fn error_unsupported_syntax() {
         "algebraic data types are not supported (constructor `$Zero`)"
     );
     let e = parse_errs("a(x) :- b(x), x = autoinc().");
-    assert_eq!(e[0].0, "`autoinc()` (auto-increment counter) is not supported");
+    assert_eq!(
+        e[0].0,
+        "`autoinc()` (auto-increment counter) is not supported"
+    );
     let e = parse_errs("a(x) :- b(y), x = nil.");
     assert_eq!(
         e[0].0,
@@ -663,10 +669,7 @@ fn error_unsupported_syntax() {
     let e = parse_errs("a(x) :- b(x), x = [1, 2].");
     assert_eq!(e[0].0, "records (`[...]`) are not supported");
     let e = parse_errs("a(x) :- b(y), x = as(y, T).");
-    assert_eq!(
-        e[0].0,
-        "type casts (`as(value, Type)`) are not supported"
-    );
+    assert_eq!(e[0].0, "type casts (`as(value, Type)`) are not supported");
     let e = parse_errs("a(x) :- x = range(1, 5).");
     assert_eq!(
         e[0].0,

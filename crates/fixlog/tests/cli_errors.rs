@@ -360,7 +360,10 @@ fn missing_input_of_a_relation_no_output_needs_is_not_read() {
 fn missing_input_file_with_w_is_empty() {
     // Soufflé's `-w`: a missing fact file is read as empty, without a message.
     let dir_files = [("prog.dl", SIMPLE), ("facts/other.facts", "")];
-    let o = run(&dir_files, &["run", "prog.dl", "-F", "facts", "-D", "out", "-w"]);
+    let o = run(
+        &dir_files,
+        &["run", "prog.dl", "-F", "facts", "-D", "out", "-w"],
+    );
     assert_eq!(o.code, Some(0), "stderr:\n{}", o.stderr);
     assert_eq!(o.outputs, vec!["r.csv".to_string()]);
     assert!(!o.stderr.contains("e.facts"), "{}", o.stderr);
