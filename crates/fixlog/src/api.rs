@@ -51,13 +51,15 @@ pub struct RunOptions {
     /// A missing `.input` file is read as empty instead of being an error (Soufflé's
     /// `-w`).
     pub missing_inputs_empty: bool,
+    /// Read only the `.input` files of relations that some `.output` or `.printsize`
+    /// relation depends on, as Soufflé does (it removes the other relations, so their
+    /// files need not exist). The CLI sets it.
+    pub only_needed_inputs: bool,
     /// Show progress (stratum, iteration, delta sizes) on stderr.
     pub progress: bool,
     /// Keep the tuples of `.output` relations only; the others are counted (for
     /// `.printsize` and [`Database::len`]) but not kept, which saves memory. Reading
-    /// such a relation with [`Database::relation`] then gives `None`. The `.input`
-    /// files of relations that no `.output`/`.printsize` relation depends on are then
-    /// not read (as in Soufflé, which removes such relations).
+    /// such a relation with [`Database::relation`] then gives `None`.
     pub outputs_only: bool,
 }
 
@@ -185,10 +187,8 @@ impl Fixlog {
             initial[fact.rel].push(&fact.values);
         }
         if let Some(dir) = &options.facts_dir {
-            // With only outputs kept (as Soufflé runs), relations no output depends on
-            // are not read: Soufflé removes them, so their files need not exist.
             let needed = options
-                .outputs_only
+                .only_needed_inputs
                 .then(|| self.program.needed_for_outputs());
             for (rel, relation) in self.program.relations.iter().enumerate() {
                 if needed.as_ref().is_some_and(|n| !n[rel]) {

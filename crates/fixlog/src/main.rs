@@ -278,6 +278,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 facts_dir: Some(fact_dir),
                 progress: !quiet,
                 missing_inputs_empty: no_warn,
+                only_needed_inputs: true,
                 outputs_only: true,
             };
             let db = program.run(&options)?;
