@@ -75,18 +75,21 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         symbols: SymbolTable::new(),
         facts: Vec::new(),
         rules: Vec::new(),
+        warnings: Vec::new(),
     };
     ck.run(program);
     if !ck.errors.is_empty() {
         return Err(finish_errors(ck.errors));
     }
     let strata = stratify(&ck.relations, &ck.rules).map_err(|e| finish_errors(e.0))?;
+    let warnings = finish_errors(ck.warnings).0;
     Ok(ir::Program {
         relations: ck.relations,
         facts: ck.facts,
         rules: ck.rules,
         strata,
         symbols: ck.symbols,
+        warnings,
     })
 }
 
@@ -180,6 +183,8 @@ struct Checker<'a> {
     symbols: SymbolTable,
     facts: Vec<ir::Fact>,
     rules: Vec<ir::Rule>,
+    /// Soufflé's warnings (see [`ir::Program::warnings`]).
+    warnings: Vec<Diagnostic>,
 }
 
 fn builtin_type(name: &str) -> Option<ColType> {
@@ -265,6 +270,12 @@ impl<'a> Checker<'a> {
                 _ => {}
             }
         }
+        let mut has_clauses: HashSet<&str> = HashSet::new();
+        for item in &program.items {
+            if let ast::Item::Clause(c) = item {
+                has_clauses.extend(c.heads.iter().map(|h| h.name.name.as_str()));
+            }
+        }
         for item in &program.items {
             match item {
                 ast::Item::Directive(d) => self.directive(d),
@@ -274,6 +285,15 @@ impl<'a> Checker<'a> {
                     *span,
                 )),
                 _ => {}
+            }
+        }
+        // Soufflé's warning for relations that nothing fills.
+        for rel in &self.relations {
+            if rel.inputs.is_empty() && !has_clauses.contains(rel.name.as_str()) {
+                self.warnings.push(Diagnostic::error(
+                    format!("no rules/facts defined for relation `{}`", rel.name),
+                    rel.span,
+                ));
             }
         }
     }
@@ -528,6 +548,31 @@ impl<'a> Checker<'a> {
                 c.span,
             ));
             return;
+        }
+        // Soufflé's warning for variables that occur once, per rule the clause expands
+        // into (each head with each alternative of the body), aggregates included;
+        // names starting with `_` are exempt.
+        for head in &c.heads {
+            for conj in &conjuncts {
+                let mut occurrences = Vec::new();
+                let exprs = head
+                    .args
+                    .iter()
+                    .chain(conj.iter().flat_map(|l| literal_exprs(l)));
+                all_var_occurrences(exprs, &mut occurrences);
+                let mut count: HashMap<&str, (usize, Span)> = HashMap::new();
+                for (name, span) in occurrences {
+                    count.entry(name).or_insert((0, span)).0 += 1;
+                }
+                for (name, (n, span)) in count {
+                    if n == 1 && !name.starts_with('_') {
+                        self.warnings.push(Diagnostic::error(
+                            format!("variable `{name}` only occurs once"),
+                            span,
+                        ));
+                    }
+                }
+            }
         }
         for head in &c.heads {
             let Some(rel) = self.resolve_atom(head) else {
@@ -873,6 +918,29 @@ fn expr_parts<'e>(
             ast::Expr::Call { args, .. } => stack.extend(args.iter().rev()),
             ast::Expr::Aggregate { .. } => aggs.push(e),
             _ => {}
+        }
+    }
+}
+
+/// Every variable occurrence in `exprs`, those inside aggregates (their bodies and
+/// aggregated expressions) included, in no particular order.
+fn all_var_occurrences<'e>(
+    exprs: impl Iterator<Item = &'e ast::Expr>,
+    out: &mut Vec<(&'e str, Span)>,
+) {
+    let mut stack: Vec<&'e ast::Expr> = exprs.collect();
+    while let Some(e) = stack.pop() {
+        let mut aggs = Vec::new();
+        expr_parts(e, out, &mut aggs);
+        for a in aggs {
+            if let ast::Expr::Aggregate { arg, body, .. } = a {
+                stack.extend(arg.as_deref());
+                let mut lits = Vec::new();
+                body_literals(body, &mut lits);
+                for l in lits {
+                    stack.extend(literal_exprs(l));
+                }
+            }
         }
     }
 }

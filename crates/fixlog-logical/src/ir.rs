@@ -302,6 +302,10 @@ pub struct Program {
     pub strata: Vec<Stratum>,
     /// The symbols of the program text, interned. Loading facts adds more.
     pub symbols: SymbolTable,
+    /// Soufflé's warnings about the program (a variable that occurs only once in a
+    /// rule, a relation without rules or facts that is not an input), located, in
+    /// source order. They do not stop a run; the CLI prints them unless `-w`.
+    pub warnings: Vec<fixlog_syntax::Diagnostic>,
 }
 
 impl Program {

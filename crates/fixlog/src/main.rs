@@ -270,6 +270,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             phase("compiling", &program);
             let path = program;
             let program = Fixlog::from_file(&path)?;
+            if !no_warn {
+                eprint!("{}", warnings_text(&program));
+            }
             phase("running", &path);
             let options = RunOptions {
                 backend: backend.into(),
@@ -298,6 +301,24 @@ fn run(cli: Cli) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+/// Soufflé's warnings about the program, rendered (at most 20; then how many more).
+fn warnings_text(program: &Fixlog) -> String {
+    const MAX_SHOWN: usize = 20;
+    let warnings = &program.program().warnings;
+    let mut out: String = warnings
+        .iter()
+        .take(MAX_SHOWN)
+        .map(|w| w.render_warning(program.sources()))
+        .collect();
+    if warnings.len() > MAX_SHOWN {
+        out.push_str(&format!(
+            "warning: {} more warnings not shown (-w hides warnings)\n",
+            warnings.len() - MAX_SHOWN
+        ));
+    }
+    out
 }
 
 fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> String {

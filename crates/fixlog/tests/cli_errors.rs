@@ -377,6 +377,23 @@ fn missing_input_file_with_w_is_empty() {
 }
 
 #[test]
+fn warnings_do_not_fail_the_run_and_w_hides_them() {
+    let prog = ".decl e(x: number, y: number)\ne(1, 2).\n.decl r(x: number)\n.output r\nr(x) :- e(x, y).\n.decl unused(x: number)\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_eq!(o.code, Some(0), "stderr:\n{}", o.stderr);
+    assert_eq!(o.outputs, vec!["r.csv".to_string()]);
+    assert_points_at(&o, "prog.dl", prog, 5, &["y)"]);
+    assert_mentions(
+        &o,
+        &[&["warning: variable `y` only occurs once"], &["relation `unused`"]],
+    );
+    assert!(!o.stderr.contains("error"), "{}", o.stderr);
+    let o = run(&[("prog.dl", prog)], &["run", "prog.dl", "-D", "out", "-w"]);
+    assert_eq!(o.code, Some(0), "stderr:\n{}", o.stderr);
+    assert!(!o.stderr.contains("warning"), "{}", o.stderr);
+}
+
+#[test]
 fn fact_line_with_too_few_columns() {
     let o = run_program(&[("prog.dl", SIMPLE), ("facts/e.facts", "1\t2\n3\n4\t5\n")]);
     assert_failed(&o);
