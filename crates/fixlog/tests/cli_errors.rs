@@ -385,7 +385,10 @@ fn warnings_do_not_fail_the_run_and_w_hides_them() {
     assert_points_at(&o, "prog.dl", prog, 5, &["y)"]);
     assert_mentions(
         &o,
-        &[&["warning: variable `y` only occurs once"], &["relation `unused`"]],
+        &[
+            &["warning: variable `y` only occurs once"],
+            &["relation `unused`"],
+        ],
     );
     assert!(!o.stderr.contains("error"), "{}", o.stderr);
     let o = run(&[("prog.dl", prog)], &["run", "prog.dl", "-D", "out", "-w"]);
