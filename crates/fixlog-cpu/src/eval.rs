@@ -181,7 +181,7 @@ impl CCond {
                 else {
                     return false;
                 };
-                eval_predicate(*pred, &vals, syms) != *negated
+                eval_predicate(*pred, &vals, *negated, syms)
             }
         }
     }

@@ -172,7 +172,7 @@ fn holds(c: &Cond, t: &[Value], syms: &SymbolTable) -> bool {
             else {
                 return false;
             };
-            fixlog_logical::value::eval_predicate(*pred, &v, syms) != *negated
+            fixlog_logical::value::eval_predicate(*pred, &v, *negated, syms)
         }
     }
 }

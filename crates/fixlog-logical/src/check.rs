@@ -75,18 +75,21 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         symbols: SymbolTable::new(),
         facts: Vec::new(),
         rules: Vec::new(),
+        warnings: Vec::new(),
     };
     ck.run(program);
     if !ck.errors.is_empty() {
         return Err(finish_errors(ck.errors));
     }
     let strata = stratify(&ck.relations, &ck.rules).map_err(|e| finish_errors(e.0))?;
+    let warnings = finish_errors(ck.warnings).0;
     Ok(ir::Program {
         relations: ck.relations,
         facts: ck.facts,
         rules: ck.rules,
         strata,
         symbols: ck.symbols,
+        warnings,
     })
 }
 
@@ -125,6 +128,7 @@ fn functor_result(f: ir::Functor) -> ColType {
         }
         ir::Functor::ToUnsigned => ColType::Unsigned,
         ir::Functor::ToFloat => ColType::Float,
+        ir::Functor::Convert(_, to) => to,
     }
 }
 
@@ -179,6 +183,8 @@ struct Checker<'a> {
     symbols: SymbolTable,
     facts: Vec<ir::Fact>,
     rules: Vec<ir::Rule>,
+    /// Soufflé's warnings (see [`ir::Program::warnings`]).
+    warnings: Vec<Diagnostic>,
 }
 
 fn builtin_type(name: &str) -> Option<ColType> {
@@ -264,6 +270,12 @@ impl<'a> Checker<'a> {
                 _ => {}
             }
         }
+        let mut has_clauses: HashSet<&str> = HashSet::new();
+        for item in &program.items {
+            if let ast::Item::Clause(c) = item {
+                has_clauses.extend(c.heads.iter().map(|h| h.name.name.as_str()));
+            }
+        }
         for item in &program.items {
             match item {
                 ast::Item::Directive(d) => self.directive(d),
@@ -273,6 +285,15 @@ impl<'a> Checker<'a> {
                     *span,
                 )),
                 _ => {}
+            }
+        }
+        // Soufflé's warning for relations that nothing fills.
+        for rel in &self.relations {
+            if rel.inputs.is_empty() && !has_clauses.contains(rel.name.as_str()) {
+                self.warnings.push(Diagnostic::error(
+                    format!("no rules/facts defined for relation `{}`", rel.name),
+                    rel.span,
+                ));
             }
         }
     }
@@ -527,6 +548,31 @@ impl<'a> Checker<'a> {
                 c.span,
             ));
             return;
+        }
+        // Soufflé's warning for variables that occur once, per rule the clause expands
+        // into (each head with each alternative of the body), aggregates included;
+        // names starting with `_` are exempt.
+        for head in &c.heads {
+            for conj in &conjuncts {
+                let mut occurrences = Vec::new();
+                let exprs = head
+                    .args
+                    .iter()
+                    .chain(conj.iter().flat_map(|l| literal_exprs(l)));
+                all_var_occurrences(exprs, &mut occurrences);
+                let mut count: HashMap<&str, (usize, Span)> = HashMap::new();
+                for (name, span) in occurrences {
+                    count.entry(name).or_insert((0, span)).0 += 1;
+                }
+                for (name, (n, span)) in count {
+                    if n == 1 && !name.starts_with('_') {
+                        self.warnings.push(Diagnostic::error(
+                            format!("variable `{name}` only occurs once"),
+                            span,
+                        ));
+                    }
+                }
+            }
         }
         for head in &c.heads {
             let Some(rel) = self.resolve_atom(head) else {
@@ -872,6 +918,29 @@ fn expr_parts<'e>(
             ast::Expr::Call { args, .. } => stack.extend(args.iter().rev()),
             ast::Expr::Aggregate { .. } => aggs.push(e),
             _ => {}
+        }
+    }
+}
+
+/// Every variable occurrence in `exprs`, those inside aggregates (their bodies and
+/// aggregated expressions) included, in no particular order.
+fn all_var_occurrences<'e>(
+    exprs: impl Iterator<Item = &'e ast::Expr>,
+    out: &mut Vec<(&'e str, Span)>,
+) {
+    let mut stack: Vec<&'e ast::Expr> = exprs.collect();
+    while let Some(e) = stack.pop() {
+        let mut aggs = Vec::new();
+        expr_parts(e, out, &mut aggs);
+        for a in aggs {
+            if let ast::Expr::Aggregate { arg, body, .. } = a {
+                stack.extend(arg.as_deref());
+                let mut lits = Vec::new();
+                body_literals(body, &mut lits);
+                for l in lits {
+                    stack.extend(literal_exprs(l));
+                }
+            }
         }
     }
 }
@@ -1979,12 +2048,12 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             }
             LExpr::Call(bi, _, args, _) => {
                 let mut changed = false;
+                // The argument of `to_number` and the other overloaded conversions has
+                // its own type (a symbol is parsed, a float truncated, ...): nothing is
+                // pushed into it, so a variable bound elsewhere (`x = 2.5`,
+                // `m = mean ...`) keeps its type, as in Soufflé.
                 for (i, a) in args.iter().enumerate() {
-                    let t = match bi {
-                        Builtin::ToNumber if self.infer(a).is_none() => Some(ColType::Symbol),
-                        _ => bi.arg_type(i),
-                    };
-                    changed |= self.propagate(a, t);
+                    changed |= self.propagate(a, bi.arg_type(i));
                 }
                 changed
             }
@@ -2188,34 +2257,12 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                         let target = bi.result();
                         let at = match bi {
                             Builtin::Fixed(from, _) => *from,
-                            Builtin::ToNumber => args
-                                .first()
-                                .and_then(|a| self.infer(a))
-                                .unwrap_or(ColType::Symbol),
                             _ => args
                                 .first()
                                 .and_then(|a| self.infer(a))
                                 .unwrap_or(ColType::Number),
                         };
-                        match conversion(at, target) {
-                            Ok(f) => (f, vec![at]),
-                            Err(()) => {
-                                self.error(
-                                    Diagnostic::error(
-                                        format!(
-                                            "`{name}` cannot convert a `{}` to a `{}`",
-                                            type_name(at),
-                                            type_name(target)
-                                        ),
-                                        *s,
-                                    )
-                                    .with_help(
-                                        "supported conversions: symbol<->number (`to_number`, `to_string`), number<->float (`to_float`, `to_number`), number<->unsigned (`to_unsigned`, `to_number`)",
-                                    ),
-                                );
-                                return None;
-                            }
-                        }
+                        (conversion(at, target), vec![at])
                     }
                 };
                 let result = bi.result();
@@ -2498,20 +2545,19 @@ impl<'c, 'a> RuleCx<'c, 'a> {
     }
 }
 
-/// How a conversion `from -> to` is written with the IR's functors, whose evaluation
-/// ([`crate::value::eval_functor`]) reads the argument of `ToFloat` and `ToString` as a
-/// `number` and that of `ToInteger` as a `float`. `Ok(None)`: the bits stay as they are.
-/// `Err`: not expressible (unsigned<->float).
-fn conversion(from: ColType, to: ColType) -> Result<Option<ir::Functor>, ()> {
+/// How a conversion `from -> to` is written with the IR's functors: `Ok(None)` when
+/// the bits stay as they are (`number` <-> `unsigned`, identities). Every pair of types
+/// converts, as Soufflé's overloads of `to_number`, `to_unsigned`, `to_float` and
+/// `to_string` do (see [`crate::value::convert_souffle`]).
+fn conversion(from: ColType, to: ColType) -> Option<ir::Functor> {
     use ColType::*;
     match (from, to) {
-        (a, b) if a == b => Ok(None),
-        (Symbol, Number) => Ok(Some(ir::Functor::ToNumber)),
-        (Number, Symbol) => Ok(Some(ir::Functor::ToString)),
-        (Number, Unsigned) | (Unsigned, Number) => Ok(None),
-        (Number, Float) => Ok(Some(ir::Functor::ToFloat)),
-        (Float, Number) => Ok(Some(ir::Functor::ToInteger)),
-        _ => Err(()),
+        (a, b) if a == b => None,
+        (Number, Unsigned) | (Unsigned, Number) => None,
+        (Symbol, Number) => Some(ir::Functor::ToNumber),
+        (Number, Symbol) => Some(ir::Functor::ToString),
+        (Number, Float) => Some(ir::Functor::ToFloat),
+        (from, to) => Some(ir::Functor::Convert(from, to)),
     }
 }
 

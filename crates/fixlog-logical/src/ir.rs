@@ -270,8 +270,16 @@ pub enum Functor {
     /// types: the target type is the functor's.
     ToUnsigned,
     ToFloat,
-    /// float/unsigned -> number
+    /// float -> number, truncating and saturating (NaN gives 0). Not produced by the
+    /// checker any more (it writes `Convert(Float, Number)`, Soufflé's semantics); kept
+    /// for the CUDA code generator, which implements it on the device.
     ToInteger,
+    /// `Convert(from, to)`: a conversion as Soufflé's `to_number`, `to_unsigned`,
+    /// `to_float`, `to_string` (and `ftoi`, `ftou`, `utof`, ...) overloads compute it
+    /// (see [`crate::value::convert_souffle`]): float to integer as x86-64 truncates
+    /// (`cvttss2si`), unsigned to float rounded, numbers to their decimal text, text
+    /// parsed. The checker writes the conversions the functors above do not express.
+    Convert(ColType, ColType),
 }
 
 /// A stratum: a strongly connected component of the predicate dependency graph (or a
@@ -294,10 +302,49 @@ pub struct Program {
     pub strata: Vec<Stratum>,
     /// The symbols of the program text, interned. Loading facts adds more.
     pub symbols: SymbolTable,
+    /// Soufflé's warnings about the program (a variable that occurs only once in a
+    /// rule, a relation without rules or facts that is not an input), located, in
+    /// source order. They do not stop a run; the CLI prints them unless `-w`.
+    pub warnings: Vec<fixlog_syntax::Diagnostic>,
 }
 
 impl Program {
     pub fn relation_id(&self, name: &str) -> Option<RelId> {
         self.relations.iter().position(|r| r.name == name)
+    }
+
+    /// For each relation, whether some `.output` or `.printsize` relation depends on it
+    /// (is it, or reads it through rules, positively, negated or in an aggregate).
+    /// Soufflé removes the other relations before running (its redundant-relations
+    /// pass), so it never opens their `.input` files.
+    pub fn needed_for_outputs(&self) -> Vec<bool> {
+        let n = self.relations.len();
+        // Relations each relation's rules read.
+        let mut reads: Vec<Vec<RelId>> = vec![Vec::new(); n];
+        fn body_reads(body: &[Literal], out: &mut Vec<RelId>) {
+            for l in body {
+                match l {
+                    Literal::Atom(a) | Literal::Negation(a) => out.push(a.rel),
+                    Literal::Aggregate { body, .. } => body_reads(body, out),
+                    Literal::Compare { .. } | Literal::Predicate { .. } => {}
+                }
+            }
+        }
+        for rule in &self.rules {
+            if let Some(r) = reads.get_mut(rule.head.rel) {
+                body_reads(&rule.body, r);
+            }
+        }
+        let mut needed = vec![false; n];
+        let mut work: Vec<RelId> = (0..n)
+            .filter(|&r| !self.relations[r].outputs.is_empty() || self.relations[r].printsize)
+            .collect();
+        while let Some(r) = work.pop() {
+            if std::mem::replace(&mut needed[r], true) {
+                continue;
+            }
+            work.extend(reads[r].iter().copied().filter(|&x| !needed[x]));
+        }
+        needed
     }
 }

@@ -361,6 +361,7 @@ impl RulePlanner<'_> {
                 }
                 Functor::ToUnsigned => ColType::Unsigned,
                 Functor::ToFloat => ColType::Float,
+                Functor::Convert(_, to) => *to,
             }),
         }
     }

@@ -107,8 +107,17 @@ impl Diagnostic {
 
     /// Render as text (no colour), ending with a newline.
     pub fn render(&self, sources: &SourceMap) -> String {
+        self.render_as("error", sources)
+    }
+
+    /// Render as a warning (`warning: ...`), otherwise as [`Diagnostic::render`].
+    pub fn render_warning(&self, sources: &SourceMap) -> String {
+        self.render_as("warning", sources)
+    }
+
+    fn render_as(&self, severity: &str, sources: &SourceMap) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "error: {}", self.message);
+        let _ = writeln!(out, "{severity}: {}", self.message);
         if let Some(span) = self.span {
             let file = sources.file(span.file);
             let (line, col) = file.line_col(span.start as usize);

@@ -166,6 +166,25 @@ struct Parser<'t> {
 /// Deepest nesting of parentheses, braces and operators accepted.
 const MAX_DEPTH: usize = 256;
 
+/// Names that start a term of a Soufflé feature Fixlog lacks, with the feature (the
+/// error names what was used, not a neighbouring feature).
+const UNSUPPORTED_TERMS: &[(&str, &str)] = &[
+    (
+        "nil",
+        "`nil` (the empty record) is a record, and records are",
+    ),
+    ("autoinc", "`autoinc()` (auto-increment counter) is"),
+    ("as", "type casts (`as(value, Type)`) are"),
+    (
+        "range",
+        "`range(from, to)` (a functor with several results) is",
+    ),
+    (
+        "__ITERATION__",
+        "`__ITERATION__` (the iteration counter) is",
+    ),
+];
+
 /// `.decl` qualifiers that are recognised (and, except `eqrel`, ignored by the checker).
 const QUALIFIERS: &[&str] = &[
     "btree",
@@ -269,8 +288,7 @@ impl<'t> Parser<'t> {
             let start = self.pos;
             self.depth = 0;
             match self.item() {
-                Ok(Some(item)) => items.push(item),
-                Ok(None) => {}
+                Ok(more) => items.extend(more),
                 Err(d) => {
                     errors.push(d);
                     self.recover(start);
@@ -299,13 +317,15 @@ impl<'t> Parser<'t> {
         }
     }
 
-    fn item(&mut self) -> PResult<Option<Item>> {
+    fn item(&mut self) -> PResult<Vec<Item>> {
         match self.peek() {
             TokenKind::Directive(d) => {
                 let kw = self.bump().span;
                 match d.as_str() {
-                    "decl" => self.decl(kw).map(|d| Some(Item::Decl(d))),
-                    "type" => self.type_decl(kw).map(|t| Some(Item::Type(t))),
+                    "decl" => self
+                        .decl(kw)
+                        .map(|ds| ds.into_iter().map(Item::Decl).collect()),
+                    "type" => self.type_decl(kw).map(|t| vec![Item::Type(t)]),
                     "number_type" | "symbol_type" => {
                         let name = self.ident("a type name")?;
                         let base = if d == "number_type" {
@@ -313,26 +333,30 @@ impl<'t> Parser<'t> {
                         } else {
                             "symbol"
                         };
-                        Ok(Some(Item::Type(TypeDecl {
+                        Ok(vec![Item::Type(TypeDecl {
                             name,
                             def: TypeDef::Subtype(Ident {
                                 name: base.to_string(),
                                 span: kw,
                             }),
                             span: self.span_from(kw),
-                        })))
+                        })])
                     }
-                    "input" => self.directive(kw, DirectiveKind::Input).map(Some),
-                    "output" => self.directive(kw, DirectiveKind::Output).map(Some),
-                    "printsize" => self.directive(kw, DirectiveKind::PrintSize).map(Some),
-                    "limitsize" => self.directive(kw, DirectiveKind::LimitSize).map(Some),
+                    "input" => self.directive(kw, DirectiveKind::Input).map(|i| vec![i]),
+                    "output" => self.directive(kw, DirectiveKind::Output).map(|i| vec![i]),
+                    "printsize" => self
+                        .directive(kw, DirectiveKind::PrintSize)
+                        .map(|i| vec![i]),
+                    "limitsize" => self
+                        .directive(kw, DirectiveKind::LimitSize)
+                        .map(|i| vec![i]),
                     "include" => match self.peek() {
                         TokenKind::Str(path) => {
                             self.bump();
-                            Ok(Some(Item::Include {
+                            Ok(vec![Item::Include {
                                 path: path.clone(),
                                 span: self.span_from(kw),
-                            }))
+                            }])
                         }
                         _ => Err(self.expected("a file name in quotes after `.include`")),
                     },
@@ -345,19 +369,23 @@ impl<'t> Parser<'t> {
                         if n == 0 {
                             return Err(self.expected("a string after `.pragma`"));
                         }
-                        Ok(Some(Item::Pragma {
+                        Ok(vec![Item::Pragma {
                             span: self.span_from(kw),
-                        }))
+                        }])
                     }
-                    "functor" => self.functor(kw).map(Some),
-                    "plan" => self.plan().map(|_| None),
+                    "functor" => self.functor(kw).map(|i| vec![i]),
+                    "plan" => self.plan().map(|_| Vec::new()),
+                    "once" => Err(Diagnostic::error(
+                        "`.once` (include only once) is not supported",
+                        kw,
+                    )),
                     other => Err(Diagnostic::error(
                         format!("`.{other}` (components and related directives) is not supported"),
                         kw,
                     )),
                 }
             }
-            TokenKind::Ident(_) => self.clause().map(|c| Some(Item::Clause(c))),
+            TokenKind::Ident(_) => self.clause().map(|c| vec![Item::Clause(c)]),
             TokenKind::Dot => {
                 let t = self.tok();
                 match self.peek_n(1) {
@@ -375,8 +403,14 @@ impl<'t> Parser<'t> {
         }
     }
 
-    fn decl(&mut self, kw: Span) -> PResult<Decl> {
-        let name = self.ident("a relation name after `.decl`")?;
+    /// `.decl a(...) qualifiers` or, as Soufflé allows, `.decl a, b, c(...)`: several
+    /// relations with the same attributes and qualifiers (one [`Decl`] each, spanning
+    /// the whole declaration).
+    fn decl(&mut self, kw: Span) -> PResult<Vec<Decl>> {
+        let mut names = vec![self.ident("a relation name after `.decl`")?];
+        while self.eat(&TokenKind::Comma).is_some() {
+            names.push(self.ident("a relation name after `,`")?);
+        }
         self.expect(TokenKind::LParen)?;
         let mut attrs = Vec::new();
         if self.eat(&TokenKind::RParen).is_none() {
@@ -401,12 +435,16 @@ impl<'t> Parser<'t> {
             }
             qualifiers.push(self.ident("a qualifier")?);
         }
-        Ok(Decl {
-            name,
-            attrs,
-            qualifiers,
-            span: self.span_from(kw),
-        })
+        let span = self.span_from(kw);
+        Ok(names
+            .into_iter()
+            .map(|name| Decl {
+                name,
+                attrs: attrs.clone(),
+                qualifiers: qualifiers.clone(),
+                span,
+            })
+            .collect())
     }
 
     fn type_decl(&mut self, kw: Span) -> PResult<TypeDecl> {
@@ -676,14 +714,31 @@ impl<'t> Parser<'t> {
             TokenKind::Bang => {
                 let bang = self.bump().span;
                 match (self.peek(), self.peek_n(1)) {
-                    (TokenKind::Ident(_), TokenKind::LParen) => {
-                        let atom = self.atom()?;
-                        Ok(Body::Literal(Literal::Negation {
-                            span: self.span_from(bang),
-                            atom,
-                        }))
+                    (TokenKind::Ident(name), TokenKind::LParen)
+                        if !UNSUPPORTED_TERMS.iter().any(|(n, _)| n == name) =>
+                    {
+                        let term = self.constraint_or_atom()?;
+                        Ok(match term {
+                            Body::Literal(Literal::Atom(atom)) => {
+                                Body::Literal(Literal::Negation {
+                                    span: self.span_from(bang),
+                                    atom,
+                                })
+                            }
+                            // `!f(x) < y` negates the comparison, as in Soufflé.
+                            other => negate(other),
+                        })
                     }
-                    _ => Err(self.expected("an atom after `!`")),
+                    // Soufflé's `! term`: a parenthesised formula, a comparison,
+                    // `true`/`false` or another negation, negated by De Morgan's laws
+                    // (`!(a, b)` is `!a ; !b`, `!(x < y)` is `x >= y`, `!!a` is `a`).
+                    _ if Self::starts_literal(self.peek()) => {
+                        self.enter()?;
+                        let term = self.literal();
+                        self.depth -= 1;
+                        Ok(negate(term?))
+                    }
+                    _ => Err(self.expected("an atom, a comparison or `(` after `!`")),
                 }
             }
             TokenKind::LParen => {
@@ -729,6 +784,10 @@ impl<'t> Parser<'t> {
             }
             _ => self.constraint_or_atom(),
         }
+    }
+
+    fn starts_literal(k: &TokenKind) -> bool {
+        Self::starts_expr(k) || matches!(k, TokenKind::Bang)
     }
 
     fn constraint_or_atom(&mut self) -> PResult<Body> {
@@ -898,14 +957,33 @@ impl<'t> Parser<'t> {
                     span: self.span_from(t.span),
                 })
             }
-            TokenKind::Dollar => Err(Diagnostic::error(
-                "`$` (auto-increment counter) is not supported",
-                t.span,
-            )),
+            TokenKind::Dollar => match self.peek_n(1) {
+                // `$Branch(args)` / `$Branch`: a constructor of an algebraic data type.
+                TokenKind::Ident(branch) if self.toks[self.pos + 1].span.start == t.span.end => {
+                    Err(Diagnostic::error(
+                        format!("algebraic data types are not supported (constructor `${branch}`)"),
+                        t.span.join(self.toks[self.pos + 1].span),
+                    ))
+                }
+                _ => Err(Diagnostic::error(
+                    "`$` (auto-increment counter) is not supported",
+                    t.span,
+                )),
+            },
             TokenKind::LBracket => Err(Diagnostic::error(
                 "records (`[...]`) are not supported",
                 t.span,
             )),
+            TokenKind::Ident(name)
+                if (name == "nil" || self.peek_n(1) == &TokenKind::LParen)
+                    && UNSUPPORTED_TERMS.iter().any(|(n, _)| n == name) =>
+            {
+                let what = UNSUPPORTED_TERMS
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or("", |(_, w)| *w);
+                Err(Diagnostic::error(format!("{what} not supported"), t.span))
+            }
             TokenKind::Ident(name) => {
                 let ident = Ident {
                     name: name.clone(),
@@ -993,5 +1071,42 @@ impl<'t> Parser<'t> {
             body: Box::new(body),
             span: self.span_from(start),
         })
+    }
+}
+
+/// The negation of a literal: an atom becomes a negated atom and back, a comparison
+/// its complement (`<` and `>=`, `=` and `!=`), `true` and `false` swap.
+fn negate_literal(l: Literal) -> Literal {
+    match l {
+        Literal::Atom(atom) => Literal::Negation {
+            span: atom.span,
+            atom,
+        },
+        Literal::Negation { atom, .. } => Literal::Atom(atom),
+        Literal::Compare { op, lhs, rhs, span } => Literal::Compare {
+            op: match op {
+                CmpOp::Eq => CmpOp::Ne,
+                CmpOp::Ne => CmpOp::Eq,
+                CmpOp::Lt => CmpOp::Ge,
+                CmpOp::Ge => CmpOp::Lt,
+                CmpOp::Le => CmpOp::Gt,
+                CmpOp::Gt => CmpOp::Le,
+            },
+            lhs,
+            rhs,
+            span,
+        },
+        Literal::Bool(b, span) => Literal::Bool(!b, span),
+    }
+}
+
+/// The negation of a formula by De Morgan's laws, as Soufflé's parser negates a `!`
+/// term (`RuleBody::negated`): `!(a, b)` is `!a ; !b` and `!(a ; b)` is `!a, !b`.
+/// Recursion follows the nesting of parentheses, which the parser bounds.
+fn negate(b: Body) -> Body {
+    match b {
+        Body::Literal(l) => Body::Literal(negate_literal(l)),
+        Body::And(parts, span) => Body::Or(parts.into_iter().map(negate).collect(), span),
+        Body::Or(parts, span) => Body::And(parts.into_iter().map(negate).collect(), span),
     }
 }

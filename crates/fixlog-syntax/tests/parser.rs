@@ -547,14 +547,78 @@ fn error_unexpected_character_and_unknown_directive() {
 
 #[test]
 fn error_negation_needs_atom() {
-    let e = parse_errs("a(x) :- b(x), !x = 1.");
+    let e = parse_errs("a(x) :- b(x), !.");
     assert_eq!(
         e[0],
         (
-            "expected an atom after `!`, found identifier `x`".to_string(),
+            "expected an atom, a comparison or `(` after `!`, found `.`".to_string(),
             "t.dl:1:16".to_string()
         )
     );
+}
+
+#[test]
+fn several_relations_in_one_declaration() {
+    let mut sm = SourceMap::new();
+    let p = parse_str("t.dl", ".decl a, b, c(x: number) btree", &mut sm).expect("parses");
+    let decls: Vec<(String, usize, usize)> = p
+        .items
+        .iter()
+        .map(|i| match i {
+            Item::Decl(d) => (d.name.name.clone(), d.attrs.len(), d.qualifiers.len()),
+            other => panic!("not a declaration: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        decls,
+        vec![
+            ("a".to_string(), 1, 1),
+            ("b".to_string(), 1, 1),
+            ("c".to_string(), 1, 1)
+        ]
+    );
+    let e = parse_errs(".decl a, (x: number)");
+    assert_eq!(e[0].0, "expected a relation name after `,`, found `(`");
+}
+
+/// `!` negates any term, as in Soufflé: comparisons are complemented and formulas
+/// negated by De Morgan's laws.
+#[test]
+fn negation_of_any_term() {
+    let body = |text: &str| {
+        let mut sm = SourceMap::new();
+        let p = parse_str("t.dl", text, &mut sm).expect("parses");
+        match p.items.into_iter().next() {
+            Some(Item::Clause(Clause { body: Some(b), .. })) => b,
+            other => panic!("not a rule: {other:?}"),
+        }
+    };
+    let lits = |b: &Body| -> Vec<String> {
+        let one = |l: &Body| match l {
+            Body::Literal(Literal::Atom(a)) => a.name.name.clone(),
+            Body::Literal(Literal::Negation { atom, .. }) => format!("!{}", atom.name.name),
+            Body::Literal(Literal::Compare { op, .. }) => op.symbol().to_string(),
+            Body::Literal(Literal::Bool(v, _)) => v.to_string(),
+            other => format!("{other:?}"),
+        };
+        match b {
+            Body::And(ps, _) => ps.iter().map(one).map(|s| format!("and {s}")).collect(),
+            Body::Or(ps, _) => ps.iter().map(one).map(|s| format!("or {s}")).collect(),
+            l => vec![one(l)],
+        }
+    };
+    assert_eq!(lits(&body("r(x) :- !x = 1.")), vec!["!="]);
+    assert_eq!(lits(&body("r(x) :- !(x < 1).")), vec![">="]);
+    assert_eq!(
+        lits(&body("r(x) :- !(a(x), b(x)).")),
+        vec!["or !a", "or !b"]
+    );
+    assert_eq!(
+        lits(&body("r(x) :- !(a(x) ; !b(x)).")),
+        vec!["and !a", "and b"]
+    );
+    assert_eq!(lits(&body("r(x) :- !!a(x).")), vec!["a"]);
+    assert_eq!(lits(&body("r(x) :- !true.")), vec!["false"]);
 }
 
 #[test]
@@ -578,6 +642,44 @@ fn error_unsupported_syntax() {
         e[0].0,
         "`.comp` (components and related directives) is not supported"
     );
+    // Each error names the feature actually used.
+    let e = parse_errs("a(x) :- b(y), x = $Succ(y).");
+    assert_eq!(
+        e[0],
+        (
+            "algebraic data types are not supported (constructor `$Succ`)".to_string(),
+            "t.dl:1:19".to_string()
+        )
+    );
+    let e = parse_errs("a($Zero).");
+    assert_eq!(
+        e[0].0,
+        "algebraic data types are not supported (constructor `$Zero`)"
+    );
+    let e = parse_errs("a(x) :- b(x), x = autoinc().");
+    assert_eq!(
+        e[0].0,
+        "`autoinc()` (auto-increment counter) is not supported"
+    );
+    let e = parse_errs("a(x) :- b(y), x = nil.");
+    assert_eq!(
+        e[0].0,
+        "`nil` (the empty record) is a record, and records are not supported"
+    );
+    let e = parse_errs("a(x) :- b(x), x = [1, 2].");
+    assert_eq!(e[0].0, "records (`[...]`) are not supported");
+    let e = parse_errs("a(x) :- b(y), x = as(y, T).");
+    assert_eq!(e[0].0, "type casts (`as(value, Type)`) are not supported");
+    let e = parse_errs("a(x) :- x = range(1, 5).");
+    assert_eq!(
+        e[0].0,
+        "`range(from, to)` (a functor with several results) is not supported"
+    );
+    let e = parse_errs(".once\na(1).");
+    assert_eq!(e[0].0, "`.once` (include only once) is not supported");
+    // `as`, `range` and `autoinc` not followed by `(` are names as before.
+    let mut sm = SourceMap::new();
+    assert!(parse_str("t.dl", "a(as, range) :- b(as, range).", &mut sm).is_ok());
     let e = parse_errs("#define X 1\n");
     assert_eq!(
         e[0].0,

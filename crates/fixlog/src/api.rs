@@ -52,6 +52,13 @@ pub struct RunOptions {
     /// Directory of `.input` files (Soufflé's `-F`). `None`: `.input` directives are
     /// ignored and only facts from the program and from [`Fixlog::insert`] are used.
     pub facts_dir: Option<PathBuf>,
+    /// A missing `.input` file is read as empty instead of being an error (Soufflé's
+    /// `-w`).
+    pub missing_inputs_empty: bool,
+    /// Read only the `.input` files of relations that some `.output` or `.printsize`
+    /// relation depends on, as Soufflé does (it removes the other relations, so their
+    /// files need not exist). The CLI sets it.
+    pub only_needed_inputs: bool,
     /// Show progress (stratum, iteration, delta sizes) on stderr.
     pub progress: bool,
     /// Keep the tuples of `.output` relations only; the others are counted (for
@@ -201,9 +208,20 @@ impl Fixlog {
             initial[fact.rel].push(&fact.values);
         }
         if let Some(dir) = &options.facts_dir {
+            let needed = options
+                .only_needed_inputs
+                .then(|| self.program.needed_for_outputs());
             for (rel, relation) in self.program.relations.iter().enumerate() {
+                if needed.as_ref().is_some_and(|n| !n[rel]) {
+                    continue;
+                }
                 for directive in &relation.inputs {
-                    io::read_input(relation, directive, dir, &symbols, &mut initial[rel])?;
+                    match io::read_input(relation, directive, dir, &symbols, &mut initial[rel]) {
+                        Err(Error::ReadFile { source, .. })
+                            if options.missing_inputs_empty
+                                && source.kind() == std::io::ErrorKind::NotFound => {}
+                        other => other?,
+                    }
                 }
             }
         }

@@ -50,6 +50,10 @@ enum Command {
         /// Never show the progress line.
         #[arg(long)]
         quiet: bool,
+        /// Disable warnings (Soufflé's `-w`): none are printed, and a missing `.input`
+        /// file is read as empty instead of being an error.
+        #[arg(short = 'w', long = "no-warn")]
+        no_warn: bool,
     },
     /// Print the strata and the plan of every rule variant.
     Explain {
@@ -262,7 +266,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             memory_limit,
             stats,
             quiet,
+            no_warn,
         } => {
+            fixlog_logical::value::set_runtime_warnings(!no_warn);
             if jobs == Some(0) {
                 return Err(Error::BadInput("-j must be at least 1".into()));
             }
@@ -276,6 +282,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             let program = Fixlog::from_file(&path)?;
             // Like Soufflé: a missing or unusable -D is an error before evaluating.
             program.check_outputs(&output_dir)?;
+            if !no_warn {
+                eprint!("{}", warnings_text(&program));
+            }
             phase("running", &path);
             let options = RunOptions {
                 backend: backend.into(),
@@ -284,6 +293,8 @@ fn run(cli: Cli) -> Result<(), Error> {
                 jobs,
                 facts_dir: Some(fact_dir),
                 progress: !quiet,
+                missing_inputs_empty: no_warn,
+                only_needed_inputs: true,
                 outputs_only: true,
             };
             let db = program.run(&options)?;
@@ -303,6 +314,24 @@ fn run(cli: Cli) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+/// Soufflé's warnings about the program, rendered (at most 20; then how many more).
+fn warnings_text(program: &Fixlog) -> String {
+    const MAX_SHOWN: usize = 20;
+    let warnings = &program.program().warnings;
+    let mut out: String = warnings
+        .iter()
+        .take(MAX_SHOWN)
+        .map(|w| w.render_warning(program.sources()))
+        .collect();
+    if warnings.len() > MAX_SHOWN {
+        out.push_str(&format!(
+            "warning: {} more warnings not shown (-w hides warnings)\n",
+            warnings.len() - MAX_SHOWN
+        ));
+    }
+    out
 }
 
 fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> String {

@@ -147,6 +147,18 @@ fn syntax_error() {
 }
 
 #[test]
+fn unsupported_feature_is_named() {
+    // An ADT constructor is reported as such (it was once called an auto-increment
+    // counter).
+    let prog = ".decl n(x: number)\nn(1).\n.decl s(x: number)\ns(x) :- n(y), x = $Succ(y).\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 4, &["$Succ"]);
+    assert_mentions(&o, &[&["algebraic data type"], &["$Succ"]]);
+    assert!(!o.stderr.contains("auto-increment"), "{}", o.stderr);
+}
+
+#[test]
 fn syntax_error_unterminated_clause() {
     let prog = ".decl e(x: number)\ne(1)\n.decl f(x: number)\n";
     let o = run_program(&[("prog.dl", prog)]);
@@ -335,6 +347,56 @@ fn missing_input_file() {
     );
     assert_failed(&o);
     assert_mentions(&o, &[&["facts/e.facts"]]);
+}
+
+#[test]
+fn missing_input_of_a_relation_no_output_needs_is_not_read() {
+    // As Soufflé, which removes relations that no output depends on: `unused` is
+    // neither read nor an error; `e` is read.
+    let prog = ".decl e(x: number, y: number)\n.input e\n.decl unused(x: number)\n.input unused\n.decl r(x: number)\n.output r\nr(x) :- e(x, _).\n.decl dead(x: number)\ndead(x) :- unused(x).\n";
+    let o = run_program(&[("prog.dl", prog), ("facts/e.facts", "1\t2\n3\t4\n")]);
+    assert_eq!(o.code, Some(0), "stderr:\n{}", o.stderr);
+    assert_eq!(o.outputs, vec!["r.csv".to_string()]);
+}
+
+#[test]
+fn missing_input_file_with_w_is_empty() {
+    // Soufflé's `-w`: a missing fact file is read as empty, without a message.
+    let dir_files = [("prog.dl", SIMPLE), ("facts/other.facts", "")];
+    let o = run(
+        &dir_files,
+        &["run", "prog.dl", "-F", "facts", "-D", "out", "-w"],
+    );
+    assert_eq!(o.code, Some(0), "stderr:\n{}", o.stderr);
+    assert_eq!(o.outputs, vec!["r.csv".to_string()]);
+    assert!(!o.stderr.contains("e.facts"), "{}", o.stderr);
+    // Without `-w` the same run is an error (see `missing_input_file`); a malformed
+    // file is an error with `-w` too.
+    let o = run(
+        &[("prog.dl", SIMPLE), ("facts/e.facts", "1\n")],
+        &["run", "prog.dl", "-F", "facts", "-D", "out", "-w"],
+    );
+    assert_failed(&o);
+}
+
+#[test]
+fn warnings_do_not_fail_the_run_and_w_hides_them() {
+    let prog = ".decl e(x: number, y: number)\ne(1, 2).\n.decl r(x: number)\n.output r\nr(x) :- e(x, y).\n.decl unused(x: number)\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_eq!(o.code, Some(0), "stderr:\n{}", o.stderr);
+    assert_eq!(o.outputs, vec!["r.csv".to_string()]);
+    assert_points_at(&o, "prog.dl", prog, 5, &["y)"]);
+    assert_mentions(
+        &o,
+        &[
+            &["warning: variable `y` only occurs once"],
+            &["relation `unused`"],
+        ],
+    );
+    assert!(!o.stderr.contains("error"), "{}", o.stderr);
+    let o = run(&[("prog.dl", prog)], &["run", "prog.dl", "-D", "out", "-w"]);
+    assert_eq!(o.code, Some(0), "stderr:\n{}", o.stderr);
+    assert!(!o.stderr.contains("warning"), "{}", o.stderr);
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //!
 //! A case has `program.dl`, optionally `facts/` (the `-F` directory), `expected/` with
 //! the files the run must write (compared byte for byte; no other file may be written)
-//! and optionally `expected/stdout` (else stdout must be empty), and optionally `args`:
+//! and optionally `expected/stdout` (else stdout must be empty) and `expected/stderr`
+//! (every line of it must occur in stderr: warnings), and optionally `args`:
 //! the command line, with `{program}`, `{facts}` and `{out}` replaced (default
 //! `run {program} -F {facts} -D {out}`). Each case runs with `-j 1` and `-j 4`, in a
 //! temporary working directory.
@@ -94,6 +95,15 @@ fn run_case(case: &Path, jobs: usize) -> Vec<String> {
             show(&expected_stdout),
             show(&output.stdout)
         ));
+    }
+    if let Some(want) = expected.remove(Path::new("stderr")) {
+        for line in show(&want).lines().filter(|l| !l.is_empty()) {
+            if !stderr.contains(line) {
+                problems.push(format!(
+                    "{name} (-j {jobs}): stderr lacks `{line}`\n--- stderr ---\n{stderr}"
+                ));
+            }
+        }
     }
     let actual = read_tree(&out);
     for (file, want) in &expected {

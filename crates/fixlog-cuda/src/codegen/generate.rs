@@ -399,7 +399,8 @@ impl<'a> Lower<'a> {
                     | Functor::Strlen
                     | Functor::Substr
                     | Functor::ToNumber
-                    | Functor::ToString => {
+                    | Functor::ToString
+                    | Functor::Convert(..) => {
                         return Err(format!("functor {func:?} cannot run on the device"))
                     }
                 }

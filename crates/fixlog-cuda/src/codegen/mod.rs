@@ -144,6 +144,12 @@ pub fn expr_host_reason(e: &PExpr) -> Option<String> {
                 Functor::ToNumber => Some("to_number"),
                 Functor::ToString => Some("to_string"),
                 Functor::Ord | Functor::ToUnsigned | Functor::ToFloat | Functor::ToInteger => None,
+                // Soufflé's conversions (x86-64 truncation, text) run on the host.
+                Functor::Convert(..) => {
+                    return Some(
+                        "conversions other than number<->float/unsigned run on the host".into(),
+                    )
+                }
             };
             if let Some(name) = name {
                 return Some(format!("`{name}` needs the symbol table"));
@@ -243,5 +249,11 @@ mod tests {
             rhs: Box::new(col.clone()),
         };
         assert!(expr_host_reason(&fpow).is_some());
+        // Soufflé's conversions (x86-64 float truncation, text) are host-only.
+        let conv = PExpr::Functor {
+            func: Functor::Convert(ColType::Float, ColType::Number),
+            args: vec![col.clone()],
+        };
+        assert!(expr_host_reason(&conv).is_some());
     }
 }

@@ -477,6 +477,29 @@ impl Gen {
         } else {
             *self.c.pick(&["!=", "<", "<=", ">", ">=", "="])
         };
+        // Numbers sometimes go through conversions (number -> float -> number, or
+        // number -> unsigned -> float -> number: the identity on the domain), and the
+        // comparison is sometimes written negated (`!(x < y)`, i.e. `x >= y`).
+        let y = if ty == Ty::Num && self.c.chance(15) {
+            if self.c.chance(50) {
+                format!("to_number(to_float({y}))")
+            } else {
+                format!("to_number(to_float(to_unsigned({y})))")
+            }
+        } else {
+            y
+        };
+        if self.c.chance(10) {
+            let neg = match op {
+                "=" => "!=",
+                "!=" => "=",
+                "<" => ">=",
+                ">=" => "<",
+                "<=" => ">",
+                _ => "<=",
+            };
+            return format!("!({x} {neg} {y})");
+        }
         format!("{x} {op} {y}")
     }
 

@@ -20,7 +20,7 @@
 
 use fixlog_logical::value;
 use fixlog_logical::{
-    AggFunc, Atom, BinOp, CmpOp, ColType, Expr, Functor, Literal, Program, RelId, Rule,
+    AggFunc, Atom, BinOp, CmpOp, ColType, Expr, Functor, Literal, Predicate, Program, RelId, Rule,
     SymbolTable, Term, Value, VarId,
 };
 use std::collections::BTreeSet;
@@ -150,7 +150,14 @@ fn solve(ctx: &Ctx, lits: &[&Literal], env: Env, emit: &mut dyn FnMut(&Env)) {
                 .map(|e| eval_expr(e, &env, ctx.symbols))
                 .collect();
             if let Some(args) = args {
-                if value::eval_predicate(*pred, &args, ctx.symbols) != *negated {
+                // Stated here, not through `value::eval_predicate`: an invalid pattern
+                // makes both `match` and `!match` false (Soufflé).
+                let (a, b) = (ctx.symbols.resolve(args[0]), ctx.symbols.resolve(args[1]));
+                let holds = match pred {
+                    Predicate::Contains => Some(b.contains(&*a)),
+                    Predicate::Match => value::regex_full_match(&a, &b).ok(),
+                };
+                if holds.is_some_and(|h| h != *negated) {
                     solve(ctx, &rest, env, emit);
                 }
             }
@@ -313,6 +320,7 @@ fn expr_type(e: &Expr, rule: &Rule) -> ColType {
             }
             Functor::ToUnsigned => ColType::Unsigned,
             Functor::ToFloat => ColType::Float,
+            Functor::Convert(_, to) => *to,
         },
     }
 }
