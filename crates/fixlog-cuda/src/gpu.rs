@@ -560,10 +560,10 @@ impl Gpu {
     /// The most device memory held (reserved from the device) and in use since the
     /// peaks were last reset. In use: this pool's accounting (every buffer, mapped
     /// pieces included). Held: the driver's memory pool's high-water mark where it is
-    /// used, plus the most physical pieces held for mapped buffers (an upper bound:
-    /// the two peaks need not coincide); else the pool's own high-water mark.
+    /// used, or, if larger, the most that pool and the pieces of mapped buffers held
+    /// together when a piece was created; else the pool's own high-water mark.
     pub fn memory_peaks(&self) -> (usize, usize) {
-        let pieces = self.pieces.as_ref().map_or(0, |p| p.held().1);
+        let with_pieces = self.pieces.as_ref().map_or(0, |p| p.held_with_pool());
         let mut core = self.pool.borrow_mut();
         let s = core.stats();
         match core.raw_mut().mempool {
@@ -574,7 +574,7 @@ impl Gpu {
                     sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
                 );
                 (
-                    held.map_or(s.high_water, |v| v as usize + pieces),
+                    held.map_or(s.high_water, |v| (v as usize).max(with_pieces)),
                     s.peak_in_use,
                 )
             },

@@ -52,6 +52,9 @@ pub(crate) struct Pieces {
     pool: Rc<RefCell<PoolCore<crate::gpu::DriverAlloc>>>,
     /// Bytes of pieces held now (mapped or spare) and at most since the last reset.
     held: Cell<(usize, usize)>,
+    /// The most device memory held with the driver's stream-ordered pool, sampled
+    /// each time a piece is created (when the sum can grow past the pool's own peak).
+    held_with_pool: Cell<usize>,
 }
 
 impl Pieces {
@@ -92,6 +95,7 @@ impl Pieces {
             spare: RefCell::new(Vec::new()),
             pool,
             held: Cell::new((0, 0)),
+            held_with_pool: Cell::new(0),
         })
     }
 
@@ -136,6 +140,9 @@ impl Pieces {
         }
         let (now, peak) = self.held.get();
         self.held.set((now + PIECE, peak.max(now + PIECE)));
+        let with_pool = self.pool.borrow_mut().raw_mut().driver_pool_held() + now + PIECE;
+        self.held_with_pool
+            .set(self.held_with_pool.get().max(with_pool));
         Ok(h)
     }
 
@@ -156,14 +163,16 @@ impl Pieces {
         }
     }
 
-    /// Bytes of pieces held now and at most since the last [`reset_peak`](Self::reset_peak).
-    pub(crate) fn held(&self) -> (usize, usize) {
-        self.held.get()
+    /// The most device memory held by the pieces and the driver's pool together,
+    /// sampled when pieces were created, since the last reset.
+    pub(crate) fn held_with_pool(&self) -> usize {
+        self.held_with_pool.get()
     }
 
     pub(crate) fn reset_peak(&self) {
         let (now, _) = self.held.get();
         self.held.set((now, now));
+        self.held_with_pool.set(0);
     }
 }
 

@@ -554,21 +554,42 @@ pub fn format_tuples_into<E>(
         }
         s
     };
-    let mut start = 0;
-    while start < tuples.len {
+    let format_batch = |start: usize| -> Vec<String> {
         let end = (start + FORMAT_BATCH_ROWS).min(tuples.len);
-        let parts: Vec<String> = (start..end)
+        (start..end)
             .step_by(FORMAT_PART_ROWS)
             .collect::<Vec<_>>()
             .par_iter()
             .map(|&lo| format_part(lo, (lo + FORMAT_PART_ROWS).min(end)))
-            .collect();
-        for p in &parts {
+            .collect()
+    };
+    if tuples.len <= FORMAT_BATCH_ROWS {
+        for p in &format_batch(0) {
             sink(p)?;
         }
-        start = end;
+        return Ok(());
     }
-    Ok(())
+    // Larger outputs: the next batch is formatted (on all cores) while this thread
+    // writes the one before, so writing and formatting overlap instead of adding up.
+    let format_batch = &format_batch;
+    std::thread::scope(|scope| {
+        let mut pending = Some(scope.spawn(move || format_batch(0)));
+        let mut start = 0;
+        while let Some(batch) = pending.take() {
+            let parts = batch
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            let next = start + FORMAT_BATCH_ROWS;
+            if next < tuples.len {
+                pending = Some(scope.spawn(move || format_batch(next)));
+            }
+            for p in &parts {
+                sink(p)?;
+            }
+            start = next;
+        }
+        Ok(())
+    })
 }
 
 /// Formats a relation as Soufflé's output text.
@@ -1172,5 +1193,46 @@ mod tests {
         assert!(check_param(true, "compress", "true").is_err());
         assert!(check_param(true, "rfc4180", "true").is_err());
         assert!(check_param(true, "filname", "x").is_err());
+    }
+
+    #[test]
+    fn large_outputs_format_the_same_when_writing_overlaps_formatting() {
+        // More rows than one batch: the pipelined path, against formatting row by row.
+        let n = FORMAT_BATCH_ROWS * 2 + 12_345;
+        let rows: Vec<Value> = (0..n as u32)
+            .flat_map(|i| [i, i.wrapping_mul(7) ^ 5])
+            .collect();
+        let tuples = Tuples {
+            arity: 2,
+            len: n,
+            rows,
+        };
+        let types = [ColType::Unsigned, ColType::Unsigned];
+        let symbols = SymbolTable::default();
+        let mut text = String::new();
+        let mut writes = 0;
+        format_tuples_into(&tuples, &types, &symbols, "\t", |p| {
+            writes += 1;
+            text.push_str(p);
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert!(writes > 2 * (FORMAT_BATCH_ROWS / FORMAT_PART_ROWS));
+        let want: String = (0..n as u32)
+            .map(|i| format!("{i}\t{}\n", i.wrapping_mul(7) ^ 5))
+            .collect();
+        assert!(text == want, "pipelined output differs");
+        // and a sink error stops the writing with that error
+        let mut calls = 0;
+        let r = format_tuples_into(&tuples, &types, &symbols, "\t", |_| {
+            calls += 1;
+            if calls == 70 {
+                Err("disk full")
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(r, Err("disk full"));
+        assert_eq!(calls, 70);
     }
 }
