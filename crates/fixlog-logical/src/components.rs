@@ -481,15 +481,39 @@ impl<'a> Expander<'a> {
 
     // ---- instantiation (Soufflé's ComponentInstantiation) ----
 
-    /// Adds the instantiation chain to an error found while instantiating.
+    /// Adds the instantiation chain to an error found while instantiating: the three
+    /// innermost instances and the outermost one.
     fn noted(&self, mut d: Diagnostic) -> Diagnostic {
-        for (name, span) in self.chain.iter().rev() {
+        let n = self.chain.len();
+        for (i, (name, span)) in self.chain.iter().enumerate().rev() {
+            if n > 4 && i > 0 && i + 3 < n {
+                if i == n - 4 {
+                    d = d.with_note(format!("... in {} more instances", n - 4));
+                }
+                continue;
+            }
             d = d.with_note(format!(
                 "in instance `{name}` declared at {}",
                 self.location(*span)
             ));
         }
         d
+    }
+
+    /// A component named through a type parameter (the checks before instantiation
+    /// could not know what it is bound to) that does not exist.
+    fn unbound_component(&mut self, name: &Ident, binding: &Binding) {
+        let d = match binding.get(&name.name) {
+            Some(actual) => Diagnostic::error(
+                format!(
+                    "unknown component `{actual}` (the type parameter `{}`)",
+                    name.name
+                ),
+                name.span,
+            ),
+            None => Diagnostic::error(format!("unknown component `{}`", name.name), name.span),
+        };
+        self.errors.push(self.noted(d));
     }
 
     /// Counts `n` more copied items; false (once reported) past [`MAX_ITEMS`].
@@ -530,17 +554,7 @@ impl<'a> Expander<'a> {
         }
         let Some(comp) = self.lookup(enclosing, &init.component.name.name, binding) else {
             // A type parameter bound to something that is not a component.
-            let mut d = Diagnostic::error(
-                format!("unknown component `{}`", init.component.name.name),
-                init.component.name.span,
-            );
-            if let Some(actual) = binding.get(&init.component.name.name) {
-                d = d.with_note(format!(
-                    "the type parameter `{}` is bound to `{actual}` here",
-                    init.component.name.name
-                ));
-            }
-            self.errors.push(self.noted(d));
+            self.unbound_component(&init.component.name, binding);
             return res;
         };
         if !self.check_arguments(comp, &init.component) {
@@ -602,17 +616,7 @@ impl<'a> Expander<'a> {
                 return;
             }
             let Some(b) = self.lookup(enclosing, &base.name.name, binding) else {
-                let mut d = Diagnostic::error(
-                    format!("unknown component `{}`", base.name.name),
-                    base.name.span,
-                );
-                if let Some(actual) = binding.get(&base.name.name) {
-                    d = d.with_note(format!(
-                        "the type parameter `{}` is bound to `{actual}` here",
-                        base.name.name
-                    ));
-                }
-                self.errors.push(self.noted(d));
+                self.unbound_component(&base.name, binding);
                 continue;
             };
             if !self.check_arguments(b, base) {
