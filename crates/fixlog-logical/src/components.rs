@@ -37,8 +37,8 @@ use std::collections::{HashMap, HashSet};
 /// `MAX_INSTANTIATION_DEPTH`.
 const MAX_DEPTH: usize = 100;
 
-/// Most items (declarations, clauses, directives) all instantiations together may copy:
-/// components that instantiate each other twice per level multiply.
+/// Most items (declarations, clauses, directives) all instantiations together may copy
+/// or rename: components that instantiate each other twice per level multiply.
 pub const MAX_ITEMS: usize = 1 << 20;
 
 /// Whether the program uses components at all (if not, [`expand`] has nothing to do).
@@ -359,7 +359,7 @@ impl<'a> Expander<'a> {
         let d = Diagnostic::error(
             format!(
                 "component `{}` takes {want} type parameter{} but {got} {} given",
-                ty.name.name,
+                comp.name(),
                 if want == 1 { "" } else { "s" },
                 if got == 1 { "was" } else { "were" },
             ),
@@ -522,7 +522,7 @@ impl<'a> Expander<'a> {
         if self.copied > MAX_ITEMS && !self.exhausted {
             self.exhausted = true;
             let d = Diagnostic::error(
-                format!("component instantiation copies more than {MAX_ITEMS} items"),
+                format!("component instantiation copies or renames more than {MAX_ITEMS} items"),
                 at,
             );
             self.errors.push(self.noted(d));
@@ -582,6 +582,12 @@ impl<'a> Expander<'a> {
             depth,
         );
         self.chain.pop();
+        // Renaming touches everything collected so far: counted too, so that nested
+        // instances (each renamed once per enclosing level) stay within the bound.
+        let size = res.types.len() + res.decls.len() + res.directives.len() + res.clauses.len();
+        if !self.charge(size + orphans.len(), init.span) {
+            return Content::default();
+        }
         rename(&init.name.name, &mut res, orphans);
         res
     }

@@ -778,7 +778,9 @@ fn qualified_names_in_atoms_directives_and_types() {
         },
         other => panic!("{other:?}"),
     }
-    assert!(matches!(&p.items[2], Item::Type(TypeDecl { def: TypeDef::Subtype(b), .. }) if b.name == "a.T"));
+    assert!(
+        matches!(&p.items[2], Item::Type(TypeDecl { def: TypeDef::Subtype(b), .. }) if b.name == "a.T")
+    );
     let cs = clauses(&p);
     assert_eq!(cs[0].heads[0].name.name, "a.b.r");
     assert_eq!(cs[0].heads[1].name.name, "r");
@@ -822,9 +824,7 @@ fn a_variable_before_the_final_dot_is_not_a_qualified_name() {
 fn component_errors_are_located_and_recovered_from() {
     // An error inside a body skips that item only; the rest of the body and the
     // program are still parsed (and their errors reported).
-    let e = parse_errs(
-        ".comp A {\n  r(1 .\n  .decl s(x: number)\n  s(.\n}\n.init a = A\nt(.\n",
-    );
+    let e = parse_errs(".comp A {\n  r(1 .\n  .decl s(x: number)\n  s(.\n}\n.init a = A\nt(.\n");
     let locs: Vec<&str> = e.iter().map(|(_, l)| l.as_str()).collect();
     assert_eq!(locs, ["t.dl:2:7", "t.dl:4:5", "t.dl:7:3"]);
     let e = parse_errs(".comp A { .decl r(x: number)\n");
@@ -855,8 +855,7 @@ fn component_errors_are_located_and_recovered_from() {
     assert_eq!(
         e[0],
         (
-            "expected `{`, `:` or `,` after the component name, found identifier `B`"
-                .to_string(),
+            "expected `{`, `:` or `,` after the component name, found identifier `B`".to_string(),
             "t.dl:1:9".to_string()
         )
     );
