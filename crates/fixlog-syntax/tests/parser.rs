@@ -868,6 +868,28 @@ fn component_errors_are_located_and_recovered_from() {
 }
 
 #[test]
+fn cloning_a_long_chain_does_not_recurse() {
+    // Components copy clauses into every instance; a 200,000-term sum is a tree that
+    // deep, cloned here on a thread with a small stack.
+    let text = format!("r({}) :- s(x).", vec!["x"; 200_000].join(" + "));
+    let p = parse_ok(&text);
+    let copy = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let copy = p.items[0].clone();
+            // Both dropped here, iteratively too.
+            let Item::Clause(c) = &copy else { panic!() };
+            let n = c.heads[0].args.len();
+            drop(p);
+            n
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(copy, 1);
+}
+
+#[test]
 fn include_inside_a_component_is_spliced_into_its_body() {
     let dir = temp_dir("comp-inc");
     std::fs::write(dir.join("body.dl"), ".decl r(x: number)\nr(1).\n").unwrap();
