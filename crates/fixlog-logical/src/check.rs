@@ -65,6 +65,14 @@ fn bin_op(op: ast::BinOp) -> ir::BinOp {
 
 /// Check a parsed program and produce the stratified logical IR.
 pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program, Diagnostics> {
+    // Components are instantiated first, into plain items (see `crate::components`).
+    let expanded;
+    let program = if crate::components::has_components(program) {
+        expanded = crate::components::expand(program, sources).map_err(finish_errors)?;
+        &expanded
+    } else {
+        program
+    };
     let mut ck = Checker {
         sources,
         errors: Vec::new(),

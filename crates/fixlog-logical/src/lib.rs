@@ -1,6 +1,6 @@
 //! Fixlog's front end, second stage: from the AST to a checked, stratified program.
 //!
-//! `ast::Program ──resolve names, types──▶ ──desugar──▶ ──range-restriction──▶
+//! `ast::Program ──instantiate components──▶ ──resolve names, types──▶ ──desugar──▶ ──range-restriction──▶
 //! ──stratify──▶ ir::Program`
 //!
 //! [`ir`] is the logical program the planner and the reference evaluator read.
@@ -9,6 +9,7 @@
 //! against the [`SourceMap`] they fill.
 
 pub mod check;
+pub mod components;
 mod ground;
 pub mod ir;
 pub mod stratify;

@@ -8,7 +8,9 @@
 
 use crate::source::Span;
 
-/// A name with its location.
+/// A name with its location. Relation and type names may be qualified (`a.b.r`, the
+/// relation `r` of the instance `b` of the instance `a`): `name` holds the whole dotted
+/// name and `span` covers it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ident {
     pub name: String,
@@ -39,6 +41,42 @@ pub enum Item {
     Functor { name: Ident, span: Span },
     /// A fact (`edge(1, 2).`) or a rule (`a(x), b(x) :- c(x).`).
     Clause(Clause),
+    /// `.comp Name<T1, T2> : Base<T1>, Other { items }`
+    Component(Component),
+    /// `.init instance = Name<number, Foo>`
+    Init(Init),
+    /// `.override r` (only inside a component body).
+    Override { name: Ident, span: Span },
+}
+
+/// `Name` or `Name<A, B>`: a component's own head, a base in its inheritance list, or
+/// what an `.init` instantiates. The parameters are plain identifiers, as in Soufflé.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComponentType {
+    pub name: Ident,
+    pub params: Vec<Ident>,
+    pub span: Span,
+}
+
+/// A component declaration. Its body holds any items a program holds (`.include`s
+/// already spliced in), plus nested components, `.init`s and `.override`s; names in it
+/// stay as written until `fixlog_logical` instantiates it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Component {
+    /// The component's name and its formal type parameters.
+    pub head: ComponentType,
+    /// The components it inherits from, in order.
+    pub bases: Vec<ComponentType>,
+    pub items: Vec<Item>,
+    pub span: Span,
+}
+
+/// `.init name = Component<params>`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Init {
+    pub name: Ident,
+    pub component: ComponentType,
+    pub span: Span,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -256,7 +294,7 @@ impl AggKind {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub enum Expr {
     Var(Ident),
     /// `_`
@@ -312,6 +350,89 @@ impl Expr {
             | Expr::Call { span, .. }
             | Expr::Aggregate { span, .. } => *span,
         }
+    }
+}
+
+/// Cloning an expression (components copy their clauses into every instance) builds
+/// the copy with an explicit stack, for the same reason as [`Drop`] below: a chain of
+/// 100,000 operators is a tree that deep. Aggregates recurse, but the parser bounds
+/// their nesting.
+impl Clone for Expr {
+    fn clone(&self) -> Expr {
+        enum Step<'e> {
+            Visit(&'e Expr),
+            Build(&'e Expr),
+        }
+        let mut todo = vec![Step::Visit(self)];
+        let mut done: Vec<Expr> = Vec::new();
+        let hole = || Expr::Wildcard(Span::default());
+        while let Some(step) = todo.pop() {
+            match step {
+                Step::Visit(e) => {
+                    todo.push(Step::Build(e));
+                    match e {
+                        Expr::Unary { arg, .. } => todo.push(Step::Visit(arg)),
+                        Expr::Binary { lhs, rhs, .. } => {
+                            todo.push(Step::Visit(rhs));
+                            todo.push(Step::Visit(lhs));
+                        }
+                        Expr::Call { args, .. } => {
+                            todo.extend(args.iter().rev().map(Step::Visit));
+                        }
+                        _ => {}
+                    }
+                }
+                Step::Build(e) => {
+                    let copy = match e {
+                        Expr::Var(i) => Expr::Var(i.clone()),
+                        Expr::Wildcard(s) => Expr::Wildcard(*s),
+                        Expr::Int(v, s) => Expr::Int(*v, *s),
+                        Expr::Unsigned(v, s) => Expr::Unsigned(*v, *s),
+                        Expr::Float(v, s) => Expr::Float(*v, *s),
+                        Expr::Str(v, s) => Expr::Str(v.clone(), *s),
+                        Expr::Unary { op, span, .. } => Expr::Unary {
+                            op: *op,
+                            arg: Box::new(done.pop().unwrap_or_else(hole)),
+                            span: *span,
+                        },
+                        Expr::Binary { op, span, .. } => {
+                            let rhs = done.pop().unwrap_or_else(hole);
+                            let lhs = done.pop().unwrap_or_else(hole);
+                            Expr::Binary {
+                                op: *op,
+                                lhs: Box::new(lhs),
+                                rhs: Box::new(rhs),
+                                span: *span,
+                            }
+                        }
+                        Expr::Call {
+                            name,
+                            args,
+                            user,
+                            span,
+                        } => Expr::Call {
+                            name: name.clone(),
+                            args: done.split_off(done.len().saturating_sub(args.len())),
+                            user: *user,
+                            span: *span,
+                        },
+                        Expr::Aggregate {
+                            kind,
+                            arg,
+                            body,
+                            span,
+                        } => Expr::Aggregate {
+                            kind: *kind,
+                            arg: arg.clone(),
+                            body: body.clone(),
+                            span: *span,
+                        },
+                    };
+                    done.push(copy);
+                }
+            }
+        }
+        done.pop().unwrap_or_else(hole)
     }
 }
 

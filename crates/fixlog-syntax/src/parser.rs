@@ -38,9 +38,11 @@ pub fn parse_text(file: FileId, text: &str) -> (Program, Vec<Diagnostic>) {
         pos: 0,
         file,
         depth: 0,
+        errors: Vec::new(),
     };
     let (items, parse_errors) = p.program();
     errors.extend(parse_errors);
+    errors.append(&mut p.errors);
     errors.sort_by_key(|d| d.span.map(|s| s.start));
     (Program { items }, errors)
 }
@@ -109,11 +111,31 @@ impl Loader {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        let mut out = Vec::with_capacity(program.items.len());
-        for item in program.items {
-            let Item::Include { path, span } = item else {
-                out.push(item);
-                continue;
+        self.splice(program.items, &dir, sources, stack)
+    }
+
+    /// Replaces every `.include` among `items` (also inside component bodies, as
+    /// Soufflé's preprocessor does) by the items of the included file.
+    fn splice(
+        &mut self,
+        items: Vec<Item>,
+        dir: &Path,
+        sources: &mut SourceMap,
+        stack: &mut Vec<PathBuf>,
+    ) -> Vec<Item> {
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let (path, span) = match item {
+                Item::Include { path, span } => (path, span),
+                Item::Component(mut c) => {
+                    c.items = self.splice(std::mem::take(&mut c.items), dir, sources, stack);
+                    out.push(Item::Component(c));
+                    continue;
+                }
+                other => {
+                    out.push(other);
+                    continue;
+                }
             };
             let full = dir.join(&path);
             let text = match read_source(&full) {
@@ -161,6 +183,8 @@ struct Parser<'t> {
     /// Current nesting of expressions and bodies, bounded so that hostile input cannot
     /// overflow the stack (of the parser or of the later passes, which recurse too).
     depth: usize,
+    /// Errors of items inside component bodies (each body recovers item by item).
+    errors: Vec<Diagnostic>,
 }
 
 /// Deepest nesting of parentheses, braces and operators accepted.
@@ -195,6 +219,7 @@ const QUALIFIERS: &[&str] = &[
     "magic",
     "no_magic",
     "override",
+    "overridable",
     "btree_delete",
     "input",
     "output",
@@ -291,7 +316,7 @@ impl<'t> Parser<'t> {
                 Ok(more) => items.extend(more),
                 Err(d) => {
                     errors.push(d);
-                    self.recover(start);
+                    self.recover(start, false);
                 }
             }
         }
@@ -299,22 +324,56 @@ impl<'t> Parser<'t> {
     }
 
     /// Skip to just after the next `.` or to the next directive, making progress.
-    fn recover(&mut self, item_start: usize) {
-        if self.pos == item_start {
+    /// Braces are skipped as a whole (a component whose head is broken is skipped with
+    /// its body); with `in_body`, an unmatched `}` (the end of the enclosing component)
+    /// stops the skipping without being consumed.
+    fn recover(&mut self, item_start: usize, in_body: bool) {
+        if self.pos == item_start && !(in_body && self.at(&TokenKind::RBrace)) {
             self.bump();
         }
+        let mut braces = 0usize;
         loop {
             match self.peek() {
-                TokenKind::Eof | TokenKind::Directive(_) => break,
-                TokenKind::Dot => {
-                    self.bump();
+                TokenKind::Eof => break,
+                TokenKind::Directive(_) | TokenKind::Dot if braces == 0 => {
+                    if self.at(&TokenKind::Dot) {
+                        self.bump();
+                    }
                     break;
+                }
+                TokenKind::LBrace => {
+                    braces += 1;
+                    self.bump();
+                }
+                TokenKind::RBrace if braces == 0 && in_body => break,
+                TokenKind::RBrace => {
+                    braces = braces.saturating_sub(1);
+                    self.bump();
                 }
                 _ => {
                     self.bump();
                 }
             }
         }
+    }
+
+    /// The items of a component body, up to (not including) its closing `}`. An item
+    /// with a syntax error is recorded in `self.errors` and skipped.
+    fn body_items(&mut self) -> Vec<Item> {
+        let mut items = Vec::new();
+        while !self.at(&TokenKind::RBrace) && !self.at(&TokenKind::Eof) {
+            let start = self.pos;
+            let depth = self.depth;
+            match self.item() {
+                Ok(more) => items.extend(more),
+                Err(d) => {
+                    self.errors.push(d);
+                    self.recover(start, true);
+                }
+            }
+            self.depth = depth;
+        }
+        items
     }
 
     fn item(&mut self) -> PResult<Vec<Item>> {
@@ -379,8 +438,26 @@ impl<'t> Parser<'t> {
                         "`.once` (include only once) is not supported",
                         kw,
                     )),
+                    "comp" => self.component(kw).map(|c| vec![Item::Component(c)]),
+                    "init" => {
+                        let name = self.ident("an instance name after `.init`")?;
+                        self.expect(TokenKind::Eq)?;
+                        let component = self.component_type("a component name after `=`")?;
+                        Ok(vec![Item::Init(Init {
+                            name,
+                            component,
+                            span: self.span_from(kw),
+                        })])
+                    }
+                    "override" => {
+                        let name = self.ident("a relation name after `.override`")?;
+                        Ok(vec![Item::Override {
+                            name,
+                            span: self.span_from(kw),
+                        }])
+                    }
                     other => Err(Diagnostic::error(
-                        format!("`.{other}` (components and related directives) is not supported"),
+                        format!("unknown directive `.{other}`"),
                         kw,
                     )),
                 }
@@ -403,6 +480,86 @@ impl<'t> Parser<'t> {
         }
     }
 
+    /// `.comp Name<T1, T2> : Base<T1>, Other { items }` (after `.comp`).
+    fn component(&mut self, kw: Span) -> PResult<Component> {
+        self.enter()?;
+        let head = self.component_type("a component name after `.comp`")?;
+        let mut bases = Vec::new();
+        while self.eat(&TokenKind::Colon).is_some() || self.eat(&TokenKind::Comma).is_some() {
+            bases.push(self.component_type("a base component name")?);
+        }
+        if !self.at(&TokenKind::LBrace) {
+            return Err(self.expected("`{`, `:` or `,` after the component name"));
+        }
+        self.bump();
+        let items = self.body_items();
+        if self.eat(&TokenKind::RBrace).is_none() {
+            return Err(self.expected(&format!("`}}` closing component `{}`", head.name.name)));
+        }
+        self.depth -= 1;
+        Ok(Component {
+            head,
+            bases,
+            items,
+            span: self.span_from(kw),
+        })
+    }
+
+    /// `Name` or `Name<A, B>`.
+    fn component_type(&mut self, what: &str) -> PResult<ComponentType> {
+        let name = self.ident(what)?;
+        let mut params = Vec::new();
+        if self.eat(&TokenKind::Lt).is_some() {
+            loop {
+                params.push(self.ident("a type parameter (an identifier)")?);
+                if self.eat(&TokenKind::Comma).is_some() {
+                    continue;
+                }
+                if self.eat(&TokenKind::Gt).is_some() {
+                    break;
+                }
+                return Err(self.expected("`,` or `>`"));
+            }
+        }
+        Ok(ComponentType {
+            span: self.span_from(name.span),
+            name,
+            params,
+        })
+    }
+
+    /// A possibly qualified name, `a`, `a.b`, `a.b.c`: a relation of a component
+    /// instance, as Soufflé's `qualified_name`.
+    fn qualified(&mut self, what: &str) -> PResult<Ident> {
+        let mut id = self.ident(what)?;
+        while self.at(&TokenKind::Dot) {
+            let TokenKind::Ident(part) = self.peek_n(1) else {
+                break;
+            };
+            self.bump();
+            let span = self.bump().span;
+            id.name.push('.');
+            id.name.push_str(part);
+            id.span = id.span.join(span);
+        }
+        Ok(id)
+    }
+
+    /// Whether a qualified atom (`a.b(`, `a.b.c(`) starts here. Only asked where a
+    /// literal starts: there `x.y(` cannot be anything else, while in an expression
+    /// `y.` ends the clause, as in Soufflé, whose variables are never qualified.
+    fn qualified_atom_ahead(&self) -> bool {
+        if !matches!(self.peek(), TokenKind::Ident(_)) {
+            return false;
+        }
+        let mut n = 1;
+        while self.peek_n(n) == &TokenKind::Dot && matches!(self.peek_n(n + 1), TokenKind::Ident(_))
+        {
+            n += 2;
+        }
+        n > 1 && self.peek_n(n) == &TokenKind::LParen
+    }
+
     /// `.decl a(...) qualifiers` or, as Soufflé allows, `.decl a, b, c(...)`: several
     /// relations with the same attributes and qualifiers (one [`Decl`] each, spanning
     /// the whole declaration).
@@ -417,7 +574,7 @@ impl<'t> Parser<'t> {
             loop {
                 let aname = self.ident("an attribute name")?;
                 self.expect(TokenKind::Colon)?;
-                let ty = self.ident("a type name")?;
+                let ty = self.qualified("a type name")?;
                 attrs.push(Attribute { name: aname, ty });
                 if self.eat(&TokenKind::Comma).is_some() {
                     continue;
@@ -450,14 +607,14 @@ impl<'t> Parser<'t> {
     fn type_decl(&mut self, kw: Span) -> PResult<TypeDecl> {
         let name = self.ident("a type name after `.type`")?;
         let def = if self.eat(&TokenKind::Subtype).is_some() {
-            TypeDef::Subtype(self.ident("a base type after `<:`")?)
+            TypeDef::Subtype(self.qualified("a base type after `<:`")?)
         } else if self.eat(&TokenKind::Eq).is_some() {
             if self.at(&TokenKind::LBracket) {
                 let start = self.tok().span;
                 self.skip_balanced()?;
                 TypeDef::Record(self.span_from(start))
             } else {
-                let first = self.ident("a type name")?;
+                let first = self.qualified("a type name")?;
                 if self.at(&TokenKind::LBrace) {
                     let start = first.span;
                     self.skip_balanced()?;
@@ -471,7 +628,7 @@ impl<'t> Parser<'t> {
                 } else {
                     let mut members = vec![first];
                     while self.eat(&TokenKind::Pipe).is_some() {
-                        members.push(self.ident("a type name after `|`")?);
+                        members.push(self.qualified("a type name after `|`")?);
                     }
                     TypeDef::Union(members)
                 }
@@ -508,9 +665,9 @@ impl<'t> Parser<'t> {
 
     fn directive(&mut self, kw: Span, kind: DirectiveKind) -> PResult<Item> {
         let mut relations =
-            vec![self.ident(&format!("a relation name after `{}`", kind.keyword()))?];
+            vec![self.qualified(&format!("a relation name after `{}`", kind.keyword()))?];
         while self.eat(&TokenKind::Comma).is_some() {
-            relations.push(self.ident("a relation name")?);
+            relations.push(self.qualified("a relation name")?);
         }
         let mut params = Vec::new();
         if self.eat(&TokenKind::LParen).is_some() && self.eat(&TokenKind::RParen).is_none() {
@@ -622,7 +779,7 @@ impl<'t> Parser<'t> {
     }
 
     fn atom(&mut self) -> PResult<Atom> {
-        let name = self.ident("a relation name")?;
+        let name = self.qualified("a relation name")?;
         if !self.at(&TokenKind::LParen) {
             return Err(self.expected("`(`"));
         }
@@ -714,8 +871,10 @@ impl<'t> Parser<'t> {
             TokenKind::Bang => {
                 let bang = self.bump().span;
                 match (self.peek(), self.peek_n(1)) {
-                    (TokenKind::Ident(name), TokenKind::LParen)
-                        if !UNSUPPORTED_TERMS.iter().any(|(n, _)| n == name) =>
+                    (TokenKind::Ident(name), _)
+                        if (self.peek_n(1) == &TokenKind::LParen
+                            && !UNSUPPORTED_TERMS.iter().any(|(n, _)| n == name))
+                            || self.qualified_atom_ahead() =>
                     {
                         let term = self.constraint_or_atom()?;
                         Ok(match term {
@@ -791,6 +950,9 @@ impl<'t> Parser<'t> {
     }
 
     fn constraint_or_atom(&mut self) -> PResult<Body> {
+        if self.qualified_atom_ahead() {
+            return Ok(Body::Literal(Literal::Atom(self.atom()?)));
+        }
         let lhs = self.expr()?;
         if let Some(op) = self.cmp_op() {
             self.bump();
@@ -1060,7 +1222,8 @@ impl<'t> Parser<'t> {
         } else if matches!(
             (self.peek(), self.peek_n(1)),
             (TokenKind::Ident(_), TokenKind::LParen)
-        ) {
+        ) || self.qualified_atom_ahead()
+        {
             Body::Literal(Literal::Atom(self.atom()?))
         } else {
             return Err(self.expected("`{` or an atom after `:` in an aggregate"));

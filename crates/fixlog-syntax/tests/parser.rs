@@ -637,11 +637,6 @@ fn error_number_too_large_for_lexer() {
 fn error_unsupported_syntax() {
     let e = parse_errs("a(x) :- b(x), x = $.");
     assert_eq!(e[0].0, "`$` (auto-increment counter) is not supported");
-    let e = parse_errs(".comp C { }");
-    assert_eq!(
-        e[0].0,
-        "`.comp` (components and related directives) is not supported"
-    );
     // Each error names the feature actually used.
     let e = parse_errs("a(x) :- b(y), x = $Succ(y).");
     assert_eq!(
@@ -695,6 +690,222 @@ fn render_shows_the_caret_under_the_token() {
         e.render(&sm),
         "error: expected `,` or `)`, found `:-`\n --> t.dl:1:5\n  |\n1 | a(x :- b(x).\n  |     ^^\n"
     );
+}
+
+// ---- components -----------------------------------------------------------------------
+
+fn component(item: &Item) -> &Component {
+    match item {
+        Item::Component(c) => c,
+        other => panic!("expected a component, found {other:?}"),
+    }
+}
+
+#[test]
+fn component_with_parameters_bases_and_body() {
+    let p = parse_ok(
+        ".comp Graph<N, W> : Base<N>, Other {\n\
+             .type Id <: N\n\
+             .decl edge(x: N, w: W) overridable\n\
+             .override r\n\
+             edge(1, 2).\n\
+             path(x) :- edge(x, _).\n\
+             .output edge\n\
+             .comp Inner { .decl q(x: number) }\n\
+             .init inner = Inner\n\
+         }\n\
+         .init g = Graph<number, float>\n\
+         .init h = Other\n",
+    );
+    assert_eq!(p.items.len(), 3);
+    let c = component(&p.items[0]);
+    assert_eq!(c.head.name.name, "Graph");
+    let params: Vec<&str> = c.head.params.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(params, ["N", "W"]);
+    assert_eq!(c.bases.len(), 2);
+    assert_eq!(c.bases[0].name.name, "Base");
+    assert_eq!(c.bases[0].params[0].name, "N");
+    assert_eq!(c.bases[1].name.name, "Other");
+    assert!(c.bases[1].params.is_empty());
+    assert_eq!(c.items.len(), 8);
+    assert!(matches!(&c.items[0], Item::Type(_)));
+    match &c.items[1] {
+        Item::Decl(d) => assert_eq!(d.qualifiers[0].name, "overridable"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(&c.items[2], Item::Override { name, .. } if name.name == "r"));
+    assert!(matches!(&c.items[3], Item::Clause(_)));
+    assert!(matches!(&c.items[4], Item::Clause(_)));
+    assert!(matches!(&c.items[5], Item::Directive(_)));
+    assert_eq!(component(&c.items[6]).head.name.name, "Inner");
+    assert!(matches!(&c.items[7], Item::Init(i) if i.name.name == "inner"));
+    match &p.items[1] {
+        Item::Init(i) => {
+            assert_eq!(i.name.name, "g");
+            assert_eq!(i.component.name.name, "Graph");
+            let args: Vec<&str> = i.component.params.iter().map(|i| i.name.as_str()).collect();
+            assert_eq!(args, ["number", "float"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(&p.items[2], Item::Init(i) if i.component.params.is_empty()));
+}
+
+#[test]
+fn qualified_names_in_atoms_directives_and_types() {
+    let p = parse_ok(
+        ".decl r(x: a.T, y: number)\n\
+         .type U = a.T | b.c.V\n\
+         .type W <: a.T\n\
+         a.b.r(x, 1), r(x, 2) :- a.s(x), !b.t(x), n = count : a.u(_), m = sum y : { c.d.v(y) }, x > n + m.\n\
+         .output a.b.r, c\n",
+    );
+    match &p.items[0] {
+        Item::Decl(d) => {
+            assert_eq!(d.attrs[0].ty.name, "a.T");
+            // The span covers the whole qualified name.
+            assert_eq!(d.attrs[0].ty.span.end - d.attrs[0].ty.span.start, 3);
+        }
+        other => panic!("{other:?}"),
+    }
+    match &p.items[1] {
+        Item::Type(t) => match &t.def {
+            TypeDef::Union(m) => {
+                assert_eq!(m[0].name, "a.T");
+                assert_eq!(m[1].name, "b.c.V");
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        matches!(&p.items[2], Item::Type(TypeDecl { def: TypeDef::Subtype(b), .. }) if b.name == "a.T")
+    );
+    let cs = clauses(&p);
+    assert_eq!(cs[0].heads[0].name.name, "a.b.r");
+    assert_eq!(cs[0].heads[1].name.name, "r");
+    let lits = body_lits(cs[0].body.as_ref().unwrap());
+    assert!(matches!(lits[0], Literal::Atom(a) if a.name.name == "a.s"));
+    assert!(matches!(lits[1], Literal::Negation { atom, .. } if atom.name.name == "b.t"));
+    let Literal::Compare { rhs, .. } = lits[2] else {
+        panic!("{:?}", lits[2])
+    };
+    let Expr::Aggregate { body, .. } = rhs else {
+        panic!("{rhs:?}")
+    };
+    assert!(matches!(&**body, Body::Literal(Literal::Atom(a)) if a.name.name == "a.u"));
+    let Literal::Compare { rhs, .. } = lits[3] else {
+        panic!("{:?}", lits[3])
+    };
+    let Expr::Aggregate { body, .. } = rhs else {
+        panic!("{rhs:?}")
+    };
+    assert!(matches!(&**body, Body::Literal(Literal::Atom(a)) if a.name.name == "c.d.v"));
+    match &p.items[4] {
+        Item::Directive(d) => {
+            let names: Vec<&str> = d.relations.iter().map(|r| r.name.as_str()).collect();
+            assert_eq!(names, ["a.b.r", "c"]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_variable_before_the_final_dot_is_not_a_qualified_name() {
+    // `y.` ends the clause; `foo(1)` is the next fact, not `y.foo(1)`.
+    let p = parse_ok("r(x) :- s(x), x = y.\nfoo(1).\nr(x) :- s(x), x = y.foo(2).");
+    let cs = clauses(&p);
+    assert_eq!(cs.len(), 4);
+    assert_eq!(cs[1].heads[0].name.name, "foo");
+    assert_eq!(cs[3].heads[0].name.name, "foo");
+}
+
+#[test]
+fn component_errors_are_located_and_recovered_from() {
+    // An error inside a body skips that item only; the rest of the body and the
+    // program are still parsed (and their errors reported).
+    let e = parse_errs(".comp A {\n  r(1 .\n  .decl s(x: number)\n  s(.\n}\n.init a = A\nt(.\n");
+    let locs: Vec<&str> = e.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(locs, ["t.dl:2:7", "t.dl:4:5", "t.dl:7:3"]);
+    let e = parse_errs(".comp A { .decl r(x: number)\n");
+    assert_eq!(
+        e[0],
+        (
+            "expected `}` closing component `A`, found end of file".to_string(),
+            "t.dl:2:1".to_string()
+        )
+    );
+    let e = parse_errs(".comp A<T { }\n.init a = A\n");
+    assert_eq!(
+        e,
+        [(
+            "expected `,` or `>`, found `{`".to_string(),
+            "t.dl:1:11".to_string()
+        )]
+    );
+    let e = parse_errs(".init a A\n");
+    assert_eq!(
+        e[0],
+        (
+            "expected `=`, found identifier `A`".to_string(),
+            "t.dl:1:9".to_string()
+        )
+    );
+    let e = parse_errs(".comp A B { }\n");
+    assert_eq!(
+        e[0],
+        (
+            "expected `{`, `:` or `,` after the component name, found identifier `B`".to_string(),
+            "t.dl:1:9".to_string()
+        )
+    );
+    let e = parse_errs(".init a = A<>\n");
+    assert_eq!(e[0].1, "t.dl:1:13");
+    // Components nest no deeper than expressions do.
+    let deep = ".comp A { ".repeat(300) + &"}".repeat(300);
+    let e = parse_errs(&deep);
+    assert!(e[0].0.starts_with("nesting is too deep"), "{e:?}");
+}
+
+#[test]
+fn cloning_a_long_chain_does_not_recurse() {
+    // Components copy clauses into every instance; a 200,000-term sum is a tree that
+    // deep, cloned here on a thread with a small stack.
+    let text = format!("r({}) :- s(x).", vec!["x"; 200_000].join(" + "));
+    let p = parse_ok(&text);
+    let copy = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let copy = p.items[0].clone();
+            // Both dropped here, iteratively too.
+            let Item::Clause(c) = &copy else { panic!() };
+            let n = c.heads[0].args.len();
+            drop(p);
+            n
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(copy, 1);
+}
+
+#[test]
+fn include_inside_a_component_is_spliced_into_its_body() {
+    let dir = temp_dir("comp-inc");
+    std::fs::write(dir.join("body.dl"), ".decl r(x: number)\nr(1).\n").unwrap();
+    std::fs::write(
+        dir.join("main.dl"),
+        ".comp A {\n  .include \"body.dl\"\n  .output r\n}\n.init a = A\n",
+    )
+    .unwrap();
+    let mut sm = SourceMap::new();
+    let p = parse_file(&dir.join("main.dl"), &mut sm).unwrap();
+    let c = component(&p.items[0]);
+    assert_eq!(c.items.len(), 3);
+    assert!(matches!(&c.items[0], Item::Decl(d) if d.name.name == "r"));
+    assert!(matches!(&c.items[1], Item::Clause(_)));
+    assert!(matches!(&c.items[2], Item::Directive(_)));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ---- includes -------------------------------------------------------------------------

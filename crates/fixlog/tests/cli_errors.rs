@@ -1300,3 +1300,144 @@ fn memory_limit_is_parsed() {
     assert_eq!(o.code, Some(2), "{}", o.stderr);
     assert_mentions(&o, &[&["--memory-limit"], &["lots"]]);
 }
+
+// ---- components ------------------------------------------------------------------------
+
+/// A component error: exit 1, nothing written, located at `needle` of `line`, and the
+/// message has each group of `keywords`.
+fn component_error(prog: &str, line: usize, needle: &str, keywords: &[&[&str]]) -> Outcome {
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, line, &[needle]);
+    assert_mentions(&o, keywords);
+    o
+}
+
+#[test]
+fn component_unknown() {
+    let prog = ".comp Graph { .decl e(x: number) e(1). .output e }\n.init g = Grap\n";
+    let o = component_error(prog, 2, "Grap", &[&["unknown component"], &["Grap"]]);
+    assert_mentions(&o, &[&["did you mean `Graph`"]]);
+    // An unknown base.
+    let prog = ".comp A : Missing { }\n.init a = A\n";
+    component_error(prog, 1, "Missing", &[&["unknown component"], &["Missing"]]);
+}
+
+#[test]
+fn component_wrong_number_of_type_parameters() {
+    let prog = ".comp Pair<K, V> { .decl p(k: K, v: V) }\n.init p = Pair<number>\n";
+    component_error(
+        prog,
+        2,
+        "Pair<number>",
+        &[&["takes 2 type parameters but 1 was given"]],
+    );
+}
+
+#[test]
+fn component_cycle_in_inheritance() {
+    let prog = ".comp A : B { }\n.comp B : C { }\n.comp C : A { }\n.init a = A\n";
+    let o = component_error(prog, 1, "A :", &[&["cycle in inheritance"]]);
+    // Each component on the cycle is named.
+    assert_mentions(&o, &[&["component `B` inherits from itself"]]);
+    assert_mentions(&o, &[&["component `C` inherits from itself"]]);
+}
+
+#[test]
+fn component_duplicate_instance() {
+    let prog = ".comp A { .decl r(x: number) r(1). }\n.init a = A\n.init b = A\n.init a = A\n";
+    let o = component_error(
+        prog,
+        4,
+        "a = A",
+        &[&["instance `a` is declared more than once"]],
+    );
+    assert_mentions(&o, &[&["prog.dl:2:7"]]);
+    // An instance named like a relation (Soufflé: "Name clash").
+    let prog = ".decl a(x: number)\na(1).\n.comp A { }\n.init a = A\n";
+    component_error(
+        prog,
+        4,
+        "a = A",
+        &[&["instance `a`"], &["same name as a relation"]],
+    );
+}
+
+#[test]
+fn component_redefinition() {
+    // The base and the derived component both declare `r`: one instance has it twice.
+    let prog =
+        ".comp A { .decl r(x: number) }\n.comp B : A {\n  .decl r(x: number)\n}\n.init b = B\n";
+    let o = component_error(
+        prog,
+        3,
+        "r(x",
+        &[&["relation `b.r` is declared more than once"]],
+    );
+    assert_mentions(&o, &[&["first declared at prog.dl:1:11"]]);
+}
+
+#[test]
+fn component_override_of_a_relation_not_overridable() {
+    let prog = ".comp A {\n  .decl R(x: number)\n  R(1).\n}\n.comp B : A {\n  .override R\n  R(2).\n}\n.init b = B\n";
+    let o = component_error(
+        prog,
+        6,
+        "R",
+        &[&["relation `R` of component `A` is not overridable"]],
+    );
+    assert_mentions(&o, &[&["overridable"]]);
+}
+
+#[test]
+fn component_override_of_its_own_relation() {
+    let prog = ".comp A {\n  .decl R(x: number) overridable\n  .override R\n}\n.init a = A\n";
+    component_error(
+        prog,
+        3,
+        "R",
+        &[&["only an inherited relation can be overridden"]],
+    );
+}
+
+#[test]
+fn component_errors_inside_instantiated_code_are_located_in_the_body() {
+    let prog = ".comp A {\n  .decl r(x: number)\n  r(\"text\").\n}\n.init a = A\n.init b = A\n";
+    let o = component_error(prog, 3, "\"text\"", &[&["type mismatch"]]);
+    // Reported once, not once per instance.
+    assert_eq!(o.stderr.matches("type mismatch").count(), 1, "{}", o.stderr);
+    let prog = ".comp A {\n  .decl r(x: number)\n  r(x) :- q(x.\n}\n.init a = A\n";
+    component_error(prog, 3, ".", &[&["expected"]]);
+}
+
+#[test]
+fn component_through_a_type_parameter_that_is_not_one() {
+    let prog = ".comp Case<S> {\n  .init chosen = S\n}\n.init c = Case<Three>\n";
+    let o = component_error(
+        prog,
+        2,
+        "S",
+        &[&["unknown component `Three`"], &["type parameter `S`"]],
+    );
+    assert_mentions(&o, &[&["in instance `c` declared at prog.dl:4:1"]]);
+}
+
+#[test]
+fn component_instantiating_itself_is_bounded() {
+    let prog = ".comp A {\n  .init again = A\n}\n.init a = A\n";
+    component_error(prog, 2, ".init", &[&["nested more than 100 levels deep"]]);
+}
+
+#[test]
+fn component_outputs_are_named_by_the_qualified_relation() {
+    let prog =
+        ".comp C {\n  .decl r(x: number)\n  r(1).\n  .output r\n  .printsize r\n}\n.init c = C\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.outputs, ["c.r.csv"]);
+    assert_eq!(o.stdout, "c.r\t1\n");
+    assert_eq!(
+        fs::read_to_string(o.dir.path().join("out/c.r.csv")).unwrap(),
+        "1\n"
+    );
+}
