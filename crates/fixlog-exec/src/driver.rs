@@ -125,7 +125,38 @@ pub struct RunStats {
     /// The most bytes of relations the backend kept in host memory because its own
     /// memory was short (rows of relations larger than a GPU's memory).
     pub peak_spilled: Option<usize>,
+    /// The CPU backend's memory budget and what it spilled to disk.
+    pub host_memory: Option<HostMemoryStats>,
     pub total: Duration,
+}
+
+/// The CPU backend's memory: the bytes its budget counted (relations, indexes and
+/// batches in memory) and what it wrote to files.
+#[derive(Clone, Debug, Default)]
+pub struct HostMemoryStats {
+    /// `--memory-limit`, if one was given.
+    pub limit: Option<usize>,
+    /// The most bytes the budget counted at once.
+    pub peak_in_use: usize,
+    /// Spilling runs to disk, where it was on.
+    pub spill: Option<DiskSpillStats>,
+}
+
+/// Runs of relations and indexes written to files (the CPU backend's spilling).
+#[derive(Clone, Debug, Default)]
+pub struct DiskSpillStats {
+    /// The temporary directory the run's spill directory was (or would be) made in.
+    pub temp_dir: String,
+    /// Spilling starts when the budget's bytes in use pass this.
+    pub high_mark: usize,
+    /// The most bytes in files at once.
+    pub peak_bytes: usize,
+    /// Bytes written to files in all.
+    pub written_bytes: usize,
+    /// Files written (spilled runs and merge outputs).
+    pub files: usize,
+    /// Why spilling stopped (a full disk, say), if it did.
+    pub error: Option<String>,
 }
 
 impl RunStats {
