@@ -9,7 +9,10 @@
 //! - [`dedup`]: the cache-sized window a distinct join drops repeats through;
 //! - [`eval`]: expressions and conditions over the two rows an operator reads;
 //! - [`budget`]: the memory budget every large allocation is charged to (fallible
-//!   allocations: running out of memory, or over `--memory-limit`, is an error).
+//!   allocations: running out of memory, or over `--memory-limit`, is an error);
+//! - [`spill`]: runs written to files and read back through memory maps when the
+//!   budget's bytes in use pass three quarters of the limit, so relations may exceed
+//!   memory.
 //!
 //! [`run`] is the entry point: it runs a plan with the semi-naive driver inside a
 //! thread pool of the requested size.
@@ -25,6 +28,7 @@ pub mod dedup;
 pub mod eval;
 pub mod hisa;
 pub mod rows;
+pub mod spill;
 pub mod storage;
 
 pub use code::CpuCode;
@@ -33,18 +37,22 @@ pub use storage::{CpuBatch, CpuIndex, CpuRelation};
 use budget::Charge;
 use code::{inverse, wrong_code, KeyCode};
 use eval::Pipeline;
-use fixlog_exec::driver::{self, DriverOptions, RunResult, Tuples};
+use fixlog_exec::driver::{
+    self, DiskSpillStats, DriverOptions, HostMemoryStats, RunResult, Tuples,
+};
 use fixlog_exec::{aggregate, Backend, EvalContext, ExecError, ExecResult, OpSpec};
 use fixlog_logical::{Program, SymbolTable, Value};
 use fixlog_plan::Plan;
 use rayon::prelude::*;
 use std::cell::RefCell;
+use std::path::PathBuf;
 use std::sync::Arc;
 use storage::{add_index_run, add_run, permute_rows, single_run, too_big, IndexRun, Run, Seg};
 
 /// Runs `plan` on the CPU backend with `jobs` threads (`None`: all cores), holding at
-/// most `memory_limit` bytes of relations, indexes and batches (`None`: no limit but
-/// the system's); going over it ends the run with [`ExecError::OutOfMemory`].
+/// most `memory_limit` bytes of relations, indexes and batches in memory (`None`: no
+/// limit but the system's), spilling runs to the system's temporary directory as
+/// [`run_with`] describes.
 pub fn run(
     program: &Program,
     plan: &Plan,
@@ -54,26 +62,155 @@ pub fn run(
     jobs: Option<usize>,
     memory_limit: Option<usize>,
 ) -> ExecResult<RunResult> {
-    let threads = jobs.unwrap_or_else(|| {
+    let cpu = CpuOptions {
+        jobs,
+        memory_limit,
+        ..CpuOptions::default()
+    };
+    run_with(program, plan, initial, symbols, options, &cpu)
+}
+
+/// How the CPU backend runs.
+#[derive(Clone, Debug, Default)]
+pub struct CpuOptions {
+    /// Worker threads (`None`: all cores).
+    pub jobs: Option<usize>,
+    /// The most bytes of relations, indexes and batches in memory (`--memory-limit`);
+    /// `None`: no limit but the system's.
+    pub memory_limit: Option<usize>,
+    /// Never write runs to files (`--no-spill`).
+    pub no_spill: bool,
+    /// Where the run's spill directory is made (`--temp-dir`; `None`: the system's
+    /// temporary directory).
+    pub temp_dir: Option<PathBuf>,
+}
+
+/// The share of physical memory that spilling aims to stay within when no
+/// `--memory-limit` is given (see [`run_with`]).
+pub const DEFAULT_SPILL_SHARE: f64 = 0.8;
+
+/// Runs `plan` on the CPU backend.
+///
+/// Memory: the budget counts the bytes of relations, indexes and batches in memory.
+/// With `memory_limit`, going over it is an error ([`ExecError::OutOfMemory`], naming
+/// the relation) and, unless `no_spill`, runs of relations and indexes are spilled to
+/// files when the bytes in use pass three quarters of it, down to half (see
+/// [`spill`]). Without a limit there is no error but the system's, and spilling aims at
+/// [`DEFAULT_SPILL_SHARE`] of the physical memory (on Linux; elsewhere nothing spills):
+/// it starts only once the budget holds 60% of the machine's memory, so a run that
+/// fits comfortably never spills and runs as fast as without spilling.
+pub fn run_with(
+    program: &Program,
+    plan: &Plan,
+    initial: Vec<Tuples>,
+    symbols: &SymbolTable,
+    options: &DriverOptions,
+    cpu: &CpuOptions,
+) -> ExecResult<RunResult> {
+    let threads = cpu.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    // The run's budget, on every thread of its pool (the pool is the run's own).
-    let run_budget = budget::Budget::new(memory_limit);
-    let for_threads = run_budget.clone();
+    // The run's budget and spill state, on every thread of its pool (the pool is the
+    // run's own).
+    let run_budget = budget::Budget::new(cpu.memory_limit);
+    let target = if cpu.no_spill {
+        None
+    } else {
+        cpu.memory_limit.or_else(default_spill_target)
+    };
+    let run_spill = target.map(|t| {
+        spill::Spill::new(
+            run_budget.clone(),
+            spill::SpillSettings::for_limit(t, cpu.temp_dir.clone()),
+        )
+    });
+    // The spill directory goes when the run ends, however it ends.
+    struct CloseOnDrop(Option<Arc<spill::Spill>>);
+    impl Drop for CloseOnDrop {
+        fn drop(&mut self) {
+            if let Some(s) = &self.0 {
+                s.close();
+            }
+        }
+    }
+    let _close = CloseOnDrop(run_spill.clone());
+    let (for_threads, spill_for_threads) = (run_budget.clone(), run_spill.clone());
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
-        .start_handler(move |_| budget::set_current(Some(for_threads.clone())))
-        .exit_handler(|_| budget::set_current(None))
+        .start_handler(move |_| {
+            budget::set_current(Some(for_threads.clone()));
+            spill::set_current(spill_for_threads.clone());
+        })
+        .exit_handler(|_| {
+            budget::set_current(None);
+            spill::set_current(None);
+        })
         .build()
         .map_err(|e| ExecError::Backend(format!("cannot start worker threads: {e}")))?;
-    pool.install(|| {
+    let outcome = pool.install(|| {
         let backend = CpuBackend::new();
-        let mut result = driver::run(&backend, program, plan, initial, symbols, options)?;
-        result.stats.device = format!("{threads} thread{}", if threads == 1 { "" } else { "s" });
-        Ok(result)
-    })
+        driver::run(&backend, program, plan, initial, symbols, options)
+    });
+    let memory = HostMemoryStats {
+        limit: cpu.memory_limit,
+        peak_in_use: run_budget.peak(),
+        spill: run_spill.as_ref().map(|s| {
+            let st = s.stats();
+            DiskSpillStats {
+                temp_dir: st.temp_dir.display().to_string(),
+                high_mark: s.settings().high,
+                peak_bytes: st.peak_bytes,
+                written_bytes: st.written_bytes,
+                files: st.files,
+                error: st.error,
+            }
+        }),
+    };
+    let mut result = outcome.map_err(|e| match (e, &memory.spill) {
+        (ExecError::OutOfMemory(why), Some(sp)) if sp.written_bytes > 0 || sp.error.is_some() => {
+            let note = match &sp.error {
+                Some(err) => format!("spilling stopped: {err}"),
+                None => format!(
+                    "{} spilled to {}",
+                    budget::size(sp.written_bytes),
+                    sp.temp_dir
+                ),
+            };
+            ExecError::OutOfMemory(format!("{why} ({note})"))
+        }
+        (e, _) => e,
+    })?;
+    result.stats.device = format!("{threads} thread{}", if threads == 1 { "" } else { "s" });
+    result.stats.host_memory = Some(memory);
+    Ok(result)
+}
+
+/// [`DEFAULT_SPILL_SHARE`] of the physical memory (`MemTotal` of `/proc/meminfo`), where
+/// it can be read.
+fn default_spill_target() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some((kib.saturating_mul(1024) as f64 * DEFAULT_SPILL_SHARE) as usize)
+}
+
+/// An operator's entry: spill if the budget's bytes in use pass the high mark, run
+/// `f`, and if it runs out of memory, spill everything that can be and run it once
+/// more (see [`spill`]).
+fn entry<T>(mut f: impl FnMut() -> ExecResult<T>) -> ExecResult<T> {
+    spill::make_room();
+    match f() {
+        Err(ExecError::OutOfMemory(why)) => {
+            if spill::spill_all() > 0 {
+                f()
+            } else {
+                Err(ExecError::OutOfMemory(why))
+            }
+        }
+        other => other,
+    }
 }
 
 /// The CPU backend. Stateless: call its methods inside the rayon pool that should run
@@ -198,6 +335,8 @@ fn join_rows<W: dedup::RowWindow + 'static>(
     let sizes: Vec<usize> = input.segs.iter().map(|s| s.rows).collect();
     let units = work_units(&sizes);
     let klen = key.len();
+    // The inner runs' rows, held for the whole operator (see `spill`).
+    let held: Vec<Arc<storage::RunData>> = inner.runs.iter().map(|ir| ir.run.data()).collect();
     map_units(ow, &units, |(p, lo, hi), out, charge| {
         window.with(|window| {
             let mut window = window.borrow_mut();
@@ -210,9 +349,9 @@ fn join_rows<W: dedup::RowWindow + 'static>(
                 if !key.eval(r, ctx, &mut kbuf) {
                     continue;
                 }
-                for ir in &inner.runs {
-                    let (s, e) = inner.range(ir, &kbuf);
-                    let d = &ir.run.data;
+                for (ir, d) in inner.runs.iter().zip(&held) {
+                    let d: &[Value] = d;
+                    let (s, e) = inner.range(ir, d, &kbuf);
                     // Room for every row of the range at once: none of the loop's
                     // writes allocates.
                     room(out, charge, (e - s) * ow)?;
@@ -269,11 +408,7 @@ impl Backend for CpuBackend {
     }
 
     fn relation_rows(&self, rel: &CpuRelation) -> ExecResult<Vec<Value>> {
-        let run = single_run(rel)?;
-        match Arc::try_unwrap(run) {
-            Ok(run) => Ok(run.data),
-            Err(shared) => Ok(budget::try_copy(&shared.data)?.0),
-        }
+        entry(|| single_run(rel)?.into_rows())
     }
 
     fn relation_len(&self, rel: &CpuRelation) -> usize {
@@ -307,13 +442,14 @@ impl Backend for CpuBackend {
     }
 
     fn sort_unique(&self, batch: CpuBatch) -> ExecResult<CpuRelation> {
+        spill::make_room();
         let arity = batch.arity;
         let mut rel = CpuRelation::empty(arity);
         if batch.len == 0 {
             return Ok(rel);
         }
         if arity == 0 {
-            rel.runs.push(Arc::new(Run::unit()));
+            rel.runs.push(Run::unit());
             return Ok(rel);
         }
         let (mut data, charge) = if batch.segs.len() == 1 {
@@ -331,83 +467,40 @@ impl Backend for CpuBackend {
         };
         let len = rows::try_sort_unique(arity, &mut data)?;
         too_big(len)?;
-        rel.runs.push(Arc::new(Run {
-            data,
-            len,
-            _charge: charge,
-        }));
+        data.truncate(len * arity);
+        rel.runs.push(Run::new(arity, (data, charge)));
         Ok(rel)
     }
 
     fn relation_batch(&self, rel: &CpuRelation) -> ExecResult<CpuBatch> {
-        let segs = rel
-            .runs
-            .iter()
-            .map(|r| {
-                let (data, charge) = budget::try_copy(&r.data)?;
-                Ok(Seg::new(data, r.len, charge))
-            })
-            .collect::<ExecResult<Vec<Seg>>>()?;
-        Ok(CpuBatch::from_segs(rel.arity, segs))
+        entry(|| {
+            let segs = rel
+                .runs
+                .iter()
+                .map(|r| {
+                    let (data, charge) = budget::try_copy(&r.data())?;
+                    Ok(Seg::new(data, r.len, charge))
+                })
+                .collect::<ExecResult<Vec<Seg>>>()?;
+            Ok(CpuBatch::from_segs(rel.arity, segs))
+        })
     }
 
     fn split_batch(&self, batch: CpuBatch, rows: usize) -> ExecResult<(CpuBatch, CpuBatch)> {
+        spill::make_room();
         batch.split_at(rows)
     }
 
     fn merge(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
-        if b.is_empty() || a.arity == 0 {
-            return if a.is_empty() {
-                Ok(b.clone())
-            } else {
-                Ok(a.clone())
-            };
-        }
-        if a.is_empty() {
-            return Ok(b.clone());
-        }
-        // b − a, appended as a new run of a.
-        let arity = a.arity;
-        let b1 = single_run(b)?;
-        let bs: Vec<&[Value]> = a.runs.iter().map(|r| &r.data[..]).collect();
-        let new_run = Arc::new(Run::new(
-            arity,
-            rows::try_difference_many(arity, &b1.data, &bs)?,
-        ));
-        let mut runs = a.runs.clone();
-        add_run(arity, &mut runs, new_run)?;
-        Ok(CpuRelation { arity, runs })
+        entry(|| self.merge_now(a, b))
     }
 
     fn merge_disjoint(&self, a: CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
-        if b.is_empty() || a.arity == 0 {
-            return if a.is_empty() { Ok(b.clone()) } else { Ok(a) };
-        }
-        let mut runs = a.runs;
-        add_run(a.arity, &mut runs, single_run(b)?)?;
-        Ok(CpuRelation {
-            arity: a.arity,
-            runs,
-        })
+        entry(|| self.merge_disjoint_now(a.clone(), b))
     }
 
     fn difference(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
-        let arity = a.arity;
-        if a.is_empty() || b.is_empty() {
-            return Ok(a.clone());
-        }
-        if arity == 0 {
-            return Ok(CpuRelation::empty(0));
-        }
-        let a1 = single_run(a)?;
-        let bs: Vec<&[Value]> = b.runs.iter().map(|r| &r.data[..]).collect();
-        let run = Arc::new(Run::new(
-            arity,
-            rows::try_difference_many(arity, &a1.data, &bs)?,
-        ));
-        let mut rel = CpuRelation::empty(arity);
-        add_run(arity, &mut rel.runs, run)?;
-        Ok(rel)
+        entry(|| self.difference_now(a, b))
     }
 
     fn build_index(
@@ -416,76 +509,14 @@ impl Backend for CpuBackend {
         order: &[usize],
         key_len: usize,
     ) -> ExecResult<CpuIndex> {
-        let arity = rel.arity;
-        if order.len() != arity || key_len > arity {
-            return Err(ExecError::Backend(format!(
-                "index order {order:?} (key {key_len}) is not a permutation of {arity} columns"
-            )));
-        }
-        inverse(order)?;
-        let identity = order.iter().enumerate().all(|(p, &c)| p == c);
-        let mut index = CpuIndex {
-            arity,
-            order: order.to_vec(),
-            key_len,
-            identity,
-            runs: Vec::new(),
-        };
-        if identity || arity == 0 {
-            index.runs = rel
-                .runs
-                .iter()
-                .map(|r| IndexRun::new(r.clone(), arity, key_len))
-                .collect::<ExecResult<Vec<IndexRun>>>()?;
-        } else if !rel.is_empty() {
-            let (mut data, charge) = if rel.runs.len() == 1 {
-                permute_rows(&rel.runs[0].data, arity, order)?
-            } else {
-                let (parts, _charges): (Vec<Vec<Value>>, Vec<Charge>) = rel
-                    .runs
-                    .par_iter()
-                    .map(|r| permute_rows(&r.data, arity, order))
-                    .collect::<ExecResult<Vec<_>>>()?
-                    .into_iter()
-                    .unzip();
-                rows::try_concat_parts(parts)?
-            };
-            rows::try_sort_distinct(arity, &mut data)?;
-            let run = Arc::new(Run::new(arity, (data, charge)));
-            index.runs.push(IndexRun::new(run, arity, key_len)?);
-        }
-        Ok(index)
+        entry(|| self.build_index_now(rel, order, key_len))
     }
 
     fn extend_index(&self, index: &mut CpuIndex, delta: &CpuRelation) -> ExecResult<()> {
-        let arity = index.arity;
-        if delta.arity != arity {
-            return Err(ExecError::Backend(format!(
-                "extending an index of arity {arity} with a relation of arity {}",
-                delta.arity
-            )));
-        }
-        if delta.is_empty() {
-            return Ok(());
-        }
-        let new_runs: Vec<Arc<Run>> = if arity == 0 {
-            if index.runs.is_empty() {
-                vec![Arc::new(Run::unit())]
-            } else {
-                Vec::new()
-            }
-        } else if index.identity {
-            delta.runs.clone()
-        } else {
-            let d = single_run(delta)?;
-            let (mut data, charge) = permute_rows(&d.data, arity, &index.order)?;
-            rows::try_sort_distinct(arity, &mut data)?;
-            vec![Arc::new(Run::new(arity, (data, charge)))]
-        };
-        for run in new_runs {
-            add_index_run(index, run)?;
-        }
-        Ok(())
+        // Not run again after running out of memory: a failed extension may have
+        // changed the index (its merges write to a file instead where they can).
+        spill::make_room();
+        self.extend_index_now(index, delta)
     }
 
     fn index_len(&self, index: &CpuIndex) -> usize {
@@ -504,8 +535,15 @@ impl Backend for CpuBackend {
         if pipe.is_identity(*arity) {
             return self.relation_batch(rel);
         }
-        let segs: Vec<(&[Value], usize)> = rel.runs.iter().map(|r| (&r.data[..], r.len)).collect();
-        map_rows(*arity, &segs, pipe, ctx)
+        entry(|| {
+            let held: Vec<Arc<storage::RunData>> = rel.runs.iter().map(|r| r.data()).collect();
+            let segs: Vec<(&[Value], usize)> = held
+                .iter()
+                .zip(&rel.runs)
+                .map(|(d, r)| (&d[..], r.len))
+                .collect();
+            map_rows(*arity, &segs, pipe, ctx)
+        })
     }
 
     fn join(
@@ -534,11 +572,11 @@ impl Backend for CpuBackend {
             static WIDE: RefCell<dedup::Probed<dedup::WindowDedup>> = RefCell::default();
         }
         let ow = *out_arity;
-        match (distinct, ow) {
+        entry(|| match (distinct, ow) {
             (false, _) | (true, 0) => join_rows(input, inner, key, pipe, ow, ctx, &KEEP_ALL),
             (true, 1 | 2) => join_rows(input, inner, key, pipe, ow, ctx, &PACKED),
             (true, _) => join_rows(input, inner, key, pipe, ow, ctx, &WIDE),
-        }
+        })
     }
 
     fn antijoin(
@@ -562,25 +600,29 @@ impl Backend for CpuBackend {
         let sizes: Vec<usize> = input.segs.iter().map(|s| s.rows).collect();
         let units = work_units(&sizes);
         let klen = key.len();
-        map_units(a, &units, |(p, lo, hi), out, charge| {
-            let data = &input.segs[p].data;
-            let mut kbuf = vec![0; klen];
-            let mut n = 0;
-            for i in lo..hi {
-                let r = &data[i * a..i * a + a];
-                // A key that cannot be computed matches nothing: the tuple is kept.
-                let found = key.eval(r, ctx, &mut kbuf)
-                    && inner.runs.iter().any(|ir| {
-                        let (s, e) = inner.range(ir, &kbuf);
-                        s < e
-                    });
-                if !found {
-                    room(out, charge, a)?;
-                    out.extend_from_slice(r);
-                    n += 1;
+        entry(|| {
+            let held: Vec<Arc<storage::RunData>> =
+                inner.runs.iter().map(|ir| ir.run.data()).collect();
+            map_units(a, &units, |(p, lo, hi), out, charge| {
+                let data = &input.segs[p].data;
+                let mut kbuf = vec![0; klen];
+                let mut n = 0;
+                for i in lo..hi {
+                    let r = &data[i * a..i * a + a];
+                    // A key that cannot be computed matches nothing: the tuple is kept.
+                    let found = key.eval(r, ctx, &mut kbuf)
+                        && inner.runs.iter().zip(&held).any(|(ir, d)| {
+                            let (s, e) = inner.range(ir, d, &kbuf);
+                            s < e
+                        });
+                    if !found {
+                        room(out, charge, a)?;
+                        out.extend_from_slice(r);
+                        n += 1;
+                    }
                 }
-            }
-            Ok(n)
+                Ok(n)
+            })
         })
     }
 
@@ -589,15 +631,18 @@ impl Backend for CpuBackend {
             return Err(wrong_code("filter", code));
         };
         check_arity("a filter", *arity, input.arity)?;
-        if pipe.is_identity(*arity) {
-            return input.try_clone();
-        }
-        let segs: Vec<(&[Value], usize)> =
-            input.segs.iter().map(|s| (&s.data[..], s.rows)).collect();
-        map_rows(*arity, &segs, pipe, ctx)
+        entry(|| {
+            if pipe.is_identity(*arity) {
+                return input.try_clone();
+            }
+            let segs: Vec<(&[Value], usize)> =
+                input.segs.iter().map(|s| (&s.data[..], s.rows)).collect();
+            map_rows(*arity, &segs, pipe, ctx)
+        })
     }
 
     fn with_row_numbers(&self, input: &CpuBatch) -> ExecResult<CpuBatch> {
+        spill::make_room();
         let a = input.arity;
         if input.len > u32::MAX as usize {
             return Err(ExecError::OutOfMemory(
@@ -644,6 +689,7 @@ impl Backend for CpuBackend {
             return Err(wrong_code("aggregate", code));
         };
         check_arity("an aggregate", *input_arity, input.arity)?;
+        spill::make_room();
         let a = input.arity;
         let group_rows: Vec<&[Value]> = groups.segs.iter().map(|s| &s.data[..]).collect();
         let values = aggregate::fold(
@@ -676,5 +722,137 @@ impl Backend for CpuBackend {
             }
             Ok(k)
         })
+    }
+}
+
+/// The set operations behind the trait methods that run them through [`entry`].
+impl CpuBackend {
+    fn merge_now(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
+        if b.is_empty() || a.arity == 0 {
+            return if a.is_empty() {
+                Ok(b.clone())
+            } else {
+                Ok(a.clone())
+            };
+        }
+        if a.is_empty() {
+            return Ok(b.clone());
+        }
+        // b − a, appended as a new run of a.
+        let arity = a.arity;
+        let b1 = single_run(b)?;
+        let held: Vec<Arc<storage::RunData>> = a.runs.iter().map(|r| r.data()).collect();
+        let bs: Vec<&[Value]> = held.iter().map(|d| &d[..]).collect();
+        let new_run = Run::new(arity, rows::try_difference_many(arity, &b1.data(), &bs)?);
+        let mut runs = a.runs.clone();
+        add_run(arity, &mut runs, new_run)?;
+        Ok(CpuRelation { arity, runs })
+    }
+
+    fn merge_disjoint_now(&self, a: CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
+        if b.is_empty() || a.arity == 0 {
+            return if a.is_empty() { Ok(b.clone()) } else { Ok(a) };
+        }
+        let mut runs = a.runs;
+        add_run(a.arity, &mut runs, single_run(b)?)?;
+        Ok(CpuRelation {
+            arity: a.arity,
+            runs,
+        })
+    }
+
+    fn difference_now(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
+        let arity = a.arity;
+        if a.is_empty() || b.is_empty() {
+            return Ok(a.clone());
+        }
+        if arity == 0 {
+            return Ok(CpuRelation::empty(0));
+        }
+        let a1 = single_run(a)?;
+        let held: Vec<Arc<storage::RunData>> = b.runs.iter().map(|r| r.data()).collect();
+        let bs: Vec<&[Value]> = held.iter().map(|d| &d[..]).collect();
+        let run = Run::new(arity, rows::try_difference_many(arity, &a1.data(), &bs)?);
+        let mut rel = CpuRelation::empty(arity);
+        add_run(arity, &mut rel.runs, run)?;
+        Ok(rel)
+    }
+
+    fn build_index_now(
+        &self,
+        rel: &CpuRelation,
+        order: &[usize],
+        key_len: usize,
+    ) -> ExecResult<CpuIndex> {
+        let arity = rel.arity;
+        if order.len() != arity || key_len > arity {
+            return Err(ExecError::Backend(format!(
+                "index order {order:?} (key {key_len}) is not a permutation of {arity} columns"
+            )));
+        }
+        inverse(order)?;
+        let identity = order.iter().enumerate().all(|(p, &c)| p == c);
+        let mut index = CpuIndex {
+            arity,
+            order: order.to_vec(),
+            key_len,
+            identity,
+            runs: Vec::new(),
+        };
+        if identity || arity == 0 {
+            index.runs = rel
+                .runs
+                .iter()
+                .map(|r| IndexRun::new(r.clone(), arity, key_len))
+                .collect::<ExecResult<Vec<IndexRun>>>()?;
+        } else if !rel.is_empty() {
+            let (mut data, charge) = if rel.runs.len() == 1 {
+                permute_rows(&rel.runs[0].data(), arity, order)?
+            } else {
+                let (parts, _charges): (Vec<Vec<Value>>, Vec<Charge>) = rel
+                    .runs
+                    .par_iter()
+                    .map(|r| permute_rows(&r.data(), arity, order))
+                    .collect::<ExecResult<Vec<_>>>()?
+                    .into_iter()
+                    .unzip();
+                rows::try_concat_parts(parts)?
+            };
+            rows::try_sort_distinct(arity, &mut data)?;
+            let run = Run::new(arity, (data, charge));
+            index.runs.push(IndexRun::new(run, arity, key_len)?);
+        }
+        Ok(index)
+    }
+
+    fn extend_index_now(&self, index: &mut CpuIndex, delta: &CpuRelation) -> ExecResult<()> {
+        let arity = index.arity;
+        if delta.arity != arity {
+            return Err(ExecError::Backend(format!(
+                "extending an index of arity {arity} with a relation of arity {}",
+                delta.arity
+            )));
+        }
+        if delta.is_empty() {
+            return Ok(());
+        }
+        let new_runs: Vec<Arc<Run>> = if arity == 0 {
+            if index.runs.is_empty() {
+                vec![Run::unit()]
+            } else {
+                Vec::new()
+            }
+        } else if index.identity {
+            delta.runs.clone()
+        } else {
+            let d = single_run(delta)?;
+            let (mut data, charge) = permute_rows(&d.data(), arity, &index.order)?;
+            rows::try_sort_distinct(arity, &mut data)?;
+            vec![Run::new(arity, (data, charge))]
+        };
+        for run in new_runs {
+            add_index_run(index, run)?;
+        }
+        Ok(())
     }
 }

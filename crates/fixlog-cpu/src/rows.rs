@@ -585,6 +585,75 @@ pub fn try_union_disjoint(arity: usize, a: &[u32], b: &[u32]) -> ExecResult<(Vec
     })
 }
 
+/// Rows per write of [`union_disjoint_to_file`]'s parts.
+const FILE_CHUNK_ROWS: usize = 1 << 15;
+
+/// [`try_union_disjoint`] written to a new spill file instead of memory: each part of
+/// the merge knows where its output starts, merges into a small buffer (at most
+/// [`FILE_CHUNK_ROWS`] rows, not charged) and writes it at its place with `pwrite`; the
+/// file is then mapped. The output is never in memory whole.
+pub(crate) fn union_disjoint_to_file(
+    arity: usize,
+    a: &[u32],
+    b: &[u32],
+    spill: &crate::spill::Spill,
+) -> ExecResult<crate::spill::Mapped> {
+    let file = spill.new_file()?;
+    let io = |e: std::io::Error| {
+        fixlog_exec::ExecError::Backend(format!("spilling to disk: cannot write a merge: {e}"))
+    };
+    with_arity!(arity, N => {
+        let w = arity;
+        let parts = split_two::<N>(a, a.len() / w, b, b.len() / w, w);
+        let mut starts = Vec::with_capacity(parts.len());
+        let mut at = 0usize;
+        for &[a0, a1, b0, b1] in &parts {
+            starts.push(at);
+            at += (a1 - a0 + b1 - b0) * w;
+        }
+        parts
+            .par_iter()
+            .zip(starts.par_iter())
+            .try_for_each(|(&[a0, a1, b0, b1], &start)| {
+                let (pa, pb) = (&a[a0 * w..a1 * w], &b[b0 * w..b1 * w]);
+                let (na, nb) = (pa.len() / w, pb.len() / w);
+                let chunk = FILE_CHUNK_ROWS * w;
+                let mut buf: Vec<u32> = Vec::with_capacity(chunk.min(pa.len() + pb.len()));
+                let mut offset = (start * std::mem::size_of::<u32>()) as u64;
+                let mut flush = |buf: &mut Vec<u32>| -> std::io::Result<()> {
+                    crate::spill::write_at(&file, buf, offset)?;
+                    offset += std::mem::size_of_val(&buf[..]) as u64;
+                    buf.clear();
+                    Ok(())
+                };
+                let (mut i, mut j) = (0, 0);
+                while i < na && j < nb {
+                    let (ra, rb) = (row::<N>(pa, w, i), row::<N>(pb, w, j));
+                    if row_cmp::<N>(ra, rb, w) == Ordering::Less {
+                        buf.extend_from_slice(ra);
+                        i += 1;
+                    } else {
+                        buf.extend_from_slice(rb);
+                        j += 1;
+                    }
+                    if buf.len() >= chunk {
+                        flush(&mut buf).map_err(io)?;
+                    }
+                }
+                for rest in [&pa[i * w..], &pb[j * w..]] {
+                    for piece in rest.chunks(chunk) {
+                        if buf.len() + piece.len() > chunk {
+                            flush(&mut buf).map_err(io)?;
+                        }
+                        buf.extend_from_slice(piece);
+                    }
+                }
+                flush(&mut buf).map_err(io)
+            })?;
+    });
+    spill.map(file, a.len() + b.len())
+}
+
 /// `a − b` of sorted, duplicate-free row arrays (width `arity >= 1`).
 pub fn difference(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
     difference_many(arity, a, &[b])

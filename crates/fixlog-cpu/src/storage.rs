@@ -13,41 +13,149 @@
 use crate::budget::{self, Charge};
 use crate::hisa::HashTable;
 use crate::rows;
+use crate::spill::{self, Mapped};
 use fixlog_exec::runs::{push_run, RunPolicy};
 use fixlog_exec::{ExecError, ExecResult};
 use fixlog_logical::Value;
 use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 /// Each run of a relation or index is at least four times larger than the next (see
 /// `fixlog_exec::runs`); host memory is not capped.
 pub const RUNS: RunPolicy = RunPolicy::geometric(4);
 
-/// A sorted, duplicate-free array of rows.
-#[derive(Debug, Default)]
+/// A sorted, duplicate-free array of rows, in memory or in a file (see
+/// [`crate::spill`]). Read it through [`Run::data`], once per operator.
+#[derive(Debug)]
 pub struct Run {
-    pub(crate) data: Vec<Value>,
     pub(crate) len: usize,
-    /// The data's bytes, charged to the memory budget while the run exists.
-    pub(crate) _charge: Charge,
+    data: RwLock<Arc<RunData>>,
+    /// The operator epoch in which the run was last read (see [`crate::spill`]).
+    last_read: AtomicU64,
+}
+
+/// A run's rows.
+#[derive(Debug)]
+pub enum RunData {
+    /// In memory, charged to the memory budget while it exists.
+    Mem { rows: Vec<Value>, charge: Charge },
+    /// In a file, mapped read-only (counted as spilled, not charged).
+    Mapped(Mapped),
+}
+
+impl RunData {
+    #[inline]
+    pub fn rows(&self) -> &[Value] {
+        match self {
+            RunData::Mem { rows, .. } => rows,
+            RunData::Mapped(m) => m.rows(),
+        }
+    }
+}
+
+impl std::ops::Deref for RunData {
+    type Target = [Value];
+    #[inline]
+    fn deref(&self) -> &[Value] {
+        self.rows()
+    }
 }
 
 impl Run {
-    pub(crate) fn new(arity: usize, (data, charge): (Vec<Value>, Charge)) -> Run {
-        let len = data.len().checked_div(arity).unwrap_or(0);
-        Run {
-            data,
+    /// A run of `len` rows in memory, registered for spilling.
+    fn make(len: usize, data: RunData) -> Arc<Run> {
+        let run = Arc::new(Run {
             len,
-            _charge: charge,
-        }
+            data: RwLock::new(Arc::new(data)),
+            last_read: AtomicU64::new(spill::epoch()),
+        });
+        spill::register(&run);
+        run
+    }
+
+    /// The run of sorted rows `data` (with the charge of its allocation).
+    pub(crate) fn new(arity: usize, (data, charge): (Vec<Value>, Charge)) -> Arc<Run> {
+        let len = data.len().checked_div(arity).unwrap_or(0);
+        Run::make(len, RunData::Mem { rows: data, charge })
+    }
+
+    /// A run whose rows are already in a file.
+    pub(crate) fn mapped(arity: usize, mapped: Mapped) -> Arc<Run> {
+        let len = mapped.rows().len().checked_div(arity).unwrap_or(0);
+        Run::make(len, RunData::Mapped(mapped))
     }
 
     /// The run holding the empty tuple (arity 0).
-    pub(crate) fn unit() -> Run {
-        Run {
-            data: Vec::new(),
-            len: 1,
-            _charge: Charge::none(),
+    pub(crate) fn unit() -> Arc<Run> {
+        Run::make(
+            1,
+            RunData::Mem {
+                rows: Vec::new(),
+                charge: Charge::none(),
+            },
+        )
+    }
+
+    /// A run without rows.
+    pub(crate) fn empty() -> Arc<Run> {
+        Run::make(
+            0,
+            RunData::Mem {
+                rows: Vec::new(),
+                charge: Charge::none(),
+            },
+        )
+    }
+
+    /// The rows, held until the returned value is dropped (take it once per operator,
+    /// not per row). Marks the run as read now.
+    #[inline]
+    pub fn data(&self) -> Arc<RunData> {
+        self.last_read.store(spill::epoch(), Ordering::Relaxed);
+        self.data_unstamped()
+    }
+
+    pub(crate) fn data_unstamped(&self) -> Arc<RunData> {
+        self.data.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replaces the rows (with the same rows elsewhere: spilling).
+    pub(crate) fn replace(&self, data: RunData) {
+        let old = std::mem::replace(
+            &mut *self.data.write().unwrap_or_else(|e| e.into_inner()),
+            Arc::new(data),
+        );
+        drop(old);
+    }
+
+    pub(crate) fn last_read(&self) -> u64 {
+        self.last_read.load(Ordering::Relaxed)
+    }
+
+    /// Whether the rows are in a file.
+    pub fn is_mapped(&self) -> bool {
+        matches!(&*self.data_unstamped(), RunData::Mapped(_))
+    }
+
+    /// The rows' bytes.
+    pub(crate) fn bytes(&self) -> usize {
+        std::mem::size_of_val(self.data_unstamped().rows())
+    }
+
+    /// The rows as a vector: moved out when this is the only holder and they are in
+    /// memory, copied otherwise.
+    pub(crate) fn into_rows(self: Arc<Run>) -> ExecResult<Vec<Value>> {
+        match Arc::try_unwrap(self) {
+            Ok(run) => {
+                let data = run.data.into_inner().unwrap_or_else(|e| e.into_inner());
+                match Arc::try_unwrap(data) {
+                    Ok(RunData::Mem { rows, .. }) => Ok(rows),
+                    Ok(mapped) => Ok(budget::try_copy(&mapped)?.0),
+                    Err(shared) => Ok(budget::try_copy(&shared)?.0),
+                }
+            }
+            Err(shared) => Ok(budget::try_copy(&shared.data())?.0),
         }
     }
 }
@@ -214,7 +322,7 @@ pub(crate) struct IndexRun {
 
 impl IndexRun {
     pub(crate) fn new(run: Arc<Run>, arity: usize, key_len: usize) -> ExecResult<IndexRun> {
-        let table = HashTable::try_build(&run.data, arity, run.len, key_len)?;
+        let table = HashTable::try_build(&run.data(), arity, run.len, key_len)?;
         Ok(IndexRun { run, table })
     }
 }
@@ -233,12 +341,13 @@ pub struct CpuIndex {
 }
 
 impl CpuIndex {
+    /// The rows of `r` (whose rows are `data`) whose key is `key`.
     #[inline]
-    pub(crate) fn range(&self, r: &IndexRun, key: &[Value]) -> (usize, usize) {
+    pub(crate) fn range(&self, r: &IndexRun, data: &[Value], key: &[Value]) -> (usize, usize) {
         if self.key_len == 0 {
             (0, r.run.len)
         } else {
-            r.table.lookup(&r.run.data, self.arity, key)
+            r.table.lookup(data, self.arity, key)
         }
     }
     pub fn run_count(&self) -> usize {
@@ -263,14 +372,37 @@ pub(crate) fn too_big(len: usize) -> ExecResult<()> {
     }
 }
 
-/// The union of two disjoint runs.
-pub(crate) fn union_runs(arity: usize, a: &Run, b: &Run) -> ExecResult<Run> {
+/// The union of two disjoint runs. Where holding the output would pass the spill
+/// threshold (see [`crate::spill`]), it is written straight to a file, part by part.
+pub(crate) fn union_runs(arity: usize, a: &Run, b: &Run) -> ExecResult<Arc<Run>> {
     if arity == 0 {
         return Ok(Run::unit());
     }
-    let merged = Run::new(arity, rows::try_union_disjoint(arity, &a.data, &b.data)?);
-    too_big(merged.len)?;
-    Ok(merged)
+    let (da, db) = (a.data(), b.data());
+    too_big((da.len() + db.len()) / arity)?;
+    if let Some(spill) =
+        spill::file_for(std::mem::size_of_val(&da[..]) + std::mem::size_of_val(&db[..]))
+    {
+        match rows::union_disjoint_to_file(arity, &da, &db, &spill) {
+            Ok(mapped) => return Ok(Run::mapped(arity, mapped)),
+            // A full disk, say: the output stays in memory, and spilling stops.
+            Err(e) => spill.fail(&e),
+        }
+    }
+    match rows::try_union_disjoint(arity, &da, &db) {
+        Ok(merged) => Ok(Run::new(arity, merged)),
+        // Out of memory: a file needs none (where spilling is on and works).
+        Err(ExecError::OutOfMemory(why)) => match spill::current() {
+            Some(spill) => rows::union_disjoint_to_file(arity, &da, &db, &spill)
+                .map(|mapped| Run::mapped(arity, mapped))
+                .map_err(|e| {
+                    spill.fail(&e);
+                    ExecError::OutOfMemory(why)
+                }),
+            None => Err(ExecError::OutOfMemory(why)),
+        },
+        Err(e) => Err(e),
+    }
 }
 
 /// Appends a run disjoint from `runs` and restores the geometric invariant.
@@ -280,7 +412,7 @@ pub(crate) fn add_run(arity: usize, runs: &mut Vec<Arc<Run>>, run: Arc<Run>) -> 
         run,
         RUNS,
         |r| r.len,
-        |below, top| Ok(Arc::new(union_runs(arity, &below, &top)?)),
+        |below, top| union_runs(arity, &below, &top),
     )
 }
 
@@ -294,7 +426,7 @@ pub(crate) fn add_index_run(index: &mut CpuIndex, run: Arc<Run>) -> ExecResult<(
         |r| r.run.len,
         |below, top| {
             let merged = union_runs(arity, &below.run, &top.run)?;
-            IndexRun::new(Arc::new(merged), arity, key_len)
+            IndexRun::new(merged, arity, key_len)
         },
     )
 }
@@ -302,18 +434,18 @@ pub(crate) fn add_index_run(index: &mut CpuIndex, run: Arc<Run>) -> ExecResult<(
 /// The relation as one run (merging its runs if it has several).
 pub(crate) fn single_run(rel: &CpuRelation) -> ExecResult<Arc<Run>> {
     Ok(match rel.runs.len() {
-        0 => Arc::new(Run::default()),
+        0 => Run::empty(),
         1 => rel.runs[0].clone(),
         _ => {
             if rel.arity == 0 {
-                return Ok(Arc::new(Run::unit()));
+                return Ok(Run::unit());
             }
             // Merge smallest first: each row is copied O(log runs) times at most.
-            let mut acc = budget::try_copy(&rel.runs[rel.runs.len() - 1].data)?;
+            let mut acc = budget::try_copy(&rel.runs[rel.runs.len() - 1].data())?;
             for r in rel.runs[..rel.runs.len() - 1].iter().rev() {
-                acc = rows::try_union_disjoint(rel.arity, &r.data, &acc.0)?;
+                acc = rows::try_union_disjoint(rel.arity, &r.data(), &acc.0)?;
             }
-            Arc::new(Run::new(rel.arity, acc))
+            Run::new(rel.arity, acc)
         }
     })
 }

@@ -25,6 +25,47 @@ fn conformance_four_threads() {
     pool(4).install(|| conformance::run_all(&CpuBackend));
 }
 
+/// The conformance suite with every run of every relation and index spilled to a file
+/// at every operator's entry (marks at 0), and every merge written straight to a file:
+/// each operator reads its inputs through memory maps.
+#[test]
+fn conformance_with_everything_spilled() {
+    use fixlog_cpu::{budget, spill};
+    let root = tempfile::tempdir().unwrap();
+    let run_budget = budget::Budget::new(None);
+    let run_spill = spill::Spill::new(
+        run_budget.clone(),
+        spill::SpillSettings {
+            temp_dir: Some(root.path().to_path_buf()),
+            high: 0,
+            low: 0,
+            min_bytes: 0,
+        },
+    );
+    let (b, s) = (run_budget.clone(), run_spill.clone());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .start_handler(move |_| {
+            budget::set_current(Some(b.clone()));
+            spill::set_current(Some(s.clone()));
+        })
+        .exit_handler(|_| {
+            budget::set_current(None);
+            spill::set_current(None);
+        })
+        .build()
+        .unwrap();
+    pool.install(|| conformance::run_all(&CpuBackend));
+    let stats = run_spill.stats();
+    assert!(stats.error.is_none(), "{:?}", stats.error);
+    assert!(stats.files > 100, "{stats:?}");
+    assert!(stats.written_bytes > 0, "{stats:?}");
+    let dir = run_spill.dir().unwrap();
+    assert!(dir.is_dir());
+    run_spill.close();
+    assert!(!dir.exists());
+}
+
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {

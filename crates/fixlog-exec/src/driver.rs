@@ -125,7 +125,38 @@ pub struct RunStats {
     /// The most bytes of relations the backend kept in host memory because its own
     /// memory was short (rows of relations larger than a GPU's memory).
     pub peak_spilled: Option<usize>,
+    /// The CPU backend's memory budget and what it spilled to disk.
+    pub host_memory: Option<HostMemoryStats>,
     pub total: Duration,
+}
+
+/// The CPU backend's memory: the bytes its budget counted (relations, indexes and
+/// batches in memory) and what it wrote to files.
+#[derive(Clone, Debug, Default)]
+pub struct HostMemoryStats {
+    /// `--memory-limit`, if one was given.
+    pub limit: Option<usize>,
+    /// The most bytes the budget counted at once.
+    pub peak_in_use: usize,
+    /// Spilling runs to disk, where it was on.
+    pub spill: Option<DiskSpillStats>,
+}
+
+/// Runs of relations and indexes written to files (the CPU backend's spilling).
+#[derive(Clone, Debug, Default)]
+pub struct DiskSpillStats {
+    /// The temporary directory the run's spill directory was (or would be) made in.
+    pub temp_dir: String,
+    /// Spilling starts when the budget's bytes in use pass this.
+    pub high_mark: usize,
+    /// The most bytes in files at once.
+    pub peak_bytes: usize,
+    /// Bytes written to files in all.
+    pub written_bytes: usize,
+    /// Files written (spilled runs and merge outputs).
+    pub files: usize,
+    /// Why spilling stopped (a full disk, say), if it did.
+    pub error: Option<String>,
 }
 
 impl RunStats {
@@ -654,7 +685,10 @@ impl<B: Backend> Driver<'_, B> {
                 None => self.backend.empty_relation(arity)?,
             };
             for run in iter {
-                new = self.backend.merge(&new, &run)?;
+                new = self
+                    .backend
+                    .merge(&new, &run)
+                    .map_err(|e| self.deriving(rel, e))?;
             }
             self.stats.phases.dedup += t.elapsed();
             out.push((rel, new));
@@ -696,7 +730,9 @@ impl<B: Backend> Driver<'_, B> {
         }
         let t = Instant::now();
         let (first, rest) = ops.split_at(1.min(ops.len()));
-        let (remaining, _) = self.run_ops(first, None)?;
+        let (remaining, _) = self
+            .run_ops(first, None)
+            .map_err(|e| self.deriving(rule.head, e))?;
         self.stats.phases.join += t.elapsed();
         if rest.is_empty() {
             return self.absorb(rule.head, remaining, acc);
@@ -709,7 +745,9 @@ impl<B: Backend> Driver<'_, B> {
             if b.batch_len(&top) == 0 {
                 continue;
             }
-            let (piece, rest_rows) = b.split_batch(top, piece_rows)?;
+            let (piece, rest_rows) = b
+                .split_batch(top, piece_rows)
+                .map_err(|e| self.deriving(rule.head, e))?;
             if b.batch_len(&rest_rows) > 0 {
                 pending.push(rest_rows);
             }
@@ -750,6 +788,18 @@ impl<B: Backend> Driver<'_, B> {
         Ok(())
     }
 
+    /// An out-of-memory error that happened while deriving tuples of `rel`, saying so.
+    fn deriving(&self, rel: RelId, e: ExecError) -> ExecError {
+        match e {
+            ExecError::OutOfMemory(why) => ExecError::OutOfMemory(format!(
+                "{why}; while deriving `{}` ({} tuples)",
+                self.plan.relations[rel].name,
+                self.backend.relation_len(&self.full[rel])
+            )),
+            other => other,
+        }
+    }
+
     /// `sort_unique(batch) − full[rel]`, pushed onto `acc`.
     fn absorb(
         &mut self,
@@ -765,13 +815,23 @@ impl<B: Backend> Driver<'_, B> {
         let t = Instant::now();
         let new = self.backend.sort_unique_minus(batch, &self.full[rel])?;
         let b = self.backend;
-        push_run(
+        // A merge that fails has consumed the runs it merged; the caller runs the piece
+        // again (in halves) after running out of memory, so `acc` must be as it was
+        // before the piece, or the tuples of earlier pieces would be lost (relations
+        // clone cheaply: shared storage).
+        let before = acc.clone();
+        let pushed = push_run(
             acc,
             new,
             NEW_RUNS,
             |r| b.relation_len(r),
             |below, top| b.merge(&below, &top),
-        )?;
+        );
+        if let Err(e) = pushed {
+            *acc = before;
+            return Err(e);
+        }
+        drop(before);
         self.stats.phases.dedup += t.elapsed();
         Ok(())
     }

@@ -42,10 +42,20 @@ pub struct RunOptions {
     /// The most device memory the CUDA backend may use, in bytes (`None`: 90% of what
     /// is free when it starts). Running out of it is not an error: work is split.
     pub gpu_memory_limit: Option<usize>,
-    /// The most bytes the CPU backend may hold in relations, indexes and batches
-    /// (`None`: no limit but the system's). Going over it ends the run with an error
-    /// naming the relation ([`Error::Exec`]), as running out of memory does.
+    /// The most bytes the CPU backend may hold in memory in relations, indexes and
+    /// batches (`None`: no limit but the system's). When three quarters of it are in
+    /// use, the largest runs of relations and indexes are spilled to files until half
+    /// is (unless [`RunOptions::no_spill`]); going over it still ends the run with an
+    /// error naming the relation ([`Error::Exec`]), as running out of memory does.
+    /// Without a limit, spilling aims at 80% of the physical memory
+    /// (`fixlog_cpu::run_with`).
     pub memory_limit: Option<usize>,
+    /// Never spill the CPU backend's runs to files: `memory_limit` is then a hard
+    /// limit only.
+    pub no_spill: bool,
+    /// Where the CPU backend makes its spill directory (one per run, removed at the
+    /// end); `None`: the system's temporary directory.
+    pub temp_dir: Option<PathBuf>,
     /// Worker threads of the CPU backend (and of the CUDA backend's host work); `None`
     /// uses every core.
     pub jobs: Option<usize>,
@@ -253,14 +263,19 @@ impl Fixlog {
         options: &RunOptions,
     ) -> Result<(RunResult, BackendChoice), Error> {
         let cpu = |initial, reason: String| -> Result<(RunResult, BackendChoice), Error> {
-            let r = fixlog_cpu::run(
+            let cpu_options = fixlog_cpu::CpuOptions {
+                jobs: options.jobs,
+                memory_limit: options.memory_limit,
+                no_spill: options.no_spill,
+                temp_dir: options.temp_dir.clone(),
+            };
+            let r = fixlog_cpu::run_with(
                 &self.program,
                 &self.plan,
                 initial,
                 symbols,
                 driver,
-                options.jobs,
-                options.memory_limit,
+                &cpu_options,
             )?;
             let choice = BackendChoice {
                 backend: BackendKind::Cpu,

@@ -908,6 +908,8 @@ pub fn remove_temporaries_on_signals() -> std::io::Result<()> {
                 for path in live.drain(..) {
                     let _ = std::fs::remove_file(path);
                 }
+                // The CPU backend's spill directories (their files are unnamed).
+                fixlog_cpu::spill::remove_live_dirs();
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
                 std::process::exit(128 + signal);
             }

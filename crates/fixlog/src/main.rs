@@ -40,10 +40,20 @@ enum Command {
         #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
         gpu_memory_limit: Option<usize>,
         /// Most memory the CPU backend may hold in relations, indexes and batches
-        /// (bytes; K, M, G, T suffixes are powers of 1024). Going over it ends the run
-        /// with an error naming the relation. Default: no limit.
+        /// (bytes; K, M, G, T suffixes are powers of 1024). When 3/4 of it is in use,
+        /// the largest runs of relations and indexes are spilled to files in --temp-dir
+        /// until 1/2 is; going over it ends the run with an error naming the relation.
+        /// Default: no limit, and spilling starts at 60% of the physical memory.
         #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
         memory_limit: Option<usize>,
+        /// Where the CPU backend spills runs that do not fit in memory (one
+        /// subdirectory per run, removed at the end). Default: the system's temporary
+        /// directory ($TMPDIR or /tmp).
+        #[arg(long, value_name = "DIR")]
+        temp_dir: Option<PathBuf>,
+        /// Never spill to disk: --memory-limit is then only a hard limit.
+        #[arg(long, conflicts_with = "temp_dir")]
+        no_spill: bool,
         /// Print statistics on stderr at the end: sizes, iterations, time per phase.
         #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text")]
         stats: Option<StatsFormat>,
@@ -264,6 +274,8 @@ fn run(cli: Cli) -> Result<(), Error> {
             backend,
             gpu_memory_limit,
             memory_limit,
+            temp_dir,
+            no_spill,
             stats,
             quiet,
             no_warn,
@@ -271,6 +283,10 @@ fn run(cli: Cli) -> Result<(), Error> {
             fixlog_logical::value::set_runtime_warnings(!no_warn);
             if jobs == Some(0) {
                 return Err(Error::BadInput("-j must be at least 1".into()));
+            }
+            if let Some(dir) = &temp_dir {
+                fixlog_cpu::spill::check_dir(dir)
+                    .map_err(|e| Error::BadInput(format!("--temp-dir: {e}")))?;
             }
             // SIGINT/SIGTERM/SIGHUP remove temporary output files before ending.
             if let Err(e) = fixlog::io::remove_temporaries_on_signals() {
@@ -290,6 +306,8 @@ fn run(cli: Cli) -> Result<(), Error> {
                 backend: backend.into(),
                 gpu_memory_limit,
                 memory_limit,
+                no_spill,
+                temp_dir,
                 jobs,
                 facts_dir: Some(fact_dir),
                 progress: !quiet,
@@ -371,6 +389,32 @@ fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
             spilled as f64 / (1u64 << 20) as f64
         ));
     }
+    if let Some(m) = &stats.host_memory {
+        let limit = match m.limit {
+            Some(l) => format!("limit {}", mib(l)),
+            None => "no limit".to_string(),
+        };
+        s.push_str(&format!(
+            "memory (CPU budget): peak {} in use, {limit}\n",
+            mib(m.peak_in_use)
+        ));
+        match &m.spill {
+            Some(sp) => {
+                s.push_str(&format!(
+                    "spilled to disk: peak {} in files, {} written ({} files); spilling from {} in use; temp dir {}\n",
+                    mib(sp.peak_bytes),
+                    mib(sp.written_bytes),
+                    sp.files,
+                    mib(sp.high_mark),
+                    sp.temp_dir
+                ));
+                if let Some(e) = &sp.error {
+                    s.push_str(&format!("spilling stopped: {e}\n"));
+                }
+            }
+            None => s.push_str("spilled to disk: off\n"),
+        }
+    }
     if stats.memory_retries > 0 {
         s.push_str(&format!(
             "pieces run again in halves after running out of memory: {}\n",
@@ -396,6 +440,10 @@ fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
     s
 }
 
+fn mib(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
 fn stats_json(stats: &RunStats, write: std::time::Duration, start: Instant) -> String {
     let p = &stats.phases;
     serde_json::json!({
@@ -405,6 +453,18 @@ fn stats_json(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
         "peak_device_memory": stats.peak_memory,
         "peak_device_memory_in_use": stats.peak_memory_in_use,
         "peak_host_spilled": stats.peak_spilled,
+        "cpu_memory": stats.host_memory.as_ref().map(|m| serde_json::json!({
+            "limit": m.limit,
+            "peak_in_use": m.peak_in_use,
+            "spill": m.spill.as_ref().map(|sp| serde_json::json!({
+                "temp_dir": sp.temp_dir,
+                "high_mark": sp.high_mark,
+                "peak_bytes": sp.peak_bytes,
+                "written_bytes": sp.written_bytes,
+                "files": sp.files,
+                "error": sp.error,
+            })),
+        })),
         "seconds": start.elapsed().as_secs_f64(),
         "driver_seconds": stats.total.as_secs_f64(),
         "evaluation_seconds": stats.strata.iter().map(|s| s.time.as_secs_f64()).sum::<f64>(),

@@ -1258,8 +1258,9 @@ fn run_tc_cycle(n: usize, extra: &[&str]) -> Outcome {
 
 #[test]
 fn memory_limit_ends_a_cpu_run_with_an_error_naming_the_relation() {
-    // 3000 nodes: 9M paths (72 MB of rows) cannot fit in 1 MiB.
-    let o = run_tc_cycle(3000, &["--memory-limit", "1M"]);
+    // 3000 nodes: 9M paths (72 MB of rows) cannot fit in 1 MiB (without spilling to
+    // disk: see `real_data.rs` for the same with spilling).
+    let o = run_tc_cycle(3000, &["--memory-limit", "1M", "--no-spill"]);
     assert_failed(&o);
     assert!(
         o.stderr.starts_with("error: evaluation failed: out of memory: the memory limit of 1.0 MiB would be passed ("),
@@ -1289,6 +1290,27 @@ fn memory_limit_that_suffices_changes_nothing() {
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     let text = fs::read_to_string(o.dir.path().join("out/path.csv")).unwrap();
     assert_eq!(text.lines().count(), 3600);
+}
+
+#[test]
+fn a_temp_dir_that_is_not_a_directory_is_an_error_before_running() {
+    let o = run_tc_cycle(10, &["--temp-dir", "no/such/dir"]);
+    assert_failed(&o);
+    assert!(
+        o.stderr.starts_with("error: ") && o.stderr.contains("--temp-dir: no/such/dir"),
+        "{}",
+        o.stderr
+    );
+    let o = run_tc_cycle(10, &["--temp-dir", "prog.dl"]);
+    assert_failed(&o);
+    assert_mentions(&o, &[&["--temp-dir: prog.dl is not a directory"]]);
+}
+
+#[test]
+fn no_spill_and_temp_dir_exclude_each_other() {
+    let o = run_tc_cycle(10, &["--temp-dir", ".", "--no-spill"]);
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert_mentions(&o, &[&["--no-spill"], &["--temp-dir"]]);
 }
 
 #[test]
