@@ -73,6 +73,9 @@ pub struct DriverOptions {
     pub progress: bool,
     /// Which relations' tuples to return (by relation id); `None`: all.
     pub keep_rows: Option<Vec<bool>>,
+    /// Which relations to compute (by relation id); `None`: all. A stratum none of
+    /// whose relations is needed is not run (its relations keep their facts only).
+    pub needed: Option<Vec<bool>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -515,6 +518,15 @@ pub fn run<B: Backend>(
     driver.stats.phases.load = t.elapsed();
 
     for (n, stratum) in plan.strata.iter().enumerate() {
+        let wanted = |r: &usize| {
+            options
+                .needed
+                .as_ref()
+                .is_none_or(|needed| needed.get(*r).copied().unwrap_or(true))
+        };
+        if !stratum.relations.iter().any(wanted) {
+            continue;
+        }
         let t = Instant::now();
         let iterations = driver.run_stratum(n, stratum)?;
         driver.stats.strata.push(StratumStats {

@@ -65,9 +65,10 @@ pub struct RunOptions {
     /// A missing `.input` file is read as empty instead of being an error (Soufflé's
     /// `-w`).
     pub missing_inputs_empty: bool,
-    /// Read only the `.input` files of relations that some `.output` or `.printsize`
-    /// relation depends on, as Soufflé does (it removes the other relations, so their
-    /// files need not exist). The CLI sets it.
+    /// Read only the `.input` files of, and evaluate only the rules of, relations that
+    /// some `.output` or `.printsize` relation depends on, as Soufflé does (it removes
+    /// the other relations, so their files need not exist and their rules do not run;
+    /// they hold only the program's facts). The CLI sets it.
     pub only_needed_inputs: bool,
     /// Show progress (stratum, iteration, delta sizes) on stderr.
     pub progress: bool,
@@ -217,10 +218,10 @@ impl Fixlog {
         for fact in &self.program.facts {
             initial[fact.rel].push(&fact.values);
         }
+        let needed = options
+            .only_needed_inputs
+            .then(|| self.program.needed_for_outputs());
         if let Some(dir) = &options.facts_dir {
-            let needed = options
-                .only_needed_inputs
-                .then(|| self.program.needed_for_outputs());
             for (rel, relation) in self.program.relations.iter().enumerate() {
                 if needed.as_ref().is_some_and(|n| !n[rel]) {
                     continue;
@@ -244,6 +245,7 @@ impl Fixlog {
                     .map(|r| !r.outputs.is_empty())
                     .collect()
             }),
+            needed,
         };
         let (result, choice) = self.run_on_backend(initial, &symbols, &driver_options, options)?;
         Ok(Database {

@@ -1463,3 +1463,35 @@ fn component_outputs_are_named_by_the_qualified_relation() {
         "1\n"
     );
 }
+
+#[test]
+fn rules_of_relations_no_output_needs_do_not_run() {
+    // `big` feeds no output: as Soufflé removes such relations, its rules do not run
+    // (its size stays 0 in the stats); `o` and what it reads are computed.
+    let prog = ".decl e(x: number)\ne(1). e(2). e(3).\n\
+                .decl big(x: number, y: number)\nbig(x, y) :- e(x), e(y).\n\
+                .decl o(x: number)\no(x) :- e(x), x > 1.\n.output o\n";
+    let o = run(
+        &[("prog.dl", prog)],
+        &[
+            "run",
+            "prog.dl",
+            "-D",
+            "out",
+            "--stats",
+            "json",
+            "--backend",
+            "cpu",
+        ],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let json = o.stderr.lines().last().unwrap_or_default();
+    let stats: serde_json::Value = serde_json::from_str(json).expect("stats json");
+    assert_eq!(stats["relations"]["o"], 2, "{json}");
+    assert_eq!(stats["relations"]["big"], 0, "{json}");
+    assert_eq!(stats["relations"]["e"], 3, "{json}");
+    // The library computes every relation unless asked not to.
+    let program = fixlog::Fixlog::from_source("prog.dl", prog).unwrap();
+    let db = program.run(&fixlog::RunOptions::default()).unwrap();
+    assert_eq!(db.len("big"), Some(9));
+}
