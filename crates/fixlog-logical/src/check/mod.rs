@@ -1,0 +1,686 @@
+//! The checker: AST to the logical IR ([`crate::ir`]).
+//!
+//! It resolves names and types, expands multi-head rules and `;` disjunctions, desugars
+//! expression arguments of atoms and aggregates nested in expressions into fresh `$`
+//! variables, checks range restriction, infers the type of every variable and operator,
+//! folds constants, and finally stratifies ([`crate::stratify`]).
+//!
+//! Each rule goes through three passes (files `lower`, `range`, `typing`; the form and
+//! the rule context they share are in `lowered`) over a small "lowered" form (`LLit`/`LExpr`: the
+//! AST with variables resolved to [`VarId`]s and the desugaring done, but no types yet):
+//!
+//! 1. lowering, which also decides variable scopes as Soufflé does: a variable inside an
+//!    aggregate body is the same as an outer variable of that name (it is *injected*, or
+//!    correlated) only if the enclosing scope grounds that name without the aggregate's
+//!    own result; the names of the aggregated expression are always local; every other
+//!    name is local to the aggregate, so two sibling aggregates may reuse a local name
+//!    (see `RuleCx::aggregate_scopes`);
+//! 2. range restriction, on the lowered form because it still knows where every variable
+//!    occurrence is in the text, by a linear-time fixpoint (`ground`) in which an
+//!    aggregate binds its result only once its injected variables are bound (aggregates
+//!    that need each other are reported);
+//! 3. typing: atom columns fix variable types; then types flow through equalities,
+//!    operators, functors and aggregates to a fixpoint; what is left defaults to
+//!    `number`; the final emission pass checks every use against those types and reports
+//!    mismatches.
+//!
+//! Errors are collected, not thrown: a bad literal drops its rule, the other rules are
+//! still checked, and everything found is reported together.
+
+mod lower;
+mod lowered;
+mod range;
+mod typing;
+
+use crate::ground::Grounding;
+use crate::ir::{self, ColType, RelId, Value, VarId};
+use crate::stratify::stratify;
+use crate::symbols::SymbolTable;
+use crate::value;
+use fixlog_syntax::ast;
+use fixlog_syntax::{Diagnostic, Diagnostics, SourceMap, Span};
+use lowered::*;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Most rules a single clause may expand into (through `;` and multiple heads) beyond
+/// one per literal of its body: a flat disjunction of 10,000 alternatives is 10,000
+/// rules, but `(a;b), (c;d), ...` multiplies.
+const MAX_EXPANSION: usize = 4096;
+
+/// Height of the expressions a rule's lowering keeps; higher operands are bound to
+/// fresh variables (see `RuleCx::bounded`).
+const MAX_EXPR_DEPTH: usize = 32;
+
+/// `ast` to `ir` binary operator.
+fn bin_op(op: ast::BinOp) -> ir::BinOp {
+    match op {
+        ast::BinOp::Add => ir::BinOp::Add,
+        ast::BinOp::Sub => ir::BinOp::Sub,
+        ast::BinOp::Mul => ir::BinOp::Mul,
+        ast::BinOp::Div => ir::BinOp::Div,
+        ast::BinOp::Rem => ir::BinOp::Rem,
+        ast::BinOp::Pow => ir::BinOp::Pow,
+        ast::BinOp::BAnd => ir::BinOp::BAnd,
+        ast::BinOp::BOr => ir::BinOp::BOr,
+        ast::BinOp::BXor => ir::BinOp::BXor,
+        ast::BinOp::BShl => ir::BinOp::BShl,
+        ast::BinOp::BShr => ir::BinOp::BShr,
+        ast::BinOp::LAnd => ir::BinOp::LAnd,
+        ast::BinOp::LOr => ir::BinOp::LOr,
+    }
+}
+
+/// Check a parsed program and produce the stratified logical IR.
+pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program, Diagnostics> {
+    // Components are instantiated first, into plain items (see `crate::components`).
+    let expanded;
+    let program = if crate::components::has_components(program) {
+        expanded = crate::components::expand(program, sources).map_err(finish_errors)?;
+        &expanded
+    } else {
+        program
+    };
+    let mut ck = Checker {
+        sources,
+        errors: Vec::new(),
+        type_decls: HashMap::new(),
+        type_state: HashMap::new(),
+        relations: Vec::new(),
+        rel_ids: HashMap::new(),
+        symbols: SymbolTable::new(),
+        facts: Vec::new(),
+        rules: Vec::new(),
+        warnings: Vec::new(),
+    };
+    ck.run(program);
+    if !ck.errors.is_empty() {
+        return Err(finish_errors(ck.errors));
+    }
+    let strata = stratify(&ck.relations, &ck.rules).map_err(|e| finish_errors(e.0))?;
+    let warnings = finish_errors(ck.warnings).0;
+    Ok(ir::Program {
+        relations: ck.relations,
+        facts: ck.facts,
+        rules: ck.rules,
+        strata,
+        symbols: ck.symbols,
+        warnings,
+    })
+}
+
+/// Sort by position and drop duplicates (a clause expanded into several rules reports a
+/// problem of its shared part once per rule).
+fn finish_errors(errors: Vec<Diagnostic>) -> Diagnostics {
+    let mut seen = HashSet::new();
+    let mut out: Vec<Diagnostic> = Vec::new();
+    for d in errors {
+        let key = (d.message.clone(), d.span);
+        if seen.insert(key) {
+            out.push(d);
+        }
+    }
+    out.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
+    Diagnostics(out)
+}
+
+/// The type of an expression of `rule`, if it has one of its own (a bare constant has
+/// none: its type is the context's). The argument of a conversion functor (`to_string`,
+/// `to_float`, ...) is never a bare constant, so its type is always known from this.
+pub fn expr_type(rule: &ir::Rule, e: &ir::Expr) -> Option<ColType> {
+    match e {
+        ir::Expr::Var(v) => rule.vars.get(*v).map(|v| v.ty),
+        ir::Expr::Const(_) => None,
+        ir::Expr::Unary { ty, .. } | ir::Expr::Binary { ty, .. } => Some(*ty),
+        ir::Expr::Functor { func, .. } => Some(functor_result(*func)),
+    }
+}
+
+fn functor_result(f: ir::Functor) -> ColType {
+    match f {
+        ir::Functor::Cat | ir::Functor::Substr | ir::Functor::ToString => ColType::Symbol,
+        ir::Functor::Strlen | ir::Functor::Ord | ir::Functor::ToNumber | ir::Functor::ToInteger => {
+            ColType::Number
+        }
+        ir::Functor::ToUnsigned => ColType::Unsigned,
+        ir::Functor::ToFloat => ColType::Float,
+        ir::Functor::Convert(_, to) => to,
+    }
+}
+
+/// The name of a base type as written in programs.
+pub fn type_name(t: ColType) -> &'static str {
+    match t {
+        ColType::Number => "number",
+        ColType::Unsigned => "unsigned",
+        ColType::Float => "float",
+        ColType::Symbol => "symbol",
+    }
+}
+
+/// The closest of `candidates` to `name`, if it is close enough to be a likely typo.
+pub fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (levenshtein(name, c), c))
+        .filter(|(d, c)| *d <= limit && *d < name.chars().count() && *d < c.chars().count())
+        .min_by_key(|(d, c)| (*d, *c))
+        .map(|(_, c)| c)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+enum TypeState {
+    Resolving,
+    Done(Option<ColType>),
+}
+
+struct Checker<'a> {
+    sources: &'a SourceMap,
+    errors: Vec<Diagnostic>,
+    type_decls: HashMap<String, &'a ast::TypeDecl>,
+    type_state: HashMap<String, TypeState>,
+    relations: Vec<ir::Relation>,
+    rel_ids: HashMap<String, RelId>,
+    symbols: SymbolTable,
+    facts: Vec<ir::Fact>,
+    rules: Vec<ir::Rule>,
+    /// Soufflé's warnings (see [`ir::Program::warnings`]).
+    warnings: Vec<Diagnostic>,
+}
+
+fn builtin_type(name: &str) -> Option<ColType> {
+    Some(match name {
+        "number" => ColType::Number,
+        "unsigned" => ColType::Unsigned,
+        "float" => ColType::Float,
+        "symbol" => ColType::Symbol,
+        _ => return None,
+    })
+}
+
+const BUILTIN_FUNCTORS: &[&str] = &[
+    "cat",
+    "strlen",
+    "substr",
+    "ord",
+    "to_number",
+    "to_string",
+    "to_unsigned",
+    "to_float",
+    "itou",
+    "utoi",
+    "itof",
+    "ftoi",
+    "utof",
+    "ftou",
+    "min",
+    "max",
+];
+
+impl<'a> Checker<'a> {
+    fn error(&mut self, d: Diagnostic) {
+        self.errors.push(d);
+    }
+
+    fn run(&mut self, program: &'a ast::Program) {
+        // Types first (they may be used before they are declared).
+        for item in &program.items {
+            if let ast::Item::Type(t) = item {
+                if builtin_type(&t.name.name).is_some() {
+                    self.error(Diagnostic::error(
+                        format!(
+                            "`{}` is a built-in type and cannot be redeclared",
+                            t.name.name
+                        ),
+                        t.name.span,
+                    ));
+                } else if let Some(prev) = self.type_decls.get(&t.name.name) {
+                    let loc = self.sources.location(prev.name.span);
+                    self.error(
+                        Diagnostic::error(
+                            format!("type `{}` is declared more than once", t.name.name),
+                            t.name.span,
+                        )
+                        .with_note(format!("first declared at {loc}")),
+                    );
+                } else {
+                    self.type_decls.insert(t.name.name.clone(), t);
+                }
+            }
+        }
+        for item in &program.items {
+            if let ast::Item::Type(t) = item {
+                if self
+                    .type_decls
+                    .get(&t.name.name)
+                    .is_some_and(|d| std::ptr::eq(*d, t))
+                {
+                    let name = t.name.clone();
+                    self.resolve_type(&name);
+                }
+            }
+        }
+        // Then relations (also usable before their declaration).
+        for item in &program.items {
+            match item {
+                ast::Item::Decl(d) => self.decl(d),
+                ast::Item::Functor { span, .. } => self.error(Diagnostic::error(
+                    "user-defined functors (`.functor`) are not supported",
+                    *span,
+                )),
+                _ => {}
+            }
+        }
+        let mut has_clauses: HashSet<&str> = HashSet::new();
+        for item in &program.items {
+            if let ast::Item::Clause(c) = item {
+                has_clauses.extend(c.heads.iter().map(|h| h.name.name.as_str()));
+            }
+        }
+        for item in &program.items {
+            match item {
+                ast::Item::Directive(d) => self.directive(d),
+                ast::Item::Clause(c) => self.clause(c),
+                ast::Item::Include { span, .. } => self.error(Diagnostic::error(
+                    "`.include` was not resolved (parse with `parse_file` or `parse_str`)",
+                    *span,
+                )),
+                _ => {}
+            }
+        }
+        // Soufflé's warning for relations that nothing fills.
+        for rel in &self.relations {
+            if rel.inputs.is_empty() && !has_clauses.contains(rel.name.as_str()) {
+                self.warnings.push(Diagnostic::error(
+                    format!("no rules/facts defined for relation `{}`", rel.name),
+                    rel.span,
+                ));
+            }
+        }
+    }
+
+    fn resolve_type(&mut self, name: &ast::Ident) -> Option<ColType> {
+        if let Some(t) = builtin_type(&name.name) {
+            return Some(t);
+        }
+        match self.type_state.get(&name.name) {
+            Some(TypeState::Done(t)) => return *t,
+            Some(TypeState::Resolving) => {
+                self.error(Diagnostic::error(
+                    format!("type `{}` is defined in terms of itself", name.name),
+                    name.span,
+                ));
+                return None;
+            }
+            None => {}
+        }
+        let Some(decl) = self.type_decls.get(&name.name).copied() else {
+            let mut d = Diagnostic::error(format!("unknown type `{}`", name.name), name.span);
+            let cands: Vec<&str> = ["number", "unsigned", "float", "symbol"]
+                .into_iter()
+                .chain(self.type_decls.keys().map(String::as_str))
+                .collect();
+            d = match suggest(&name.name, cands) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_help(
+                    "use `number`, `unsigned`, `float`, `symbol` or a type declared with `.type`",
+                ),
+            };
+            self.error(d);
+            return None;
+        };
+        self.type_state
+            .insert(name.name.clone(), TypeState::Resolving);
+        let t = match &decl.def {
+            ast::TypeDef::Subtype(base) => self.resolve_type(base),
+            ast::TypeDef::Union(members) => {
+                let mut found: Vec<(&ast::Ident, ColType)> = Vec::new();
+                let mut failed = false;
+                for m in members {
+                    match self.resolve_type(m) {
+                        Some(t) => found.push((m, t)),
+                        None => failed = true,
+                    }
+                }
+                if failed {
+                    None
+                } else if let Some(&(m2, t2)) = found.iter().find(|(_, t)| *t != found[0].1) {
+                    let (m1, t1) = found[0];
+                    self.error(Diagnostic::error(
+                        format!(
+                            "union type `{}` mixes incompatible types: `{}` is a `{}` but `{}` is a `{}`",
+                            decl.name.name,
+                            m1.name,
+                            type_name(t1),
+                            m2.name,
+                            type_name(t2)
+                        ),
+                        decl.name.span,
+                    ));
+                    None
+                } else {
+                    found.first().map(|f| f.1)
+                }
+            }
+            ast::TypeDef::Record(span) => {
+                self.error(Diagnostic::error(
+                    format!("record types are not supported (type `{}`)", decl.name.name),
+                    *span,
+                ));
+                None
+            }
+            ast::TypeDef::Adt(span) => {
+                self.error(Diagnostic::error(
+                    format!(
+                        "algebraic data types are not supported (type `{}`)",
+                        decl.name.name
+                    ),
+                    *span,
+                ));
+                None
+            }
+        };
+        self.type_state
+            .insert(name.name.clone(), TypeState::Done(t));
+        t
+    }
+
+    fn decl(&mut self, d: &ast::Decl) {
+        if let Some(&prev) = self.rel_ids.get(&d.name.name) {
+            let loc = self.sources.location(self.relations[prev].span);
+            self.error(
+                Diagnostic::error(
+                    format!("relation `{}` is declared more than once", d.name.name),
+                    d.name.span,
+                )
+                .with_note(format!("first declared at {loc}")),
+            );
+            return;
+        }
+        let mut columns = Vec::new();
+        let mut seen: HashMap<&str, Span> = HashMap::new();
+        for a in &d.attrs {
+            if seen.insert(a.name.name.as_str(), a.name.span).is_some() {
+                self.error(Diagnostic::error(
+                    format!(
+                        "attribute `{}` appears more than once in `{}`",
+                        a.name.name, d.name.name
+                    ),
+                    a.name.span,
+                ));
+            }
+            let ty = self.resolve_type(&a.ty).unwrap_or(ColType::Number);
+            columns.push(ir::Column {
+                name: a.name.name.clone(),
+                ty,
+                type_name: a.ty.name.clone(),
+            });
+        }
+        let mut rel = ir::Relation {
+            name: d.name.name.clone(),
+            columns,
+            span: d.span,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            printsize: false,
+        };
+        for q in &d.qualifiers {
+            match q.name.as_str() {
+                "eqrel" => self.error(Diagnostic::error(
+                    "`eqrel` relations are not supported",
+                    q.span,
+                ).with_help("declare a plain relation and write the equivalence rules (reflexive, symmetric, transitive) explicitly")),
+                "input" => rel.inputs.push(ir::IoDirective {
+                    params: BTreeMap::new(),
+                    span: q.span,
+                }),
+                "output" => rel.outputs.push(ir::IoDirective {
+                    params: BTreeMap::new(),
+                    span: q.span,
+                }),
+                "printsize" => rel.printsize = true,
+                _ => {}
+            }
+        }
+        self.rel_ids
+            .insert(d.name.name.clone(), self.relations.len());
+        self.relations.push(rel);
+    }
+
+    fn unknown_relation(&mut self, name: &ast::Ident, context: &str) {
+        let mut d = Diagnostic::error(
+            format!("unknown relation `{}`{context}", name.name),
+            name.span,
+        );
+        let cands: Vec<&str> = self.relations.iter().map(|r| r.name.as_str()).collect();
+        d = match suggest(&name.name, cands) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(format!("declare it with `.decl {}(...)`", name.name)),
+        };
+        self.error(d);
+    }
+
+    fn directive(&mut self, d: &ast::Directive) {
+        for r in &d.relations {
+            let Some(&id) = self.rel_ids.get(&r.name) else {
+                self.unknown_relation(r, &format!(" in `{}`", d.kind.keyword()));
+                continue;
+            };
+            let params: BTreeMap<String, String> = d
+                .params
+                .iter()
+                .map(|(k, v)| (k.name.clone(), v.clone()))
+                .collect();
+            let io = ir::IoDirective {
+                params,
+                span: d.span,
+            };
+            let rel = &mut self.relations[id];
+            match d.kind {
+                ast::DirectiveKind::Input => rel.inputs.push(io),
+                ast::DirectiveKind::Output => rel.outputs.push(io),
+                ast::DirectiveKind::PrintSize => rel.printsize = true,
+                ast::DirectiveKind::LimitSize => {
+                    self.error(Diagnostic::error("`.limitsize` is not supported", d.span));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The relation of an atom, checking that it exists and that the arity matches.
+    fn resolve_atom(&mut self, a: &ast::Atom) -> Option<RelId> {
+        let Some(&id) = self.rel_ids.get(&a.name.name) else {
+            self.unknown_relation(&a.name, "");
+            return None;
+        };
+        let arity = self.relations[id].arity();
+        if arity != a.args.len() {
+            self.error(Diagnostic::error(
+                format!(
+                    "`{}` has {} attribute{} but {} argument{} {} given",
+                    a.name.name,
+                    arity,
+                    if arity == 1 { "" } else { "s" },
+                    a.args.len(),
+                    if a.args.len() == 1 { "" } else { "s" },
+                    if a.args.len() == 1 { "was" } else { "were" },
+                ),
+                a.span,
+            ));
+            return None;
+        }
+        Some(id)
+    }
+
+    fn clause(&mut self, c: &ast::Clause) {
+        let Some(body) = &c.body else {
+            for head in &c.heads {
+                let span = if c.heads.len() == 1 {
+                    c.span
+                } else {
+                    head.span
+                };
+                self.fact(head, span);
+            }
+            return;
+        };
+        // The expansion may be as large as the clause (a flat disjunction), not more
+        // than a few times that: `(a;b), (c;d), ...` multiplies.
+        let mut literals = Vec::new();
+        body_literals(body, &mut literals);
+        let budget = MAX_EXPANSION.max(4 * (literals.len() + c.heads.len()));
+        let conjuncts = match dnf(body, budget) {
+            Ok(v) => v,
+            Err(()) => {
+                self.error(
+                    Diagnostic::error(
+                        format!("this body expands into more than {budget} alternatives"),
+                        body.span(),
+                    )
+                    .with_help("split the rule, or move the disjunctions into separate relations"),
+                );
+                return;
+            }
+        };
+        if conjuncts.len().saturating_mul(c.heads.len()) > budget {
+            self.error(Diagnostic::error(
+                format!("this clause expands into more than {budget} rules"),
+                c.span,
+            ));
+            return;
+        }
+        // Soufflé's warning for variables that occur once, per rule the clause expands
+        // into (each head with each alternative of the body), aggregates included;
+        // names starting with `_` are exempt.
+        for head in &c.heads {
+            for conj in &conjuncts {
+                let mut occurrences = Vec::new();
+                let exprs = head
+                    .args
+                    .iter()
+                    .chain(conj.iter().flat_map(|l| literal_exprs(l)));
+                all_var_occurrences(exprs, &mut occurrences);
+                let mut count: HashMap<&str, (usize, Span)> = HashMap::new();
+                for (name, span) in occurrences {
+                    count.entry(name).or_insert((0, span)).0 += 1;
+                }
+                for (name, (n, span)) in count {
+                    if n == 1 && !name.starts_with('_') {
+                        self.warnings.push(Diagnostic::error(
+                            format!("variable `{name}` only occurs once"),
+                            span,
+                        ));
+                    }
+                }
+            }
+        }
+        for head in &c.heads {
+            let Some(rel) = self.resolve_atom(head) else {
+                continue;
+            };
+            for conj in &conjuncts {
+                let before = self.errors.len();
+                let mut cx = RuleCx::new(self, false);
+                let rule = cx.rule(head, rel, conj, c.span);
+                if let Some(rule) = rule {
+                    if self.errors.len() == before {
+                        self.rules.push(rule);
+                    }
+                }
+            }
+        }
+    }
+
+    fn fact(&mut self, head: &ast::Atom, span: Span) {
+        let Some(rel) = self.resolve_atom(head) else {
+            return;
+        };
+        let types = self.relations[rel].types();
+        let mut cx = RuleCx::new(self, true);
+        let mut values = Vec::new();
+        let scope = HashMap::new();
+        let mut sink = Vec::new();
+        for (arg, ty) in head.args.iter().zip(types) {
+            if let ast::Expr::Wildcard(s) = arg {
+                cx.ck.error(Diagnostic::error(
+                    "`_` in a fact: facts may only contain constants",
+                    *s,
+                ));
+                continue;
+            }
+            let Some(le) = cx.lower_expr(arg, &scope, &mut sink) else {
+                continue;
+            };
+            let Some((e, _)) = cx.emit_expr(&le, Some(ty)) else {
+                continue;
+            };
+            match e {
+                ir::Expr::Const(v) => values.push(v),
+                _ => cx.ck.error(Diagnostic::error(
+                    "this expression cannot be evaluated to a constant (division by zero, or an out-of-range argument?)",
+                    arg.span(),
+                )),
+            }
+        }
+        if values.len() == head.args.len() {
+            self.facts.push(ir::Fact { rel, values, span });
+        }
+    }
+}
+
+/// Disjunctive normal form of a body: a list of conjunctions. `Err` if there would be
+/// more than `limit`.
+fn dnf(b: &ast::Body, limit: usize) -> Result<Vec<Vec<&ast::Literal>>, ()> {
+    match b {
+        ast::Body::Literal(l) => Ok(vec![vec![l]]),
+        ast::Body::Or(parts, _) => {
+            let mut out = Vec::new();
+            for p in parts {
+                out.extend(dnf(p, limit)?);
+                if out.len() > limit {
+                    return Err(());
+                }
+            }
+            Ok(out)
+        }
+        ast::Body::And(parts, _) => {
+            let mut acc: Vec<Vec<&ast::Literal>> = vec![Vec::new()];
+            for p in parts {
+                let alts = dnf(p, limit)?;
+                if acc.len().saturating_mul(alts.len()) > limit {
+                    return Err(());
+                }
+                if let [alt] = &alts[..] {
+                    // No alternatives: extend in place (a long conjunction stays linear).
+                    acc.iter_mut().for_each(|a| a.extend(alt.iter().copied()));
+                    continue;
+                }
+                let mut next = Vec::with_capacity(acc.len() * alts.len());
+                for a in &acc {
+                    for alt in &alts {
+                        let mut c = a.clone();
+                        c.extend(alt.iter().copied());
+                        next.push(c);
+                    }
+                }
+                acc = next;
+            }
+            Ok(acc)
+        }
+    }
+}
