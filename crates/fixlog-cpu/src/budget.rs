@@ -272,15 +272,6 @@ pub fn grow(out: &mut Vec<Value>, charge: &mut Charge, more: usize) -> ExecResul
     Ok(())
 }
 
-/// Aborts as a failed allocation does, for the infallible wrappers kept for callers
-/// outside this backend (the CUDA backend's host work), which had that behaviour.
-pub(crate) fn abort_on<T>(r: ExecResult<T>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(_) => std::alloc::handle_alloc_error(std::alloc::Layout::new::<[Value; 1024]>()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

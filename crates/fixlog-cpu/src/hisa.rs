@@ -62,11 +62,6 @@ impl HashTable {
         }
     }
 
-    /// Builds the table over `len` sorted rows of width `arity` in `data`.
-    pub fn build(data: &[u32], arity: usize, len: usize, key_len: usize) -> HashTable {
-        budget::abort_on(HashTable::try_build(data, arity, len, key_len))
-    }
-
     /// [`HashTable::build`], with the table (and the group starts while it is built)
     /// charged to the memory budget: running out is an error.
     pub fn try_build(

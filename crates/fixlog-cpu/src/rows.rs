@@ -363,11 +363,6 @@ pub fn try_sort_unique(arity: usize, data: &mut Vec<u32>) -> ExecResult<usize> {
     })
 }
 
-/// [`try_sort_unique`], aborting (as a failed allocation does) when memory runs out.
-pub fn sort_unique(arity: usize, data: &mut Vec<u32>) -> usize {
-    budget::abort_on(try_sort_unique(arity, data))
-}
-
 /// Sorts rows that are known to be distinct (no dedup pass).
 pub fn try_sort_distinct(arity: usize, data: &mut Vec<u32>) -> ExecResult<()> {
     with_arity!(arity, N => {
@@ -378,11 +373,6 @@ pub fn try_sort_distinct(arity: usize, data: &mut Vec<u32>) -> ExecResult<()> {
             comparison_sort::<N>(data, arity)
         }
     })
-}
-
-/// [`try_sort_distinct`], aborting (as a failed allocation does) when memory runs out.
-pub fn sort_distinct(arity: usize, data: &mut Vec<u32>) {
-    budget::abort_on(try_sort_distinct(arity, data))
 }
 
 // ---- union and difference --------------------------------------------------------------
@@ -423,32 +413,6 @@ fn split_two<const N: usize>(
         .collect()
 }
 
-fn union_seq<const N: usize>(a: &[u32], b: &[u32], w: usize, out: &mut Vec<u32>) {
-    let w = width::<N>(w);
-    let (na, nb) = (a.len() / w, b.len() / w);
-    let (mut i, mut j) = (0, 0);
-    while i < na && j < nb {
-        let (ra, rb) = (row::<N>(a, w, i), row::<N>(b, w, j));
-        match row_cmp::<N>(ra, rb, w) {
-            Ordering::Less => {
-                out.extend_from_slice(ra);
-                i += 1;
-            }
-            Ordering::Greater => {
-                out.extend_from_slice(rb);
-                j += 1;
-            }
-            Ordering::Equal => {
-                out.extend_from_slice(ra);
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    out.extend_from_slice(&a[i * w..]);
-    out.extend_from_slice(&b[j * w..]);
-}
-
 /// `a − b` for sorted `a`, `b`: linear merge when the sizes are close, galloping through
 /// `b` when `b` is much larger.
 fn diff_seq<const N: usize>(a: &[u32], b: &[u32], w: usize, out: &mut Vec<u32>) {
@@ -479,11 +443,6 @@ fn diff_seq<const N: usize>(a: &[u32], b: &[u32], w: usize, out: &mut Vec<u32>) 
     }
 }
 
-/// Concatenates per-part outputs (in order) into one vector, copying in parallel.
-pub fn concat_parts(parts: Vec<Vec<u32>>) -> Vec<u32> {
-    budget::abort_on(try_concat_parts(parts)).0
-}
-
 /// [`concat_parts`] into a vector charged to the budget (a single part is charged as
 /// it is).
 pub fn try_concat_parts(parts: Vec<Vec<u32>>) -> ExecResult<(Vec<u32>, Charge)> {
@@ -506,36 +465,6 @@ pub fn try_concat_parts(parts: Vec<Vec<u32>>) -> ExecResult<(Vec<u32>, Charge)> 
         .zip(parts.par_iter())
         .for_each(|(dst, src)| dst.copy_from_slice(src));
     Ok((out, charge))
-}
-
-/// `a ∪ b` of sorted, duplicate-free row arrays (width `arity >= 1`).
-pub fn union(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
-    if b.is_empty() {
-        return a.to_vec();
-    }
-    if a.is_empty() {
-        return b.to_vec();
-    }
-    with_arity!(arity, N => {
-        let w = arity;
-        let parts = split_two::<N>(a, a.len() / w, b, b.len() / w, w);
-        let outs: Vec<Vec<u32>> = parts
-            .par_iter()
-            .map(|&[a0, a1, b0, b1]| {
-                let mut out = Vec::with_capacity((a1 - a0 + b1 - b0) * w);
-                union_seq::<N>(&a[a0 * w..a1 * w], &b[b0 * w..b1 * w], w, &mut out);
-                out
-            })
-            .collect();
-        concat_parts(outs)
-    })
-}
-
-/// `a ∪ b` of sorted row arrays known to be **disjoint** (the compaction of runs): each
-/// part's output position is known in advance (`a_lo + b_lo`), so parts write straight
-/// into the result, with no per-part buffers and no concatenation copy.
-pub fn union_disjoint(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
-    budget::abort_on(try_union_disjoint(arity, a, b)).0
 }
 
 /// [`union_disjoint`] into a vector charged to the budget.
@@ -652,17 +581,6 @@ pub(crate) fn union_disjoint_to_file(
             })?;
     });
     spill.map(file, a.len() + b.len())
-}
-
-/// `a − b` of sorted, duplicate-free row arrays (width `arity >= 1`).
-pub fn difference(arity: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
-    difference_many(arity, a, &[b])
-}
-
-/// `a − (b1 ∪ b2 ∪ ...)` in one pass over `a`, with one cursor per `b`: rows of `a` are
-/// read and written once however many runs are subtracted.
-pub fn difference_many(arity: usize, a: &[u32], bs: &[&[u32]]) -> Vec<u32> {
-    budget::abort_on(try_difference_many(arity, a, bs)).0
 }
 
 /// [`difference_many`] into a vector charged to the budget. The per-part outputs (at

@@ -681,7 +681,7 @@ impl Gpu {
             .map_err(|e| CudaError::driver("cuMemcpyHtoD", e))
     }
     pub fn dtoh<T: Copy + Default>(&self, src: u64, n: usize) -> Result<Vec<T>> {
-        let mut v = vec![T::default(); n];
+        let mut v = host_vec(n)?;
         if n > 0 {
             unsafe { result::memcpy_dtoh_sync(&mut v, src) }
                 .map_err(|e| CudaError::driver("cuMemcpyDtoH", e))?;
@@ -704,12 +704,9 @@ impl Gpu {
         let host = unsafe { result::malloc_host(stage_words * 4, 0) }
             .map_err(|e| CudaError::driver("cuMemHostAlloc", e))? as *mut u32;
         let mut out: Vec<u32> = Vec::new();
-        let copied = out.try_reserve_exact(words).map_err(|_| {
-            CudaError::Invalid(format!(
-                "cannot allocate {} bytes of host memory",
-                words * 4
-            ))
-        });
+        let copied = out
+            .try_reserve_exact(words)
+            .map_err(|_| host_refused(words * 4));
         let copied = copied.and_then(|()| {
             let mut done = 0;
             while done < words {
@@ -1192,4 +1189,27 @@ macro_rules! launch {
             unsafe { b.launch(cfg) }.map_err(|e| crate::CudaError::driver("cuLaunchKernel", e))?;
         }
     }};
+}
+
+/// The error of a host allocation the system refused (an ordinary out-of-memory
+/// value, as on the CPU backend: the driver names the relation).
+pub(crate) fn host_refused(bytes: usize) -> CudaError {
+    CudaError::Exec(fixlog_cpu::budget::refused(bytes))
+}
+
+/// `n` default values in host memory, allocated fallibly.
+pub(crate) fn host_vec<T: Copy + Default>(n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| host_refused(n.saturating_mul(std::mem::size_of::<T>())))?;
+    v.resize(n, T::default());
+    Ok(v)
+}
+
+/// An empty host vector with room for `n` values, allocated fallibly.
+pub(crate) fn host_with_capacity<T>(n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| host_refused(n.saturating_mul(std::mem::size_of::<T>())))?;
+    Ok(v)
 }

@@ -83,7 +83,7 @@ impl CudaBackend {
                 "internal error: an identity map reached the device".into(),
             )),
             MapExec::Host(cpu) => {
-                let mut rows = Vec::with_capacity(total * code.arity);
+                let mut rows = crate::gpu::host_with_capacity(total * code.arity)?;
                 for &(ptr, n) in pieces {
                     if code.arity > 0 {
                         rows.extend(self.download(ptr, n * code.arity)?);
@@ -144,7 +144,7 @@ impl CudaBackend {
                 })
                 .collect()
         });
-        let mut out = Vec::with_capacity(n * (a + k));
+        let mut out = crate::gpu::host_with_capacity(n * (a + k))?;
         let mut kept = 0;
         for (i, key) in keys.into_iter().enumerate() {
             let r = &rows[i * a..i * a + a];

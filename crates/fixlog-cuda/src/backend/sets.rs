@@ -59,7 +59,7 @@ impl CudaBackend {
 
     /// A batch's rows, row-major, in batch order.
     pub(crate) fn download_batch(&self, batch: &CudaBatch) -> Result<Vec<Value>> {
-        let mut out = Vec::with_capacity(batch.len * batch.arity);
+        let mut out = crate::gpu::host_with_capacity(batch.len * batch.arity)?;
         for (ptr, n) in batch.pieces() {
             if batch.arity > 0 {
                 out.extend(self.download(ptr, n * batch.arity)?);
@@ -163,7 +163,10 @@ impl CudaBackend {
         } else {
             let mut data = self.download_batch(&batch)?;
             drop(batch);
-            let n = self.host.install(|| rows::sort_unique(arity, &mut data));
+            let n = self
+                .host
+                .install(|| rows::try_sort_unique(arity, &mut data))
+                .map_err(CudaError::Exec)?;
             self.upload_rows(&data, n)
         }
     }
@@ -189,10 +192,13 @@ impl CudaBackend {
             drop(batch);
             let olds = self.host_runs(old)?;
             let refs: Vec<&[Value]> = olds.iter().map(|r| &r[..]).collect();
-            let out = self.host.install(|| {
-                rows::sort_unique(arity, &mut data);
-                rows::difference_many(arity, &data, &refs)
-            });
+            let (out, _charge) = self
+                .host
+                .install(|| {
+                    rows::try_sort_unique(arity, &mut data)?;
+                    rows::try_difference_many(arity, &data, &refs)
+                })
+                .map_err(CudaError::Exec)?;
             let n = out.len() / arity;
             self.upload_rows(&out, n)
         }
@@ -216,7 +222,9 @@ impl CudaBackend {
             Ok(CudaBackend::rows_of(rel))
         } else {
             let mut data = self.download(rows.ptr(), rows.n * arity)?;
-            self.host.install(|| rows::sort_distinct(arity, &mut data));
+            self.host
+                .install(|| rows::try_sort_distinct(arity, &mut data))
+                .map_err(CudaError::Exec)?;
             self.upload_rows(&data, rows.n)
         }
     }
@@ -234,7 +242,10 @@ impl CudaBackend {
         } else {
             let x = self.download(a.ptr(), a.n * arity)?;
             let y = self.download(b.ptr(), b.n * arity)?;
-            let out = self.host.install(|| rows::union_disjoint(arity, &x, &y));
+            let (out, _charge) = self
+                .host
+                .install(|| rows::try_union_disjoint(arity, &x, &y))
+                .map_err(CudaError::Exec)?;
             self.upload_rows(&out, a.n + b.n)
         }
     }
@@ -342,9 +353,10 @@ impl CudaBackend {
             let x = self.download(a.ptr(), a.n * arity)?;
             let olds = self.host_runs(b)?;
             let refs: Vec<&[Value]> = olds.iter().map(|r| &r[..]).collect();
-            let out = self
+            let (out, _charge) = self
                 .host
-                .install(|| rows::difference_many(arity, &x, &refs));
+                .install(|| rows::try_difference_many(arity, &x, &refs))
+                .map_err(CudaError::Exec)?;
             let n = out.len() / arity;
             self.upload_rows(&out, n)
         }
@@ -471,7 +483,9 @@ impl CudaBackend {
                 rows
             } else {
                 self.host
-                    .install(|| rows::union_disjoint(arity, &rows, &acc))
+                    .install(|| rows::try_union_disjoint(arity, &rows, &acc))
+                    .map_err(CudaError::Exec)?
+                    .0
             };
         }
         Ok(acc)
