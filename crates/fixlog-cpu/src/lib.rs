@@ -40,6 +40,7 @@ use eval::Pipeline;
 use fixlog_exec::driver::{
     self, DiskSpillStats, DriverOptions, HostMemoryStats, RunResult, Tuples,
 };
+use fixlog_exec::tuples::RowStore;
 use fixlog_exec::{aggregate, Backend, EvalContext, ExecError, ExecResult, OpSpec};
 use fixlog_logical::{Program, SymbolTable, Value};
 use fixlog_plan::Plan;
@@ -409,6 +410,15 @@ impl Backend for CpuBackend {
 
     fn relation_rows(&self, rel: &CpuRelation) -> ExecResult<Vec<Value>> {
         entry(|| single_run(rel)?.into_rows())
+    }
+
+    /// A relation whose runs are (or whose merged run is) in a spill file stays there:
+    /// the result reads the mapped file, so writing a relation larger than memory
+    /// never copies it into memory.
+    fn take_rows(&self, rel: CpuRelation) -> ExecResult<RowStore> {
+        let run = entry(|| single_run(&rel))?;
+        drop(rel);
+        run.into_store()
     }
 
     fn relation_len(&self, rel: &CpuRelation) -> usize {

@@ -15,6 +15,7 @@ use crate::hisa::HashTable;
 use crate::rows;
 use crate::spill::{self, Mapped};
 use fixlog_exec::runs::{push_run, RunPolicy};
+use fixlog_exec::tuples::{RowStore, SharedRows};
 use fixlog_exec::{ExecError, ExecResult};
 use fixlog_logical::Value;
 use rayon::prelude::*;
@@ -51,6 +52,12 @@ impl RunData {
             RunData::Mem { rows, .. } => rows,
             RunData::Mapped(m) => m.rows(),
         }
+    }
+}
+
+impl SharedRows for RunData {
+    fn values(&self) -> &[Value] {
+        self.rows()
     }
 }
 
@@ -141,6 +148,17 @@ impl Run {
     /// The rows' bytes.
     pub(crate) fn bytes(&self) -> usize {
         std::mem::size_of_val(self.data_unstamped().rows())
+    }
+
+    /// The rows as a result: moved out when this is the only holder and they are in
+    /// memory, the mapped file itself when they are in a file, copied otherwise.
+    pub(crate) fn into_store(self: Arc<Run>) -> ExecResult<RowStore> {
+        let data = self.data();
+        if let RunData::Mapped(_) = &*data {
+            return Ok(RowStore::Shared(data));
+        }
+        drop(data);
+        self.into_rows().map(RowStore::Owned)
     }
 
     /// The rows as a vector: moved out when this is the only holder and they are in
@@ -440,12 +458,14 @@ pub(crate) fn single_run(rel: &CpuRelation) -> ExecResult<Arc<Run>> {
             if rel.arity == 0 {
                 return Ok(Run::unit());
             }
-            // Merge smallest first: each row is copied O(log runs) times at most.
-            let mut acc = budget::try_copy(&rel.runs[rel.runs.len() - 1].data())?;
+            // Merge smallest first: each row is copied O(log runs) times at most. Each
+            // merge goes to a spill file where its output would pass the spill mark
+            // (`union_runs`), so a relation larger than memory becomes one mapped run.
+            let mut acc = rel.runs[rel.runs.len() - 1].clone();
             for r in rel.runs[..rel.runs.len() - 1].iter().rev() {
-                acc = rows::try_union_disjoint(rel.arity, &r.data(), &acc.0)?;
+                acc = union_runs(rel.arity, r, &acc)?;
             }
-            Run::new(rel.arity, acc)
+            acc
         }
     })
 }

@@ -33,6 +33,7 @@
 //! [`ExecError::OutOfMemory`], which the driver answers by running a pipeline over
 //! smaller pieces of its input.
 
+use crate::tuples::RowStore;
 use fixlog_logical::{AggFunc, ColType, SymbolTable, Value};
 use fixlog_plan::{Cond, PExpr};
 
@@ -177,8 +178,10 @@ pub trait Backend {
     fn relation_rows(&self, rel: &Self::Relation) -> ExecResult<Vec<Value>>;
     /// [`relation_rows`](Self::relation_rows) of a relation the caller gives up (the
     /// results at the end of a run): a backend may release its memory as it goes.
-    fn take_rows(&self, rel: Self::Relation) -> ExecResult<Vec<Value>> {
-        self.relation_rows(&rel)
+    /// The rows may stay in storage the backend holds (a mapped file: see
+    /// [`crate::tuples`]), so a result larger than memory is never copied into it.
+    fn take_rows(&self, rel: Self::Relation) -> ExecResult<RowStore> {
+        self.relation_rows(&rel).map(RowStore::Owned)
     }
     fn relation_len(&self, rel: &Self::Relation) -> usize;
     fn relation_arity(&self, rel: &Self::Relation) -> usize;

@@ -27,45 +27,15 @@
 
 use crate::backend::{internal, Backend, EvalContext, ExecError, ExecResult, OpSpec};
 use crate::runs::{push_run, RunPolicy};
-use fixlog_logical::{Program, RelId, SymbolTable, Value};
+use fixlog_logical::{Program, RelId, SymbolTable};
 use fixlog_plan::{Op, PExpr, Plan, RulePlan, Version};
 use std::time::{Duration, Instant};
+
+pub use crate::tuples::{RowStore, Tuples};
 
 /// Growth of the stack of a rule's new tuples within one iteration (see
 /// [`crate::runs`]): merging often keeps the stack short, and the runs are small.
 const NEW_RUNS: RunPolicy = RunPolicy::geometric(2);
-
-/// Tuples of one relation, row-major.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Tuples {
-    pub arity: usize,
-    /// Number of tuples (needed for arity 0, where `rows` is empty).
-    pub len: usize,
-    pub rows: Vec<Value>,
-}
-
-impl Tuples {
-    pub fn new(arity: usize) -> Tuples {
-        Tuples {
-            arity,
-            len: 0,
-            rows: Vec::new(),
-        }
-    }
-
-    pub fn push(&mut self, tuple: &[Value]) {
-        debug_assert_eq!(tuple.len(), self.arity);
-        self.rows.extend_from_slice(tuple);
-        self.len += 1;
-    }
-
-    /// Appends row-major values (a whole number of tuples; arity > 0).
-    pub fn extend_rows(&mut self, rows: &[Value]) {
-        debug_assert!(self.arity > 0 && rows.len() % self.arity == 0);
-        self.rows.extend_from_slice(rows);
-        self.len += rows.len() / self.arity;
-    }
-}
 
 #[derive(Clone, Debug, Default)]
 pub struct DriverOptions {
@@ -504,7 +474,7 @@ pub fn run<B: Backend>(
         } else {
             let n = tuples.len;
             backend
-                .relation_from_rows(arity, tuples.rows)
+                .relation_from_rows(arity, tuples.rows.into_vec())
                 .map_err(|e| match e {
                     ExecError::OutOfMemory(why) => ExecError::OutOfMemory(format!(
                         "{why}; while loading the {n} facts of `{}`",

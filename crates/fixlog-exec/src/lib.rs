@@ -1,7 +1,8 @@
 //! Fixlog's executor core: the operator interface ([`backend::Backend`]) that every
 //! backend implements, the backend-independent semi-naive [`driver`], and the pieces
 //! both backends share so that they cannot disagree: the policy that keeps growing
-//! relations as sorted runs ([`runs`]) and the value of an aggregate ([`aggregate`]).
+//! relations as sorted runs ([`runs`]) and the value of an aggregate ([`aggregate`]);
+//! and the form of a run's results ([`tuples`]).
 //!
 //! The backends live in their own crates: `fixlog-cpu` (all cores) and `fixlog-cuda`
 //! (NVIDIA GPUs); the `fixlog` crate chooses between them.
@@ -12,5 +13,6 @@ pub mod backend;
 pub mod conformance;
 pub mod driver;
 pub mod runs;
+pub mod tuples;
 
 pub use backend::{internal, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget};

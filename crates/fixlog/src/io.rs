@@ -449,7 +449,7 @@ pub fn parse_facts(
         .collect();
     for chunk in parsed {
         let (rows, count) = chunk?;
-        out.rows.extend_from_slice(&rows);
+        out.rows.to_mut().extend_from_slice(&rows);
         out.len += count;
     }
     Ok(())
@@ -1207,7 +1207,7 @@ mod tests {
         let tuples = Tuples {
             arity: 2,
             len: n,
-            rows,
+            rows: rows.into(),
         };
         let types = [ColType::Unsigned, ColType::Unsigned];
         let symbols = SymbolTable::default();

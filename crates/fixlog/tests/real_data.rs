@@ -252,3 +252,50 @@ fn tc_larger_than_the_memory_limit_without_spilling_is_a_clean_error() {
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+/// A result larger than the memory limit stays in its spill file after the run: the
+/// database reads the mapped file (no copy into memory), and the output written from
+/// it is the relation, row for row (checked against the same run without a limit).
+#[test]
+fn a_spilled_result_is_read_and_written_from_its_file() {
+    let (expected_size, _) = ground_truth("ego-Facebook", "TC");
+    let file = data_dir()
+        .join("graphs")
+        .join("ego-Facebook.tsv.gz")
+        .canonicalize()
+        .unwrap();
+    let text = TC.replace("GRAPH", file.to_str().unwrap()) + ".output path\n";
+    let program = Fixlog::from_source("tc.dl", &text).unwrap_or_else(|e| panic!("{e}"));
+    let spill_root = tempfile::tempdir().unwrap();
+    let run = |limit: Option<usize>| {
+        program
+            .run(&RunOptions {
+                facts_dir: Some(data_dir()),
+                progress: false,
+                memory_limit: limit,
+                temp_dir: Some(spill_root.path().to_path_buf()),
+                backend: fixlog::BackendKind::Cpu,
+                ..support::options(Some(2))
+            })
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let limited = run(Some(12 << 20));
+    let path = limited.raw("path").unwrap();
+    assert_eq!(path.len, expected_size);
+    assert!(
+        path.rows.is_shared(),
+        "the result was copied into memory instead of staying in its file"
+    );
+    let plain = run(None);
+    assert!(!plain.raw("path").unwrap().rows.is_shared());
+    assert_eq!(path, plain.raw("path").unwrap());
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    limited.write_outputs(a.path()).unwrap();
+    plain.write_outputs(b.path()).unwrap();
+    let text_a = std::fs::read(a.path().join("path.csv")).unwrap();
+    assert_eq!(text_a, std::fs::read(b.path().join("path.csv")).unwrap());
+    assert_eq!(
+        text_a.iter().filter(|&&c| c == b'\n').count(),
+        expected_size
+    );
+}

@@ -261,9 +261,11 @@ impl Backend for CudaBackend {
         self.sorted_rows(rel).map_err(exec_error)
     }
 
-    fn take_rows(&self, rel: CudaRelation) -> ExecResult<Vec<Value>> {
+    fn take_rows(&self, rel: CudaRelation) -> ExecResult<fixlog_exec::tuples::RowStore> {
         self.make_room().map_err(exec_error)?;
-        self.take_sorted_rows(rel).map_err(exec_error)
+        self.take_sorted_rows(rel)
+            .map(Into::into)
+            .map_err(exec_error)
     }
 
     fn relation_len(&self, rel: &CudaRelation) -> usize {
