@@ -27,6 +27,7 @@ pub const REL: &str = "rel";
 pub const HISA: &str = "hisa";
 pub const JOIN: &str = "join";
 pub const MISC: &str = "misc";
+pub const MATCH: &str = "match";
 
 /// The kernel table: every kernel the Rust side launches is listed here.
 pub const KERNELS: &[KernelModule] = &[
@@ -95,6 +96,11 @@ pub const KERNELS: &[KernelModule] = &[
             "join_write_lb",
             "join_write_dedup",
         ],
+    },
+    KernelModule {
+        name: MATCH,
+        source: include_str!("../kernels/match.cu"),
+        functions: &["match_count", "match_write"],
     },
     KernelModule {
         name: MISC,

@@ -53,6 +53,8 @@ pub mod gpu;
 #[cfg(feature = "cuda")]
 pub mod backend;
 #[cfg(feature = "cuda")]
+pub mod matching;
+#[cfg(feature = "cuda")]
 pub mod ops;
 #[cfg(feature = "cuda")]
 pub mod vmm;

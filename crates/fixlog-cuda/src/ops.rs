@@ -236,6 +236,12 @@ impl Gpu {
         self.scan_total(inp, n, out, ScanMode::U32)
     }
 
+    /// Exclusive scan of `n` u64 at `inp` into `out` (may equal `inp`); returns the
+    /// total.
+    pub fn exclusive_scan_u64(&self, inp: u64, n: usize, out: u64) -> Result<u64> {
+        self.scan_total(inp, n, out, ScanMode::U64)
+    }
+
     /// Exclusive scan of `flags != 0` (positions for stream compaction); returns the count.
     pub fn flag_scan(&self, flags: u64, n: usize, out: u64) -> Result<u64> {
         self.scan_total(flags, n, out, ScanMode::Flag)
