@@ -13,4 +13,6 @@ pub mod conformance;
 pub mod driver;
 pub mod runs;
 
-pub use backend::{internal, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget};
+pub use backend::{
+    internal, Backend, EvalContext, ExecError, ExecResult, IntersectAtomSpec, OpSpec, PieceBudget,
+};
