@@ -74,8 +74,8 @@ fn count(
     relation: &str,
     join: JoinStrategy,
 ) -> Result<(usize, f64), String> {
-    let mut program = Fixlog::from_source("bench.dl", &format!("{PROGRAM}{rules}"))
-        .map_err(|e| e.to_string())?;
+    let mut program =
+        Fixlog::from_source("bench.dl", &format!("{PROGRAM}{rules}")).map_err(|e| e.to_string())?;
     program
         .set_plan_options(&PlanOptions { join })
         .map_err(|e| e.to_string())?;
@@ -130,7 +130,10 @@ fn main() {
             }
         }
         let mut pairwise_ok = true;
-        for (pattern, rules, relation) in [("triangle", TRIANGLE, "tri"), ("4-clique", CLIQUE4, "clique4")] {
+        for (pattern, rules, relation) in [
+            ("triangle", TRIANGLE, "tri"),
+            ("4-clique", CLIQUE4, "clique4"),
+        ] {
             let wcoj = count(&edges, rules, relation, JoinStrategy::Wcoj);
             let pairwise = if pairwise_ok {
                 Some(count(&edges, rules, relation, JoinStrategy::Pairwise))

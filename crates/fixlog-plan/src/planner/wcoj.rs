@@ -17,7 +17,8 @@
 //! variable order, one step at a time: the first atom (the delta, in a delta variant) is
 //! scanned, then an atom whose variables are all bound becomes an existence check, and
 //! otherwise the next variable is the most constrained one — occurring in the most atoms
-//! that already have a bound argument.
+//! that already have a bound argument — intersected over those atoms (an atom with no
+//! bound argument yet would offer its whole column; it is checked at a later step).
 
 use super::Tracker;
 use crate::ir::JoinStrategy;
@@ -166,9 +167,15 @@ pub(crate) fn next_step(t: &Tracker) -> Option<Step> {
         }
     }
     let (_, var) = best?;
-    let atoms: Vec<usize> = alive_atoms()
+    let mut atoms: Vec<usize> = alive_atoms()
         .filter(|&j| t.vars[j].contains(&var))
         .collect();
+    // Atoms with no bound argument would offer every value of their column: they add
+    // nothing to the intersection (each is checked at a later step, when one of its
+    // other variables is bound), unless no atom is constrained at all.
+    if atoms.iter().any(|&j| t.atom_n[j] > 0) {
+        atoms.retain(|&j| t.atom_n[j] > 0);
+    }
     match atoms.as_slice() {
         [] => None,
         [one] => Some(Step::Join(*one)),
