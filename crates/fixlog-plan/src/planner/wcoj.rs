@@ -186,6 +186,88 @@ pub(crate) fn next_step(t: &Tracker) -> Option<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::{JoinChoice, Op, PlanOptions, RulePlan, Version};
+    use fixlog_syntax::SourceMap;
+
+    /// The rule plans of `text` under `join`.
+    fn rule_plans(text: &str, join: JoinStrategy) -> Vec<RulePlan> {
+        let mut sm = SourceMap::new();
+        let p = fixlog_logical::compile_str("t.dl", text, &mut sm).expect("a valid program");
+        let plan = crate::plan_with(&p, &PlanOptions { join }).expect("planned");
+        plan.strata
+            .into_iter()
+            .flat_map(|s| s.init.into_iter().chain(s.recursive_rules))
+            .collect()
+    }
+
+    fn intersections(r: &RulePlan) -> usize {
+        r.ops
+            .iter()
+            .filter(|op| matches!(op, Op::Intersect { .. }))
+            .count()
+    }
+
+    const DECLS: &str = ".decl e(x: number, y: number)\n.decl r(x: number, y: number, z: number)\n";
+
+    #[test]
+    fn cyclic_bodies_intersect_unless_pairwise_is_forced() {
+        let text = format!("{DECLS}r(x, y, z) :- e(x, y), e(y, z), e(x, z), x < y.\n");
+        let auto = rule_plans(&text, JoinStrategy::Auto);
+        assert_eq!(intersections(&auto[0]), 1);
+        let JoinChoice::Wcoj { reason, order } = &auto[0].join else {
+            panic!("not worst-case-optimal: {:?}", auto[0].join)
+        };
+        assert_eq!(reason, "cyclic body (x,y,z)");
+        assert_eq!(order, &["x", "y", "z"]);
+        let pairwise = rule_plans(&text, JoinStrategy::Pairwise);
+        assert_eq!(intersections(&pairwise[0]), 0);
+        assert_eq!(pairwise[0].join, JoinChoice::Pairwise);
+    }
+
+    #[test]
+    fn acyclic_bodies_stay_pairwise_unless_forced() {
+        // A path: acyclic, pairwise under auto; forced, `y` is shared by two atoms.
+        let text = format!("{DECLS}r(x, y, z) :- e(x, w), e(w, y), e(y, z), e(y, x).\n");
+        let auto = rule_plans(&text, JoinStrategy::Auto);
+        assert!(
+            matches!(auto[0].join, JoinChoice::Wcoj { .. }),
+            "x-w-y-x is a cycle"
+        );
+        let path = format!("{DECLS}r(x, y, z) :- e(x, y), e(y, z), e(z, _).\n");
+        let auto = rule_plans(&path, JoinStrategy::Auto);
+        assert_eq!(auto[0].join, JoinChoice::Pairwise);
+        let forced = rule_plans(&path, JoinStrategy::Wcoj);
+        assert!(matches!(forced[0].join, JoinChoice::Wcoj { .. }));
+        // A repeated variable in an atom: always pairwise.
+        let repeat = format!("{DECLS}r(x, y, z) :- e(x, x), e(x, y), e(y, z), e(x, z).\n");
+        assert_eq!(
+            rule_plans(&repeat, JoinStrategy::Wcoj)[0].join,
+            JoinChoice::Pairwise
+        );
+    }
+
+    #[test]
+    fn delta_variants_start_from_their_delta() {
+        let text = ".decl e(x: number, y: number)\n.decl p(x: number, y: number)\n\
+                    p(x, y) :- e(x, y).\np(x, z) :- p(x, y), p(y, z), e(x, z).\n";
+        let plans = rule_plans(text, JoinStrategy::Auto);
+        let variants: Vec<&RulePlan> = plans.iter().filter(|r| r.delta_atom.is_some()).collect();
+        assert_eq!(variants.len(), 2);
+        for v in variants {
+            assert!(
+                matches!(
+                    v.ops[0],
+                    Op::Scan {
+                        version: Version::Delta,
+                        ..
+                    }
+                ),
+                "{:?}",
+                v.ops
+            );
+            assert_eq!(intersections(v), 1, "{:?}", v.ops);
+        }
+    }
 
     fn edges(list: &[&[VarId]]) -> Vec<BTreeSet<VarId>> {
         list.iter().map(|e| e.iter().copied().collect()).collect()
