@@ -54,7 +54,10 @@ impl KeyCode {
 #[derive(Debug)]
 pub enum CpuCode {
     /// A scan or a filter: filters and projection over the input row.
-    Map { arity: usize, pipe: Pipeline },
+    Map {
+        arity: usize,
+        pipe: Pipeline,
+    },
     Join {
         input_arity: usize,
         order: Vec<usize>,
@@ -64,6 +67,7 @@ pub enum CpuCode {
         out_arity: usize,
         distinct: bool,
     },
+    Intersect(IntersectCode),
     AntiJoin {
         input_arity: usize,
         order: Vec<usize>,
@@ -77,6 +81,26 @@ pub enum CpuCode {
         pipe: Pipeline,
         out_arity: usize,
     },
+}
+
+/// A worst-case-optimal join step (see [`crate::leapfrog`]).
+#[derive(Debug)]
+pub struct IntersectCode {
+    pub(crate) input_arity: usize,
+    pub(crate) atoms: Vec<IntersectAtomCode>,
+    /// Over the input row and the one-value row `[new value]`.
+    pub(crate) pipe: Pipeline,
+    pub(crate) out_arity: usize,
+    pub(crate) distinct: bool,
+}
+
+/// One atom of an intersection: its index's order (checked against the index given),
+/// the key length (the new value is the stored column right after the key) and key.
+#[derive(Debug)]
+pub struct IntersectAtomCode {
+    pub(crate) order: Vec<usize>,
+    pub(crate) key_len: usize,
+    pub(crate) key: KeyCode,
 }
 
 impl CpuCode {
@@ -123,6 +147,40 @@ impl CpuCode {
                     distinct: *distinct,
                 }
             }
+            OpSpec::Intersect {
+                input_arity,
+                atoms,
+                filters,
+                project,
+                distinct,
+            } => {
+                let mut codes = Vec::with_capacity(atoms.len());
+                for at in atoms {
+                    check_key(at.key.len(), at.key_len, at.order.len())?;
+                    if at.key_len >= at.order.len() {
+                        return Err(ExecError::Backend(format!(
+                            "an intersected index of {} columns has no column after its key of {}",
+                            at.order.len(),
+                            at.key_len
+                        )));
+                    }
+                    inverse(&at.order)?;
+                    codes.push(IntersectAtomCode {
+                        order: at.order.clone(),
+                        key_len: at.key_len,
+                        key: KeyCode::new(&at.key),
+                    });
+                }
+                let a = *input_arity;
+                let map = |c: usize| if c < a { Src::In(c) } else { Src::Inner(0) };
+                CpuCode::Intersect(IntersectCode {
+                    input_arity: a,
+                    atoms: codes,
+                    pipe: Pipeline::new(filters, project, &map),
+                    out_arity: project.len(),
+                    distinct: *distinct,
+                })
+            }
             OpSpec::AntiJoin {
                 input_arity,
                 order,
@@ -161,6 +219,7 @@ impl CpuCode {
         match self {
             CpuCode::Map { .. } => "scan or filter",
             CpuCode::Join { .. } => "join",
+            CpuCode::Intersect(_) => "intersection",
             CpuCode::AntiJoin { .. } => "anti-join",
             CpuCode::Aggregate { .. } => "aggregate",
         }

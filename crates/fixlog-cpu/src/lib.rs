@@ -27,6 +27,7 @@ pub mod code;
 pub mod dedup;
 pub mod eval;
 pub mod hisa;
+pub mod leapfrog;
 pub mod rows;
 pub mod spill;
 pub mod storage;
@@ -586,6 +587,29 @@ impl Backend for CpuBackend {
             (false, _) | (true, 0) => join_rows(input, inner, key, pipe, ow, ctx, &KEEP_ALL),
             (true, 1 | 2) => join_rows(input, inner, key, pipe, ow, ctx, &PACKED),
             (true, _) => join_rows(input, inner, key, pipe, ow, ctx, &WIDE),
+        })
+    }
+
+    fn intersect(
+        &self,
+        input: &CpuBatch,
+        atoms: &[&CpuIndex],
+        code: &CpuCode,
+        ctx: &EvalContext,
+    ) -> ExecResult<CpuBatch> {
+        leapfrog::check_intersect(input, atoms, code)?;
+        let CpuCode::Intersect(ic) = code else {
+            return Err(wrong_code("intersection", code));
+        };
+        thread_local! {
+            static KEEP_ALL: RefCell<dedup::KeepAll> = const { RefCell::new(dedup::KeepAll) };
+            static PACKED: RefCell<dedup::Probed<dedup::PackedWindow>> = RefCell::default();
+            static WIDE: RefCell<dedup::Probed<dedup::WindowDedup>> = RefCell::default();
+        }
+        entry(|| match (ic.distinct, ic.out_arity) {
+            (false, _) | (true, 0) => leapfrog::intersect_rows(input, atoms, ic, ctx, &KEEP_ALL),
+            (true, 1 | 2) => leapfrog::intersect_rows(input, atoms, ic, ctx, &PACKED),
+            (true, _) => leapfrog::intersect_rows(input, atoms, ic, ctx, &WIDE),
         })
     }
 

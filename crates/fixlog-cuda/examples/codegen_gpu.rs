@@ -655,7 +655,7 @@ fn main() -> R<()> {
                         notes.push(check_anti(&d, op, &mut rng, n, m, empty, &syms)?);
                     }
                 }
-                OpSpec::Aggregate { .. } => {}
+                OpSpec::Aggregate { .. } | OpSpec::Intersect { .. } => {}
             }
             d.gpu.sync()
         })();

@@ -28,6 +28,22 @@ pub fn note(op: &Op) -> String {
                 format!("join on the device, filter and projection on the host: {why}")
             }
         },
+        Op::Intersect {
+            atoms,
+            filters,
+            project,
+        } => {
+            let base = "device, composed: join with the first atom, semi-joins with the others \
+                        (no leapfrog kernel yet)";
+            match (
+                atoms.iter().find_map(|a| key_host_reason(&a.key)),
+                pipeline_host_reason(filters, project),
+            ) {
+                (None, None) => base.into(),
+                (Some(why), _) => format!("{base}; keys on the host ({why})"),
+                (None, Some(why)) => format!("{base}; filter and projection on the host: {why}"),
+            }
+        }
         Op::AntiJoin { key, .. } => match key_host_reason(key) {
             None => "device".into(),
             Some(why) => format!("key on the host ({why}), lookup on the device"),

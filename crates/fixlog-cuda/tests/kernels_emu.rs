@@ -65,7 +65,9 @@ fn op_table(ops: &[DeviceOp]) -> String {
                 t,
                 "  {{2, {dims}, nullptr, nullptr, nullptr, nullptr, {p}_anti}},"
             ),
-            OpSpec::Aggregate { .. } => unreachable!("no aggregates among the ops"),
+            OpSpec::Aggregate { .. } | OpSpec::Intersect { .. } => {
+                unreachable!("no aggregates or intersections among the ops")
+            }
         };
     }
     t.push_str("};\n");
@@ -207,7 +209,7 @@ fn jobs(ops: &[DeviceOp], syms: &SymbolTable) -> (Vec<u8>, Vec<Job>) {
                     });
                 }
             }
-            OpSpec::Aggregate { .. } => unreachable!(),
+            OpSpec::Aggregate { .. } | OpSpec::Intersect { .. } => unreachable!(),
         }
     }
     (input, jobs)

@@ -99,6 +99,18 @@ pub enum OpSpec {
         project: Vec<PExpr>,
         distinct: bool,
     },
+    /// Worst-case-optimal join step ([`fixlog_plan::Op::Intersect`]): extend each tuple
+    /// of a batch of `input_arity` columns with every value `v` that each atom allows
+    /// (the atom's index has a row whose key columns equal its key and whose column
+    /// `order[key_len]` is `v`), each value once; then filter and project the joined
+    /// tuple `input ++ [v]`. `distinct` as for joins.
+    Intersect {
+        input_arity: usize,
+        atoms: Vec<IntersectAtomSpec>,
+        filters: Vec<Cond>,
+        project: Vec<PExpr>,
+        distinct: bool,
+    },
     /// Keep the input tuples whose key matches nothing in the index.
     AntiJoin {
         input_arity: usize,
@@ -117,6 +129,16 @@ pub enum OpSpec {
     },
 }
 
+/// One atom of an [`OpSpec::Intersect`]: the layout of its index (relation columns in
+/// stored order, the first `key_len` of them the key, the next one the new value) and
+/// its key, expressions over the input tuple.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IntersectAtomSpec {
+    pub order: Vec<usize>,
+    pub key_len: usize,
+    pub key: Vec<PExpr>,
+}
+
 impl OpSpec {
     /// Arity of the batch the operator produces.
     pub fn output_arity(&self) -> usize {
@@ -124,6 +146,7 @@ impl OpSpec {
             OpSpec::Scan { project, .. }
             | OpSpec::Filter { project, .. }
             | OpSpec::Join { project, .. }
+            | OpSpec::Intersect { project, .. }
             | OpSpec::Aggregate { project, .. } => project.len(),
             OpSpec::AntiJoin { input_arity, .. } => *input_arity,
         }
@@ -259,6 +282,15 @@ pub trait Backend {
         &self,
         input: &Self::Batch,
         inner: &Self::Index,
+        code: &Self::Code,
+        ctx: &EvalContext,
+    ) -> ExecResult<Self::Batch>;
+    /// `code` from an [`OpSpec::Intersect`]; `atoms[i]` is the index of the spec's
+    /// atom `i`.
+    fn intersect(
+        &self,
+        input: &Self::Batch,
+        atoms: &[&Self::Index],
         code: &Self::Code,
         ctx: &EvalContext,
     ) -> ExecResult<Self::Batch>;

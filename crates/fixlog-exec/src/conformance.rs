@@ -6,7 +6,7 @@
 //! Each check panics with the seed and the shapes of a failing case. [`checks`] lists
 //! them by name so that a runner can report every failure, not just the first.
 
-use crate::backend::{Backend, EvalContext, OpSpec};
+use crate::backend::{Backend, EvalContext, IntersectAtomSpec, OpSpec};
 use fixlog_logical::value::{compare_with_symbols, eval_binary, eval_functor, eval_unary};
 use fixlog_logical::{AggFunc, BinOp, CmpOp, ColType, Functor, SymbolTable, UnaryOp, Value};
 use fixlog_plan::{Cond, PExpr};
@@ -39,6 +39,7 @@ pub fn checks<B: Backend>() -> Vec<Check<B>> {
         ("scan_filter_row_numbers", scan_filter_row_numbers::<B>),
         ("aggregates", aggregates::<B>),
         ("join_distinct_fanning", join_distinct_fanning::<B>),
+        ("intersections", intersections::<B>),
     ]
 }
 
@@ -1159,4 +1160,153 @@ fn join_distinct_fanning<B: Backend>(be: &B) {
     );
     let set: BTreeSet<Vec<Value>> = batch_sorted(be, &distinct).into_iter().collect();
     assert_eq!(set.len(), 20 * 50);
+}
+
+// ---- worst-case-optimal intersections -----------------------------------------------------
+
+/// One atom of a random intersection case: its relation's rows and its index spec.
+struct IntersectAtomCase {
+    arity: usize,
+    rows: Vec<Value>,
+    spec: IntersectAtomSpec,
+}
+
+/// `OpSpec::Intersect` against nested loops: for every input row, every value of the
+/// new column of atom 0's matching tuples that every other atom's matching tuples also
+/// have, once; then filter and project `input ++ [value]`. Atoms of arity 1 to 3 with
+/// random orders and key lengths, relations of several runs and indexes extended with
+/// disjoint runs, keys from input columns, constants and expressions that can fail
+/// (`100 / #c`: a failing key matches nothing), values near `u32::MAX`.
+fn intersections<B: Backend>(be: &B) {
+    let syms = SymbolTable::new();
+    let ctx = EvalContext { symbols: &syms };
+    for seed in 1..120u64 {
+        let mut rng = Rng(seed * 32_452_843);
+        let in_arity = rng.below(3) as usize;
+        let domain = 1 + rng.below(if seed % 4 == 0 { 40 } else { 8 });
+        let n_in = if in_arity == 0 {
+            1
+        } else {
+            rng.below(60) as usize
+        };
+        let n_atoms = 2 + rng.below(2) as usize;
+        let atoms: Vec<IntersectAtomCase> = (0..n_atoms)
+            .map(|_| {
+                let arity = 1 + rng.below(3) as usize;
+                let n = rng.below(if seed % 5 == 0 { 2000 } else { 150 }) as usize;
+                let rows = random_rows(&mut rng, arity, n, domain);
+                let order = random_order(&mut rng, arity);
+                let key_len = rng.below(arity as u32) as usize;
+                let key = (0..key_len)
+                    .map(|_| match rng.below(6) {
+                        _ if in_arity == 0 => PExpr::Const(rng.below(domain)),
+                        0 => PExpr::Const(rng.below(domain)),
+                        1 => bin(
+                            BinOp::Div,
+                            ColType::Number,
+                            PExpr::Const(100),
+                            col(rng.below(in_arity as u32) as usize),
+                        ),
+                        _ => col(rng.below(in_arity as u32) as usize),
+                    })
+                    .collect();
+                IntersectAtomCase {
+                    arity,
+                    rows,
+                    spec: IntersectAtomSpec {
+                        order,
+                        key_len,
+                        key,
+                    },
+                }
+            })
+            .collect();
+        let input_rows = random_rows(&mut rng, in_arity, n_in, domain);
+        let width = in_arity + 1;
+        let (filters, project) = if rng.below(3) == 0 {
+            (Vec::new(), (0..width).map(col).collect())
+        } else {
+            let k = 1 + rng.below(3) as usize;
+            random_pipeline(&mut rng, width, k)
+        };
+        let what = format!("seed {seed}, input arity {in_arity}, {n_atoms} atoms, domain {domain}");
+        let spec = |distinct| OpSpec::Intersect {
+            input_arity: in_arity,
+            atoms: atoms.iter().map(|a| a.spec.clone()).collect(),
+            filters: filters.clone(),
+            project: project.clone(),
+            distinct,
+        };
+        let codes = be.prepare(&[spec(false), spec(true)], &ctx).unwrap();
+        assert_eq!(codes.len(), 2, "{what}");
+        // Indexes: part of the rows in several runs, extended with the rest.
+        let mut indexes = Vec::new();
+        let mut sets = Vec::new();
+        for a in &atoms {
+            let half = (a.rows.len() / a.arity / 2) * a.arity;
+            let first = multi_run_rel(be, a.arity, &a.rows[..half], 3);
+            let rest = rel(be, a.arity, &a.rows[half..]);
+            let rest = be.difference(&rest, &first).unwrap();
+            let mut index = be
+                .build_index(&first, &a.spec.order, a.spec.key_len)
+                .unwrap();
+            be.extend_index(&mut index, &rest).unwrap();
+            indexes.push(index);
+            sets.push(to_set(a.arity, &a.rows));
+        }
+        // Nested loops.
+        let input_v: Vec<Vec<Value>> = if in_arity == 0 {
+            vec![Vec::new(); n_in]
+        } else {
+            input_rows
+                .chunks_exact(in_arity)
+                .map(|r| r.to_vec())
+                .collect()
+        };
+        let mut expect = Vec::new();
+        for r in &input_v {
+            let mut common: Option<BTreeSet<Value>> = None;
+            for (a, set) in atoms.iter().zip(&sets) {
+                let order = &a.spec.order;
+                let key: Option<Vec<Value>> =
+                    a.spec.key.iter().map(|e| eval(e, r, &syms)).collect();
+                let values: BTreeSet<Value> = match key {
+                    None => BTreeSet::new(),
+                    Some(k) => set
+                        .iter()
+                        .filter(|t| k.iter().enumerate().all(|(i, &v)| t[order[i]] == v))
+                        .map(|t| t[order[a.spec.key_len]])
+                        .collect(),
+                };
+                common = Some(match common {
+                    None => values,
+                    Some(c) => c.intersection(&values).copied().collect(),
+                });
+            }
+            for v in common.unwrap_or_default() {
+                let joined: Vec<Value> = r.iter().copied().chain([v]).collect();
+                if let Some(o) = emit(&filters, &project, &joined, &syms) {
+                    expect.push(o);
+                }
+            }
+        }
+        expect.sort();
+        let input = be
+            .batch_from_rows(in_arity, input_rows.clone(), input_v.len())
+            .unwrap();
+        let refs: Vec<&B::Index> = indexes.iter().collect();
+        let out = be.intersect(&input, &refs, &codes[0], &ctx).unwrap();
+        assert_eq!(be.batch_arity(&out), project.len(), "{what}");
+        assert_eq!(
+            batch_sorted(be, &out),
+            expect,
+            "{what}: {filters:?} {project:?}"
+        );
+        let out = be.intersect(&input, &refs, &codes[1], &ctx).unwrap();
+        let rows = batch_sorted(be, &out);
+        assert!(rows.len() <= expect.len(), "{what} (distinct)");
+        let got: BTreeSet<Vec<Value>> = rows.into_iter().collect();
+        let expect: BTreeSet<Vec<Value>> = expect.into_iter().collect();
+        assert_eq!(got, expect, "{what} (distinct)");
+    }
 }

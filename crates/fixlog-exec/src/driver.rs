@@ -25,7 +25,9 @@
 //!   repeated tuples early (`OpSpec::Join::distinct`), and a join's output that feeds
 //!   another join is sorted and deduplicated first.
 
-use crate::backend::{internal, Backend, EvalContext, ExecError, ExecResult, OpSpec};
+use crate::backend::{
+    internal, Backend, EvalContext, ExecError, ExecResult, IntersectAtomSpec, OpSpec,
+};
 use crate::runs::{push_run, RunPolicy};
 use fixlog_logical::{Program, RelId, SymbolTable};
 use fixlog_plan::{Op, PExpr, Plan, RulePlan, Version};
@@ -166,6 +168,10 @@ enum POp {
         /// a pipeline whose result is a set).
         sort_input: bool,
     },
+    Intersect {
+        indexes: Vec<usize>,
+        code: usize,
+    },
     AntiJoin {
         index: usize,
         code: usize,
@@ -264,6 +270,43 @@ impl Lowering<'_> {
                             index: *index,
                             code,
                             sort_input,
+                        },
+                        project.len(),
+                    )
+                }
+                Op::Intersect {
+                    atoms,
+                    filters,
+                    project,
+                } => {
+                    if atoms.len() < 2 {
+                        return Err(internal("an intersection of fewer than two atoms"));
+                    }
+                    let mut specs = Vec::with_capacity(atoms.len());
+                    for atom in atoms {
+                        let ix = self.index(atom.index)?;
+                        if ix.key_len >= ix.order.len() || atom.key.len() != ix.key_len {
+                            return Err(internal(
+                                "an intersected index has no column after its key",
+                            ));
+                        }
+                        specs.push(IntersectAtomSpec {
+                            order: ix.order.clone(),
+                            key_len: ix.key_len,
+                            key: atom.key.clone(),
+                        });
+                    }
+                    let spec = OpSpec::Intersect {
+                        input_arity: need_input()?,
+                        atoms: specs,
+                        filters: filters.clone(),
+                        project: project.clone(),
+                        distinct: set_result,
+                    };
+                    (
+                        POp::Intersect {
+                            indexes: atoms.iter().map(|a| a.index).collect(),
+                            code: self.add(spec),
                         },
                         project.len(),
                     )
@@ -868,6 +911,13 @@ impl<B: Backend> Driver<'_, B> {
                         None => b.join(current(&batch, input)?, inner, code(*c)?, ctx)?,
                     }
                 }
+                POp::Intersect { indexes, code: c } => {
+                    let atoms = indexes
+                        .iter()
+                        .map(|&i| self.index(i))
+                        .collect::<ExecResult<Vec<_>>>()?;
+                    b.intersect(current(&batch, input)?, &atoms, code(*c)?, ctx)?
+                }
                 POp::AntiJoin { index, code: c } => {
                     b.antijoin(current(&batch, input)?, self.index(*index)?, code(*c)?, ctx)?
                 }
@@ -982,6 +1032,7 @@ fn collect_indexes(ops: &[POp], out: &mut Vec<usize>) {
     for op in ops {
         match op {
             POp::Join { index, .. } | POp::AntiJoin { index, .. } => out.push(*index),
+            POp::Intersect { indexes, .. } => out.extend(indexes),
             POp::Aggregate { sub, .. } => collect_indexes(sub, out),
             _ => {}
         }

@@ -15,4 +15,6 @@ pub mod driver;
 pub mod runs;
 pub mod tuples;
 
-pub use backend::{internal, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget};
+pub use backend::{
+    internal, Backend, EvalContext, ExecError, ExecResult, IntersectAtomSpec, OpSpec, PieceBudget,
+};

@@ -66,6 +66,16 @@ pub fn explain_with_notes(
                         );
                     }
                 }
+                match &rule_plan.join {
+                    JoinChoice::Pairwise => {}
+                    JoinChoice::Wcoj { reason, order } => {
+                        let _ = writeln!(
+                            out,
+                            "    worst-case-optimal join: {reason}; variable order {}",
+                            order.join(", ")
+                        );
+                    }
+                }
                 write_ops(&mut out, plan, &rule_plan.ops, 4, note);
                 let _ = writeln!(
                     out,
@@ -143,6 +153,32 @@ fn write_ops(
                     plan.relations[ix.rel].name,
                     exprs(key),
                     index_name(plan, ix),
+                    filters_text(filters),
+                    exprs(project)
+                );
+            }
+            Op::Intersect {
+                atoms,
+                filters,
+                project,
+            } => {
+                let parts: Vec<String> = atoms
+                    .iter()
+                    .map(|a| {
+                        let ix = &plan.indexes[a.index];
+                        format!(
+                            "{} on key {} using index #{} {}",
+                            plan.relations[ix.rel].name,
+                            exprs(&a.key),
+                            a.index,
+                            index_name(plan, ix)
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{pad}intersect (worst-case-optimal; joined tuple: input, new value) {}{} → {}{mark}",
+                    parts.join(" ∩ "),
                     filters_text(filters),
                     exprs(project)
                 );

@@ -14,6 +14,7 @@
 //! |-------------|------------------------------------------------------|
 //! | `Scan`      | the relation's columns (declaration order)           |
 //! | `Join`      | input columns, then the inner relation's columns     |
+//! | `Intersect` | input columns, then the one new variable's value     |
 //! | `Filter`    | input columns                                        |
 //! | `Aggregate` | input columns, then the aggregate's value            |
 //! | `AntiJoin`  | (no projection: passes input tuples through)         |
@@ -112,6 +113,22 @@ pub enum Op {
         filters: Vec<Cond>,
         project: Vec<PExpr>,
     },
+    /// Worst-case-optimal join step (generic join / leapfrog triejoin): extends each input
+    /// tuple with *one* new value, every value `v` such that each atom of `atoms` has a
+    /// tuple whose key columns equal the atom's key and whose next column (in the
+    /// index's order, `order[key_len]`) is `v`; then filters and projects `input ++ [v]`.
+    ///
+    /// Each atom is read through an index whose order puts the columns bound before this
+    /// step first (the key) and the new variable's column next, so within one key's
+    /// range the candidate values are sorted, and the values common to all atoms are
+    /// found by leapfrogging over the ranges instead of materializing a pairwise join.
+    /// Every atom reads the full relation (deltas are scanned first, never joined).
+    /// `atoms` has at least two entries. Each value is produced once per input tuple.
+    Intersect {
+        atoms: Vec<IntersectAtom>,
+        filters: Vec<Cond>,
+        project: Vec<PExpr>,
+    },
     /// Keeps the input tuples for which *no* tuple of the index's full relation has key
     /// columns equal to `key`. (Negation; wildcards are simply not in the key.)
     AntiJoin { index: IndexId, key: Vec<PExpr> },
@@ -142,6 +159,56 @@ pub enum Op {
     },
 }
 
+/// One atom of an [`Op::Intersect`]: the index it is read through (its order is the key
+/// columns, then the new variable's column, then the rest) and its key, expressions
+/// over the input tuple.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IntersectAtom {
+    pub index: IndexId,
+    pub key: Vec<PExpr>,
+}
+
+/// How a rule body's atoms are joined (see [`PlanOptions::join`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum JoinStrategy {
+    /// Worst-case-optimal joins for cyclic bodies, pairwise joins otherwise.
+    #[default]
+    Auto,
+    /// Worst-case-optimal joins wherever a body allows them (for tests and benchmarks).
+    Wcoj,
+    /// Pairwise joins only.
+    Pairwise,
+}
+
+impl std::str::FromStr for JoinStrategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<JoinStrategy, String> {
+        match s {
+            "auto" => Ok(JoinStrategy::Auto),
+            "wcoj" => Ok(JoinStrategy::Wcoj),
+            "pairwise" => Ok(JoinStrategy::Pairwise),
+            other => Err(format!(
+                "unknown join strategy `{other}` (expected auto, wcoj or pairwise)"
+            )),
+        }
+    }
+}
+
+/// Choices the planner leaves to its caller.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PlanOptions {
+    pub join: JoinStrategy,
+}
+
+/// Why a rule plan joins the way it does (shown by `fixlog explain`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JoinChoice {
+    /// Pairwise joins (the body is acyclic, or the strategy says so).
+    Pairwise,
+    /// Worst-case-optimal join steps, binding the body's variables in `order` (names).
+    Wcoj { reason: String, order: Vec<String> },
+}
+
 /// One rule, or one delta variant of a recursive rule.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RulePlan {
@@ -152,6 +219,8 @@ pub struct RulePlan {
     pub delta_atom: Option<usize>,
     pub head: RelId,
     pub ops: Vec<Op>,
+    /// How the body's atoms are joined, and why.
+    pub join: JoinChoice,
 }
 
 #[derive(Clone, Debug, PartialEq)]

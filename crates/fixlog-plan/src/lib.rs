@@ -9,6 +9,6 @@ pub mod ir;
 pub mod planner;
 
 pub use explain::explain;
-pub use planner::plan;
+pub use planner::{plan, plan_with};
 
 pub use ir::*;

@@ -23,6 +23,8 @@ use fixlog_logical::{self as logical, AggFunc, ColType, Literal, Program, RelId,
 use fixlog_syntax::Diagnostic;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+mod wcoj;
+
 /// The final projection of a pipeline, given where each variable is (`None` if one it
 /// needs is not bound).
 type OutputFn<'f> = dyn Fn(&HashMap<VarId, PExpr>) -> Option<Vec<PExpr>> + 'f;
@@ -30,12 +32,17 @@ type OutputFn<'f> = dyn Fn(&HashMap<VarId, PExpr>) -> Option<Vec<PExpr>> + 'f;
 /// The pseudo-variable of an aggregate sub-pipeline's row-number column.
 const ROW_VAR: VarId = usize::MAX;
 
-/// Plans every stratum of a checked program.
+/// Plans every stratum of a checked program with the default options.
 ///
 /// The checker guarantees range restriction, so every rule it accepts can be planned;
 /// should a rule still not be (a bug), the error names the rule instead of the planner
 /// panicking.
 pub fn plan(program: &Program) -> Result<Plan, Diagnostic> {
+    plan_with(program, &PlanOptions::default())
+}
+
+/// [`plan`] with the given options (the join strategy).
+pub fn plan_with(program: &Program, options: &PlanOptions) -> Result<Plan, Diagnostic> {
     let mut indexes = Vec::new();
     let mut index_ids = HashMap::new();
     let mut strata = Vec::new();
@@ -58,6 +65,9 @@ pub fn plan(program: &Program) -> Result<Plan, Diagnostic> {
                 indexes: &mut indexes,
                 index_ids: &mut index_ids,
                 vars: &rule.vars,
+                wcoj: false,
+                bound_order: Vec::new(),
+                join: wcoj::choose(rule, options.join),
             };
             if recursive_atoms.is_empty() {
                 init.push(planner.plan_rule(rule_idx, rule, None)?);
@@ -101,6 +111,13 @@ struct RulePlanner<'a> {
     /// Where each index is in `indexes`.
     index_ids: &'a mut HashMap<IndexSpec, IndexId>,
     vars: &'a [logical::VarInfo],
+    /// Whether the top-level body is planned with worst-case-optimal join steps (set
+    /// per rule plan from `join`).
+    wcoj: bool,
+    /// The variables in the order the top-level body binds them (for `explain`).
+    bound_order: Vec<VarId>,
+    /// The rule's join choice, without the variable order.
+    join: Option<String>,
 }
 
 /// The operator being built: where each bound variable is in its joined tuple, and the
@@ -133,16 +150,30 @@ impl RulePlanner<'_> {
     ) -> Result<RulePlan, Diagnostic> {
         let keep: HashSet<VarId> = rule.head.args.iter().flat_map(expr_vars).collect();
         let head = &rule.head.args;
+        self.wcoj = self.join.is_some();
+        self.bound_order.clear();
         let ops = self
             .plan_body(&rule.body, delta, None, &keep, &|env| {
                 head.iter().map(|e| to_pexpr(e, env)).collect()
             })
             .map_err(|what| internal(rule, what))?;
+        let join = match &self.join {
+            Some(reason) => JoinChoice::Wcoj {
+                reason: reason.clone(),
+                order: self
+                    .bound_order
+                    .iter()
+                    .map(|&v| self.vars.get(v).map_or("?".into(), |i| i.name.clone()))
+                    .collect(),
+            },
+            None => JoinChoice::Pairwise,
+        };
         Ok(RulePlan {
             rule: rule_idx,
             delta_atom: delta,
             head: rule.head.rel,
             ops,
+            join,
         })
     }
 
@@ -169,6 +200,9 @@ impl RulePlanner<'_> {
     ) -> Result<Vec<Op>, &'static str> {
         let mut t = Tracker::new(body, keep);
         let mut ops: Vec<Op> = Vec::new();
+        // Worst-case-optimal steps for the rule's own body, never for an aggregate's
+        // (whose results count multiplicities).
+        let wcoj = self.wcoj && input.is_none();
         let mut schema: Vec<VarId> = match input {
             Some(schema) => {
                 for &v in &schema {
@@ -189,6 +223,9 @@ impl RulePlanner<'_> {
                             filters: Vec::new(),
                         };
                         bind_atom_columns(&mut op, &atom.args, 0, &[], &mut t);
+                        if wcoj {
+                            self.bound_order.extend(term_vars(&atom.args));
+                        }
                         absorb(&mut op, &mut t);
                         let (project, schema) = t.project_live(&op.env);
                         ops.push(Op::Scan {
@@ -306,9 +343,63 @@ impl RulePlanner<'_> {
                 continue;
             }
 
-            // The next join: the atom with the most bound arguments (first in body
-            // order among equals).
-            let Some(i) = t.best_atom() else {
+            // Worst-case-optimal: an atom whose variables are all bound is an existence
+            // check (a join on its whole key); otherwise the next variable is bound by
+            // intersecting every atom it occurs in (a join when it occurs in one).
+            let next = if wcoj {
+                match wcoj::next_step(&t) {
+                    Some(wcoj::Step::Join(i)) => Some(i),
+                    Some(wcoj::Step::Intersect { var, atoms }) => {
+                        self.bound_order.push(var);
+                        let mut parts = Vec::with_capacity(atoms.len());
+                        for &i in &atoms {
+                            let Literal::Atom(atom) = &body[i] else {
+                                return Err("an intersected literal is not an atom");
+                            };
+                            let (mut cols, key) = atom_key_bound(&atom.args, &env_in);
+                            let key_len = cols.len();
+                            let var_col = atom
+                                .args
+                                .iter()
+                                .position(|a| *a == Term::Var(var))
+                                .ok_or("an intersected atom lacks its variable")?;
+                            cols.push(var_col);
+                            let index = self.index(
+                                atom.rel,
+                                complete_order(cols, atom.args.len()),
+                                key_len,
+                            );
+                            parts.push(IntersectAtom { index, key });
+                        }
+                        let mut op = OpBuilder {
+                            env: env_in,
+                            filters: Vec::new(),
+                        };
+                        op.env.insert(var, PExpr::Col(schema.len()));
+                        t.bind(var);
+                        for &i in &atoms {
+                            if t.vars[i].iter().all(|v| t.bound.contains(v)) {
+                                t.remove(i);
+                            }
+                        }
+                        absorb(&mut op, &mut t);
+                        let (project, new_schema) = t.project_live(&op.env);
+                        ops.push(Op::Intersect {
+                            atoms: parts,
+                            filters: op.filters,
+                            project,
+                        });
+                        schema = new_schema;
+                        continue;
+                    }
+                    None => None,
+                }
+            } else {
+                // The next join: the atom with the most bound arguments (first in body
+                // order among equals).
+                t.best_atom()
+            };
+            let Some(i) = next else {
                 break;
             };
             t.remove(i);
@@ -326,6 +417,10 @@ impl RulePlanner<'_> {
                 env: env_in,
                 filters: Vec::new(),
             };
+            if wcoj {
+                self.bound_order
+                    .extend(term_vars(&atom.args).filter(|v| !op.env.contains_key(v)));
+            }
             bind_atom_columns(&mut op, &atom.args, schema.len(), &key_cols, &mut t);
             absorb(&mut op, &mut t);
             let (project, new_schema) = t.project_live(&op.env);
@@ -827,6 +922,7 @@ fn fuse_projection(ops: &mut Vec<Op>, out: Vec<PExpr>) -> Option<()> {
     match ops.last_mut() {
         Some(Op::Scan { project, .. })
         | Some(Op::Join { project, .. })
+        | Some(Op::Intersect { project, .. })
         | Some(Op::Filter { project, .. })
         | Some(Op::Aggregate { project, .. }) => {
             let composed = out

@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::io;
 use fixlog_exec::driver::{DriverOptions, RunResult, Tuples};
 use fixlog_logical::{ColType, Program, RelId, Value};
-use fixlog_plan::Plan;
+use fixlog_plan::{Plan, PlanOptions};
 use fixlog_syntax::SourceMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -140,6 +140,15 @@ impl Fixlog {
 
     pub fn program(&self) -> &Program {
         &self.program
+    }
+
+    /// Plans the program again with `options` (the join strategy: worst-case-optimal
+    /// joins for cyclic bodies by default, or forced either way for tests and
+    /// benchmarks; `fixlog run --join`).
+    pub fn set_plan_options(&mut self, options: &PlanOptions) -> Result<(), Error> {
+        self.plan = fixlog_plan::plan_with(&self.program, options)
+            .map_err(|d| program_error(d.into(), &self.sources))?;
+        Ok(())
     }
 
     pub fn plan(&self) -> &Plan {

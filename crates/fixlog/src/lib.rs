@@ -31,3 +31,4 @@ pub mod io;
 
 pub use api::{BackendChoice, BackendKind, Database, Datum, Fixlog, RunOptions, RunStats};
 pub use error::Error;
+pub use fixlog_plan::{JoinStrategy, PlanOptions};

@@ -1,7 +1,7 @@
 //! The `fixlog` command line. A thin layer over the library API (`fixlog::Fixlog`).
 
 use clap::{Parser, Subcommand, ValueEnum};
-use fixlog::{BackendKind, Error, Fixlog, RunOptions, RunStats};
+use fixlog::{BackendKind, Error, Fixlog, JoinStrategy, PlanOptions, RunOptions, RunStats};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -64,6 +64,11 @@ enum Command {
         /// file is read as empty instead of being an error.
         #[arg(short = 'w', long = "no-warn")]
         no_warn: bool,
+        /// How rule bodies are joined: `auto` uses worst-case-optimal joins for cyclic
+        /// bodies (triangles, cliques, cycles) and pairwise joins otherwise; `wcoj` and
+        /// `pairwise` force one (for tests and benchmarks).
+        #[arg(long, value_enum, default_value = "auto")]
+        join: JoinArg,
     },
     /// Print the strata and the plan of every rule variant.
     Explain {
@@ -72,7 +77,29 @@ enum Command {
         /// whether it runs on the device or on the host.
         #[arg(long, value_enum, default_value = "cpu")]
         backend: BackendArg,
+        /// How rule bodies are joined (as for `run`).
+        #[arg(long, value_enum, default_value = "auto")]
+        join: JoinArg,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum JoinArg {
+    Auto,
+    Wcoj,
+    Pairwise,
+}
+
+impl From<JoinArg> for PlanOptions {
+    fn from(j: JoinArg) -> PlanOptions {
+        PlanOptions {
+            join: match j {
+                JoinArg::Auto => JoinStrategy::Auto,
+                JoinArg::Wcoj => JoinStrategy::Wcoj,
+                JoinArg::Pairwise => JoinStrategy::Pairwise,
+            },
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -249,10 +276,17 @@ fn souffle_style_args(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStri
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
-        Command::Explain { program, backend } => {
+        Command::Explain {
+            program,
+            backend,
+            join,
+        } => {
             phase("compiling", &program);
             let path = program;
-            let program = Fixlog::from_file(&path)?;
+            let mut program = Fixlog::from_file(&path)?;
+            if !matches!(join, JoinArg::Auto) {
+                program.set_plan_options(&join.into())?;
+            }
             phase("explaining", &path);
             let gpu = match backend {
                 BackendArg::Cpu => false,
@@ -279,6 +313,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             stats,
             quiet,
             no_warn,
+            join,
         } => {
             fixlog_logical::value::set_runtime_warnings(!no_warn);
             if jobs == Some(0) {
@@ -295,7 +330,10 @@ fn run(cli: Cli) -> Result<(), Error> {
             let start = Instant::now();
             phase("compiling", &program);
             let path = program;
-            let program = Fixlog::from_file(&path)?;
+            let mut program = Fixlog::from_file(&path)?;
+            if !matches!(join, JoinArg::Auto) {
+                program.set_plan_options(&join.into())?;
+            }
             // Like Soufflé: a missing or unusable -D is an error before evaluating.
             program.check_outputs(&output_dir)?;
             if !no_warn {

@@ -1,5 +1,6 @@
-//! Differential test: random stratified programs, the engine (1 and 4 threads) against
-//! the naive reference evaluator in `support/reference.rs`, on every relation.
+//! Differential test: random stratified programs, the engine (1 and 4 threads; joins
+//! forced pairwise, forced worst-case-optimal, and chosen by the planner) against the
+//! naive reference evaluator in `support/reference.rs`, on every relation.
 //!
 //! Failures are shrunk and persisted in `differential.proptest-regressions` next to
 //! this file; persisted cases run first on the next run. `FIXLOG_DIFF_CASES` sets the
@@ -7,7 +8,7 @@
 
 mod support;
 
-use fixlog::{Datum, Fixlog, RunOptions};
+use fixlog::{Datum, Fixlog, JoinStrategy, PlanOptions, RunOptions};
 use fixlog_logical::{ColType, SymbolTable, Value};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
@@ -53,6 +54,8 @@ struct Tally {
     recursive: usize,
     /// Per feature of [`FEATURES`], the programs that used it.
     features: [usize; 9],
+    /// Programs whose plan with worst-case-optimal joins forced has an intersection.
+    intersections: usize,
 }
 
 const FEATURES: [&str; 9] = [
@@ -140,7 +143,28 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
             .collect();
         Some(rows)
     };
-    for jobs in [1, 4] {
+    let mut intersects = false;
+    for (jobs, join) in [
+        (1, JoinStrategy::Pairwise),
+        (4, JoinStrategy::Wcoj),
+        (1, JoinStrategy::Auto),
+    ] {
+        fixlog
+            .set_plan_options(&PlanOptions { join })
+            .map_err(|e| {
+                TestCaseError::fail(format!(
+                    "planning failed ({join:?}): {e}
+{text}"
+                ))
+            })?;
+        intersects |= fixlog.plan().strata.iter().any(|s| {
+            s.init.iter().chain(&s.recursive_rules).any(|r| {
+                r.ops
+                    .iter()
+                    .any(|op| matches!(op, fixlog_plan::Op::Intersect { .. }))
+            })
+        });
+        let program = fixlog.program();
         let db = fixlog
             .run(&support::options(Some(jobs)))
             .map_err(|e| TestCaseError::fail(format!("run failed (jobs={jobs}): {e}\n{text}")))?;
@@ -149,7 +173,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
                 let got = db.relation(&relation.name);
                 if &got != cpu {
                     return Err(TestCaseError::fail(format!(
-                        "relation {} differs from the CPU backend's (jobs={jobs}):\n  {} backend: {got:?}\n  cpu: {cpu:?}\n--- program ---\n{text}\n--- inserted ---\n{:?}",
+                        "relation {} differs from the CPU backend's (jobs={jobs}, {join:?} joins):\n  {} backend: {got:?}\n  cpu: {cpu:?}\n--- program ---\n{text}\n--- inserted ---\n{:?}",
                         relation.name,
                         support::backend_arg(),
                         generated.inserts
@@ -178,7 +202,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
                 let missing: Vec<_> = want.difference(&got).collect();
                 let extra: Vec<_> = got.difference(&want).collect();
                 return Err(TestCaseError::fail(format!(
-                    "relation {} differs (jobs={jobs}):\n  missing {missing:?}\n  extra {extra:?}\n--- program ---\n{text}\n--- inserted ---\n{:?}",
+                    "relation {} differs (jobs={jobs}, {join:?} joins):\n  missing {missing:?}\n  extra {extra:?}\n--- program ---\n{text}\n--- inserted ---\n{:?}",
                     relation.name, generated.inserts
                 )));
             }
@@ -203,6 +227,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
     t.cases += 1;
     t.nonempty += usize::from(any_idb);
     t.recursive += usize::from(recursive_idb);
+    t.intersections += usize::from(intersects);
     let f = &generated.features;
     let used = [
         f.recursion,
@@ -247,8 +272,14 @@ fn differential() {
     let t = tally.into_inner();
     eprintln!(
         "{} cases; {} with a non-empty IDB relation, {} with a non-empty recursive \
-         relation; features {FEATURES:?}: {:?}",
-        t.cases, t.nonempty, t.recursive, t.features
+         relation, {} with worst-case-optimal intersections; features {FEATURES:?}: {:?}",
+        t.cases, t.nonempty, t.recursive, t.intersections, t.features
+    );
+    assert!(
+        t.intersections * 10 >= t.cases,
+        "only {} of {} random programs planned an intersection",
+        t.intersections,
+        t.cases
     );
     assert!(t.cases >= cases as usize, "only {} cases ran", t.cases);
     assert!(

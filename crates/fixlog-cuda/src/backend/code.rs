@@ -15,6 +15,11 @@
 //!   sub-pipelines run where their own operators say.
 //!
 //! Relations never move: only the batches of the operators that need the host do.
+//!
+//! A worst-case-optimal intersection ([`OpSpec::Intersect`]) has no kernel of its own
+//! yet: [`prepare`] lowers it into device operators that already exist (see
+//! [`IntersectCode`]), so its relations stay on the device and its keys, filters and
+//! projection are placed by the same rules as a join's.
 
 use crate::codegen::{self, key_host_reason, pipeline_host_reason, DeviceOp};
 use crate::error::Result;
@@ -77,10 +82,29 @@ pub struct AntiCode {
     pub(crate) kernel: CudaFunction,
 }
 
+/// A worst-case-optimal intersection composed of existing device operators: the input
+/// numbered (`input ++ [row]`, so that repeated input tuples stay apart), joined with
+/// the first atom's index keeping `input ++ [row, value]`, then joined with every
+/// other atom's index on its key with the new column equal to `value` (a semi-join
+/// keeping the same columns); a step whose atom has columns after the new one may
+/// repeat rows and is sorted and deduplicated after it; finally the spec's filters and
+/// projection over `input ++ [value]`. Exact (each value once per input tuple) and
+/// simple; not a leapfrog kernel: the first atom's range is materialized.
+pub struct IntersectCode {
+    pub(crate) input_arity: usize,
+    /// One join per atom, in the spec's order.
+    pub(crate) joins: Vec<CudaCode>,
+    /// Per atom: its step may repeat rows (the atom has columns after the new one).
+    pub(crate) dedup: Vec<bool>,
+    /// Filters and projection of `input ++ [row, value]`.
+    pub(crate) finish: Box<CudaCode>,
+}
+
 /// One prepared operator of the CUDA backend.
 pub enum CudaCode {
     Map(MapCode),
     Join(JoinCode),
+    Intersect(IntersectCode),
     AntiJoin(AntiCode),
     /// Aggregates are combined on the host.
     Aggregate {
@@ -94,6 +118,7 @@ impl CudaCode {
         match self {
             CudaCode::Map(_) => "scan or filter",
             CudaCode::Join(_) => "join",
+            CudaCode::Intersect(_) => "intersection",
             CudaCode::AntiJoin(_) => "anti-join",
             CudaCode::Aggregate { .. } => "aggregate",
         }
@@ -191,9 +216,110 @@ fn cpu_code(cpu: &CpuBackend, spec: &OpSpec) -> Result<CpuCode> {
         .map_err(|e| CudaError::Invalid(e.to_string()))
 }
 
+/// The operators an intersection is composed of (see [`IntersectCode`]): one join per
+/// atom, then the filter; and per atom whether its step may repeat rows.
+fn intersect_steps(spec: &OpSpec) -> Result<(Vec<OpSpec>, Vec<bool>)> {
+    let OpSpec::Intersect {
+        input_arity,
+        atoms,
+        filters,
+        project,
+        distinct,
+    } = spec
+    else {
+        return Err(CudaError::Invalid("not an intersection".into()));
+    };
+    let a = *input_arity;
+    let mut steps = Vec::with_capacity(atoms.len() + 1);
+    let mut dedup = Vec::with_capacity(atoms.len());
+    for (i, atom) in atoms.iter().enumerate() {
+        let Some(&value_col) = atom.order.get(atom.key_len) else {
+            return Err(CudaError::Invalid(format!(
+                "an intersected index of {} columns has no column after its key of {}",
+                atom.order.len(),
+                atom.key_len
+            )));
+        };
+        // Joined tuple: input, row number, (value,) then the atom's relation columns.
+        let (input_arity, filters, project) = if i == 0 {
+            let mut project = cols(0..a + 1);
+            project.push(PExpr::Col(a + 1 + value_col));
+            (a + 1, Vec::new(), project)
+        } else {
+            let filter = Cond::Compare {
+                op: fixlog_logical::CmpOp::Eq,
+                ty: fixlog_logical::ColType::Unsigned,
+                lhs: PExpr::Col(a + 2 + value_col),
+                rhs: PExpr::Col(a + 1),
+            };
+            (a + 2, vec![filter], cols(0..a + 2))
+        };
+        steps.push(OpSpec::Join {
+            input_arity,
+            order: atom.order.clone(),
+            key_len: atom.key_len,
+            key: atom.key.clone(),
+            filters,
+            project,
+            distinct: *distinct,
+        });
+        dedup.push(atom.order.len() > atom.key_len + 1);
+    }
+    // The value moves from column `a` of the spec's joined tuple to `a + 1`.
+    steps.push(OpSpec::Filter {
+        arity: a + 2,
+        filters: filters.iter().map(|c| shift_cond(c, a, 1)).collect(),
+        project: project.iter().map(|e| shift_expr(e, a, 1)).collect(),
+    });
+    Ok((steps, dedup))
+}
+
 /// Lowers every operator: generates and compiles the module of device kernels, and
-/// prepares the host parts.
+/// prepares the host parts. Intersections are first replaced by the operators they
+/// are composed of ([`IntersectCode`]).
 pub(crate) fn prepare(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<CudaCode>> {
+    let mut flat = Vec::with_capacity(specs.len());
+    // Per spec: `None`, or the intersection's input arity and per-atom dedup flags.
+    let mut composed = Vec::with_capacity(specs.len());
+    for spec in specs {
+        match spec {
+            OpSpec::Intersect { input_arity, .. } => {
+                let (steps, dedup) = intersect_steps(spec)?;
+                flat.extend(steps);
+                composed.push(Some((*input_arity, dedup)));
+            }
+            other => {
+                flat.push(other.clone());
+                composed.push(None);
+            }
+        }
+    }
+    let mut codes = prepare_flat(gpu, cpu, &flat)?.into_iter();
+    let mut next = || {
+        codes
+            .next()
+            .ok_or_else(|| CudaError::Invalid("an operator was not prepared".into()))
+    };
+    let mut out = Vec::with_capacity(specs.len());
+    for c in composed {
+        out.push(match c {
+            None => next()?,
+            Some((input_arity, dedup)) => {
+                let joins = dedup.iter().map(|_| next()).collect::<Result<Vec<_>>>()?;
+                CudaCode::Intersect(IntersectCode {
+                    input_arity,
+                    joins,
+                    dedup,
+                    finish: Box::new(next()?),
+                })
+            }
+        });
+    }
+    Ok(out)
+}
+
+/// [`prepare`] for specs without intersections.
+fn prepare_flat(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<CudaCode>> {
     let mut device: Vec<DeviceOp> = Vec::new();
     let mut pending = Vec::with_capacity(specs.len());
     for (i, spec) in specs.iter().enumerate() {
@@ -344,6 +470,11 @@ pub(crate) fn prepare(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<V
                 input_arity: *input_arity,
                 cpu: cpu_code(cpu, spec)?,
             },
+            OpSpec::Intersect { .. } => {
+                return Err(CudaError::Invalid(
+                    "an intersection reached the kernel generator undivided".into(),
+                ))
+            }
         });
     }
 
@@ -382,6 +513,16 @@ pub(crate) fn prepare(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<V
             OpSpec::AntiJoin {
                 input_arity, order, ..
             } => vec![*input_arity, order.len()],
+            OpSpec::Intersect {
+                input_arity,
+                atoms,
+                project,
+                ..
+            } => {
+                let mut v = vec![*input_arity + 1, *input_arity + 2, project.len()];
+                v.extend(atoms.iter().map(|at| at.order.len()));
+                v
+            }
             OpSpec::Aggregate {
                 input_arity,
                 project,

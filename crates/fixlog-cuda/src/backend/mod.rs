@@ -510,6 +510,32 @@ impl Backend for CudaBackend {
         self.join_batch(input, inner, join, ctx).map_err(exec_error)
     }
 
+    fn intersect(
+        &self,
+        input: &CudaBatch,
+        atoms: &[&CudaIndex],
+        code: &CudaCode,
+        ctx: &EvalContext,
+    ) -> ExecResult<CudaBatch> {
+        // Composed of existing device operators (see `code::IntersectCode`).
+        let CudaCode::Intersect(ic) = code else {
+            return Err(wrong_code("intersection", code));
+        };
+        if atoms.len() != ic.joins.len() || input.arity != ic.input_arity {
+            return Err(fixlog_exec::internal(
+                "an intersection given other inputs than it was prepared for",
+            ));
+        }
+        let mut batch = self.with_row_numbers(input)?;
+        for ((atom, join), dedup) in atoms.iter().zip(&ic.joins).zip(&ic.dedup) {
+            batch = self.join(&batch, atom, join, ctx)?;
+            if *dedup {
+                batch = self.relation_batch(&self.sort_unique(batch)?)?;
+            }
+        }
+        self.filter(&batch, &ic.finish, ctx)
+    }
+
     fn antijoin(
         &self,
         input: &CudaBatch,

@@ -175,6 +175,9 @@ fn shape(spec: &OpSpec) -> Result<Shape<'_>, String> {
             project: &[],
         },
         OpSpec::Aggregate { .. } => return Err("aggregates have no kernels".into()),
+        OpSpec::Intersect { .. } => {
+            return Err("intersections are prepared as joins (backend::code)".into())
+        }
     })
 }
 

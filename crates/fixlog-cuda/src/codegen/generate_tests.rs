@@ -52,7 +52,7 @@ fn expected_kernels(prefix: &str, spec: &OpSpec) -> Vec<String> {
         OpSpec::Scan { .. } | OpSpec::Filter { .. } => &["map"],
         OpSpec::Join { .. } => &["jcount", "jwrite", "jwrite_distinct"],
         OpSpec::AntiJoin { .. } => &["anti"],
-        OpSpec::Aggregate { .. } => &[],
+        OpSpec::Aggregate { .. } | OpSpec::Intersect { .. } => &[],
     };
     suffixes.iter().map(|s| format!("{prefix}_{s}")).collect()
 }
@@ -567,7 +567,7 @@ fn acceptable(spec: &OpSpec) -> bool {
                 key_len,
                 key,
             } => index_ok(order, *key_len, key, *input_arity),
-            OpSpec::Aggregate { .. } => false,
+            OpSpec::Aggregate { .. } | OpSpec::Intersect { .. } => false,
         }
 }
 

@@ -207,6 +207,15 @@ pub fn spec_host_reason(spec: &OpSpec) -> Option<String> {
             ..
         } => key_host_reason(key).or_else(|| pipeline_host_reason(filters, project)),
         OpSpec::AntiJoin { key, .. } => key_host_reason(key),
+        OpSpec::Intersect {
+            atoms,
+            filters,
+            project,
+            ..
+        } => atoms
+            .iter()
+            .find_map(|a| key_host_reason(&a.key))
+            .or_else(|| pipeline_host_reason(filters, project)),
         OpSpec::Aggregate { .. } => Some("aggregates are combined on the host".into()),
     }
 }

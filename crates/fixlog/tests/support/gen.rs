@@ -387,6 +387,29 @@ impl Gen {
             }
             lits.push(format!("{}({})", rel.name, args.join(", ")));
         }
+        // Sometimes an atom over variables the others bound only: it often closes a
+        // cycle (a triangle, a square), which the planner joins worst-case-optimally.
+        if n_atoms >= 2 && self.c.chance(25) {
+            let pool: Vec<Rel> = if allow_rec && self.c.chance(30) {
+                recursive = true;
+                same.clone()
+            } else {
+                lower.clone()
+            };
+            let rel = self.c.pick(&pool).clone();
+            let mut args = Vec::new();
+            for &ty in &rel.types {
+                let existing = vars.atom_vars(ty);
+                let name = if existing.is_empty() {
+                    vars.fresh(if ty == Ty::Num { "x" } else { "s" })
+                } else {
+                    self.c.pick(&existing).clone()
+                };
+                vars.atom_bound.push((name.clone(), ty));
+                args.push(name);
+            }
+            lits.push(format!("{}({})", rel.name, args.join(", ")));
+        }
         // Filters and other literals.
         if self.c.chance(35) {
             lits.push(self.comparison(vars));
