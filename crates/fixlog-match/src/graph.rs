@@ -210,14 +210,65 @@ impl GraphBuilder {
         self.edges.len()
     }
 
-    /// Numbers the nodes in id order and builds the edge set; adjacency lists are built
-    /// when patterns need them. Errors when there are more than `u32::MAX` nodes.
+    /// Adds edges already split into `(src, dst, type number)`, with `types` naming the
+    /// type numbers used (`u32::MAX`: no type); used by the parallel file reader.
+    pub(crate) fn add_numbered_edges(&mut self, edges: Vec<(u64, u64, u32)>, types: &[&str]) {
+        if types.is_empty() {
+            if self.edges.is_empty() {
+                self.edges = edges;
+            } else {
+                self.edges.extend_from_slice(&edges);
+            }
+            return;
+        }
+        let global: Vec<u32> = types.iter().map(|t| self.type_names.intern(t)).collect();
+        self.edges.extend(edges.into_iter().map(|(s, d, t)| {
+            let t = if t == NO_TYPE {
+                NO_TYPE
+            } else {
+                global[t as usize]
+            };
+            (s, d, t)
+        }));
+    }
+
+    /// Numbers the nodes in id order; adjacency lists are built when patterns need
+    /// them. Errors when there are more than `u32::MAX - 1` nodes.
     pub fn build(self) -> Result<Graph, String> {
-        let mut ids: Vec<u64> = Vec::with_capacity(self.edges.len() + self.labels.len());
-        ids.extend(self.edges.iter().flat_map(|&(s, d, _)| [s, d]));
-        ids.extend(self.labels.iter().map(|&(n, _)| n));
-        ids.par_sort_unstable();
-        ids.dedup();
+        let endpoints = self.edges.len() * 2 + self.labels.len();
+        let max_id = self
+            .edges
+            .par_iter()
+            .map(|&(s, d, _)| s.max(d))
+            .max()
+            .unwrap_or(0)
+            .max(self.labels.iter().map(|&(n, _)| n).max().unwrap_or(0));
+        let all_ids = || {
+            self.edges
+                .iter()
+                .flat_map(|&(s, d, _)| [s, d])
+                .chain(self.labels.iter().map(|&(n, _)| n))
+        };
+        // Dense ids (the usual case): a table from id to number, no sort.
+        let (ids, numbering) = if max_id < 4 * endpoints as u64 + 1024 && max_id < u32::MAX as u64 {
+            let mut table = vec![0 as NodeIndex; max_id as usize + 1];
+            for id in all_ids() {
+                table[id as usize] = 1;
+            }
+            let mut ids = Vec::new();
+            for (id, slot) in table.iter_mut().enumerate() {
+                if *slot == 1 {
+                    *slot = ids.len() as NodeIndex;
+                    ids.push(id as u64);
+                }
+            }
+            (ids, Numbering::Table(table))
+        } else {
+            let mut ids: Vec<u64> = all_ids().collect();
+            ids.par_sort_unstable();
+            ids.dedup();
+            (ids, Numbering::Search)
+        };
         if ids.len() >= u32::MAX as usize {
             return Err(format!(
                 "the graph has {} nodes; at most {} are supported",
@@ -225,28 +276,19 @@ impl GraphBuilder {
                 u32::MAX - 1
             ));
         }
-        ids.shrink_to_fit();
-        let numbering = Numbering::new(&ids);
-        let mut edges: Vec<(NodeIndex, NodeIndex, u32)> = self
+        let edges: Vec<(NodeIndex, NodeIndex, u32)> = self
             .edges
             .par_iter()
             .map(|&(s, d, t)| (numbering.index(&ids, s), numbering.index(&ids, d), t))
             .collect();
-        if self.undirected {
-            let reversed: Vec<_> = edges.par_iter().map(|&(s, d, t)| (d, s, t)).collect();
-            edges.extend(reversed);
-        }
-        edges.par_sort_unstable();
-        edges.dedup();
+        drop(numbering);
         let has_self_loops = edges.par_iter().any(|&(s, d, _)| s == d);
-        let mut node_labels: Vec<(NodeIndex, u32)> = self
+        let node_labels: Vec<(NodeIndex, u32)> = self
             .labels
             .iter()
             .filter(|&&(_, l)| l != NO_LABEL)
-            .map(|&(n, l)| (numbering.index(&ids, n), l))
+            .map(|&(n, l)| (index_of_sorted(&ids, n), l))
             .collect();
-        node_labels.sort_unstable();
-        node_labels.dedup();
         let labels = Adjacency::build(ids.len(), node_labels.iter().copied());
         Ok(Graph {
             ids,
@@ -261,32 +303,23 @@ impl GraphBuilder {
     }
 }
 
-/// External id to internal number: a direct table when ids are dense enough, else a
-/// binary search in the sorted ids.
+fn index_of_sorted(ids: &[u64], id: u64) -> NodeIndex {
+    ids.partition_point(|&x| x < id) as NodeIndex
+}
+
+/// External id to internal number: a direct table when ids are dense, else a binary
+/// search in the sorted ids.
 enum Numbering {
     Table(Vec<NodeIndex>),
     Search,
 }
 
 impl Numbering {
-    fn new(ids: &[u64]) -> Numbering {
-        match ids.last() {
-            Some(&max) if max < 4 * ids.len() as u64 + 1024 => {
-                let mut table = vec![0; max as usize + 1];
-                for (i, &id) in ids.iter().enumerate() {
-                    table[id as usize] = i as NodeIndex;
-                }
-                Numbering::Table(table)
-            }
-            _ => Numbering::Search,
-        }
-    }
-
     #[inline]
     fn index(&self, ids: &[u64], id: u64) -> NodeIndex {
         match self {
             Numbering::Table(t) => t[id as usize],
-            Numbering::Search => ids.partition_point(|&x| x < id) as NodeIndex,
+            Numbering::Search => index_of_sorted(ids, id),
         }
     }
 }
@@ -300,7 +333,7 @@ pub struct Graph {
     labels: Adjacency,
     pub(crate) label_names: Names,
     pub(crate) type_names: Names,
-    /// `(src, dst, type)`, sorted, deduplicated; with both directions if undirected.
+    /// `(src, dst, type)` as read (repeats included; each adjacency list drops them).
     edges: Vec<(NodeIndex, NodeIndex, u32)>,
     undirected: bool,
     has_self_loops: bool,
@@ -312,10 +345,14 @@ impl Graph {
         self.ids.len()
     }
 
-    /// Edges stored: distinct `(src, dst, type)` triples; for an undirected graph both
+    /// Distinct `(src, dst)` pairs, whatever their types; in an undirected graph both
     /// directions of every edge (a self-loop once).
     pub fn edge_count(&self) -> usize {
-        self.edges.len()
+        self.adjacency(AdjacencyKey {
+            direction: Direction::Out,
+            edge_type: None,
+        })
+        .edge_count()
     }
 
     pub fn is_undirected(&self) -> bool {

@@ -137,19 +137,34 @@ fn fields(line: &str) -> impl Iterator<Item = (usize, &str)> {
 
 /// A node id: decimal digits, below 2^64.
 pub fn parse_node_id(field: &str) -> Result<u64, String> {
-    let shown: String = field.chars().take(40).collect();
-    if field.is_empty() || !field.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "node ids are non-negative integers, found `{shown}`"
-        ));
+    let shown = || field.chars().take(40).collect::<String>();
+    if field.is_empty() {
+        return Err("node ids are non-negative integers, found nothing".to_string());
     }
-    field
-        .parse::<u64>()
-        .map_err(|_| format!("node id `{shown}` is too large (at most 18446744073709551615)"))
+    let mut value: u64 = 0;
+    for b in field.bytes() {
+        if !b.is_ascii_digit() {
+            return Err(format!(
+                "node ids are non-negative integers, found `{}`",
+                shown()
+            ));
+        }
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(b - b'0')))
+            .ok_or_else(|| {
+                format!(
+                    "node id `{}` is too large (at most 18446744073709551615)",
+                    shown()
+                )
+            })?;
+    }
+    Ok(value)
 }
 
-/// An edge as read: `(src, dst, type)`.
-type EdgeLine<'a> = (u64, u64, Option<&'a str>);
+/// A chunk's edges `(src, dst, type number)` and the type names its numbers index
+/// (`u32::MAX`: no type).
+type EdgeChunk<'a> = (Vec<(u64, u64, u32)>, Vec<&'a str>);
 
 struct LineError {
     line: usize,
@@ -159,8 +174,10 @@ struct LineError {
 }
 
 /// Parses one chunk of an edge list.
-fn parse_edge_chunk(first_line: usize, chunk: &str) -> Result<Vec<EdgeLine<'_>>, LineError> {
+fn parse_edge_chunk(first_line: usize, chunk: &str) -> Result<EdgeChunk<'_>, LineError> {
     let mut edges = Vec::with_capacity(chunk.len() / 12);
+    let mut types: Vec<&str> = Vec::new();
+    let mut type_numbers: std::collections::HashMap<&str, u32> = Default::default();
     let mut line_start = 0;
     for (i, raw) in chunk.split('\n').enumerate() {
         let this_start = line_start;
@@ -193,9 +210,16 @@ fn parse_edge_chunk(first_line: usize, chunk: &str) -> Result<Vec<EdgeLine<'_>>,
                 "too many fields: an edge is `src dst` or `src dst type`".to_string(),
             ));
         }
-        edges.push((src, dst, edge_type));
+        let t = match edge_type {
+            None => u32::MAX,
+            Some(name) => *type_numbers.entry(name).or_insert_with(|| {
+                types.push(name);
+                types.len() as u32 - 1
+            }),
+        };
+        edges.push((src, dst, t));
     }
-    Ok(edges)
+    Ok((edges, types))
 }
 
 fn locate(path: &Path, chunk: &str, e: LineError) -> GraphError {
@@ -214,16 +238,15 @@ fn locate(path: &Path, chunk: &str, e: LineError) -> GraphError {
 /// Adds the edges of edge-list text to `builder` (`path` names it in errors).
 pub fn add_edges(builder: &mut GraphBuilder, text: &str, path: &Path) -> Result<(), GraphError> {
     let pieces = chunks(text);
-    let parsed: Vec<Result<Vec<EdgeLine<'_>>, GraphError>> = pieces
+    let parsed: Vec<Result<EdgeChunk<'_>, GraphError>> = pieces
         .par_iter()
         .map(|&(first_line, chunk)| {
             parse_edge_chunk(first_line, chunk).map_err(|e| locate(path, chunk, e))
         })
         .collect();
     for piece in parsed {
-        for (src, dst, edge_type) in piece? {
-            builder.add_edge(src, dst, edge_type);
-        }
+        let (edges, types) = piece?;
+        builder.add_numbered_edges(edges, &types);
     }
     Ok(())
 }

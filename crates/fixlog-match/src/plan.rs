@@ -227,7 +227,8 @@ pub fn plan(graph: &Graph, pattern: &Pattern, semantics: Semantics) -> Plan {
                 }
             }
             sources.sort_by_key(|s| (s.from_step, s.key));
-            let filter = filters[p].clone();
+            let filter =
+                residual_filter(graph, &filters[p], &neighbours[p], &position, i, semantics);
             let all_candidates = if sources.is_empty() {
                 (0..graph.node_count() as NodeIndex)
                     .filter(|&u| filter.allows(u))
@@ -397,6 +398,40 @@ fn build_filter(
         bits: if passing == n { None } else { Some(words) },
         passing,
     }
+}
+
+/// The filter of a pattern node at step `i`: its labels, and only the degree bounds
+/// that the step's intersection does not already imply. A bound on adjacency `key` is
+/// implied once the node's pattern neighbours along `key` are bound (all of them under
+/// `iso`, where they are distinct graph nodes; one under `homo`), since the candidate is
+/// then in each of their lists.
+fn residual_filter(
+    graph: &Graph,
+    full: &CandidateFilter,
+    neighbours: &BTreeMap<AdjacencyKey, Vec<usize>>,
+    position: &[usize],
+    i: usize,
+    semantics: Semantics,
+) -> CandidateFilter {
+    let implied = |key: &AdjacencyKey| {
+        let Some(others) = neighbours.get(key) else {
+            return false;
+        };
+        match semantics {
+            Semantics::Iso => others.iter().all(|&o| position[o] < i),
+            Semantics::Homo => others.iter().any(|&o| position[o] < i),
+        }
+    };
+    if !full.min_degrees.iter().any(|(k, _, _)| implied(k)) {
+        return full.clone();
+    }
+    let kept = full
+        .min_degrees
+        .iter()
+        .filter(|(k, _, _)| !implied(k))
+        .cloned()
+        .collect();
+    build_filter(graph, full.labels.clone(), kept)
 }
 
 /// The binding order (see the module docs).
