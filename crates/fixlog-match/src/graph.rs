@@ -424,7 +424,13 @@ impl Graph {
         let n = self.ids.len();
         let type_ok = move |t: u32| key.edge_type.is_none_or(|k| k == t);
         let edges = self.edges.iter().filter(move |e| type_ok(e.2));
-        match key.direction {
+        // Undirected: every edge both ways, whatever the key's direction.
+        let direction = if self.undirected {
+            Direction::Both
+        } else {
+            key.direction
+        };
+        match direction {
             Direction::Out => Adjacency::build(n, edges.map(|&(s, d, _)| (s, d))),
             Direction::In => Adjacency::build(n, edges.map(|&(s, d, _)| (d, s))),
             Direction::Both => Adjacency::build(n, edges.flat_map(|&(s, d, _)| [(s, d), (d, s)])),
