@@ -52,6 +52,8 @@ enum Token {
     /// Digits that do not fit in 64 bits.
     HugeInteger,
     Symbol(&'static str),
+    /// A quoted string (no construct of the language takes one).
+    Text,
     End,
 }
 
@@ -65,6 +67,7 @@ fn describe(token: &Token) -> String {
         Token::Integer(i) => format!("`{i}`"),
         Token::HugeInteger => "a number".to_string(),
         Token::Symbol(s) => format!("`{s}`"),
+        Token::Text => "a string".to_string(),
         Token::End => "the end of the pattern".to_string(),
     }
 }
@@ -99,6 +102,15 @@ fn lex(text: &str, file: fixlog_syntax::FileId) -> Result<Lexed, Diagnostic> {
                 return Err(Diagnostic::error("empty name", span(start, at)));
             }
             tokens.push((Token::Name(name.to_string()), span(start, at)));
+        } else if c == b'\'' || c == b'"' {
+            // Strings only appear in unsupported constructs (properties); lexed so the
+            // parser can say which.
+            let quote = c as char;
+            let len = text[start + 1..]
+                .find(quote)
+                .ok_or_else(|| Diagnostic::error("unterminated string", span(start, start + 1)))?;
+            at = start + 1 + len + 1;
+            tokens.push((Token::Text, span(start, at)));
         } else if c.is_ascii_digit() {
             while at < bytes.len() && bytes[at].is_ascii_digit() {
                 at += 1;
@@ -128,6 +140,7 @@ fn lex(text: &str, file: fixlog_syntax::FileId) -> Result<Lexed, Diagnostic> {
                 b'[' => "[",
                 b']' => "]",
                 b'{' => "{",
+                b'}' => "}",
                 b':' => ":",
                 b',' => ",",
                 b'-' => "-",
