@@ -67,6 +67,12 @@ impl Adjacency {
         self.targets.len()
     }
 
+    /// The CSR arrays: `targets[offsets[u]..offsets[u + 1]]` are the neighbours of `u`
+    /// (for a device copy).
+    pub fn csr(&self) -> (&[usize], &[NodeIndex]) {
+        (&self.offsets, &self.targets)
+    }
+
     /// Builds the CSR of `pairs` `(node, neighbour)` over `node_count` nodes (counting
     /// sort by node, then each list sorted and deduplicated in parallel).
     fn build(

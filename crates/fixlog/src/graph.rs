@@ -22,3 +22,6 @@ pub use fixlog_match::graph::{Adjacency, AdjacencyKey, Direction, GraphBuilder, 
 pub use fixlog_match::pattern::{Output, PatternEdge, PatternNode};
 pub use fixlog_match::plan::Plan;
 pub use fixlog_match::{Graph, GraphError, LoadOptions, Pattern, PatternError, Semantics};
+
+#[cfg(feature = "cuda")]
+pub mod gpu;

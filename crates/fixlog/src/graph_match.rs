@@ -5,7 +5,7 @@
 //! the listing quietly.
 
 use fixlog::graph::{Graph, LoadOptions, Output, Pattern, Semantics};
-use fixlog::Error;
+use fixlog::{BackendKind, Error};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -19,6 +19,8 @@ pub struct MatchCommand {
     pub jobs: Option<usize>,
     pub explain: bool,
     pub stats: bool,
+    pub backend: BackendKind,
+    pub gpu_memory_limit: Option<usize>,
 }
 
 pub fn run(command: &MatchCommand) -> Result<(), Error> {
@@ -52,38 +54,97 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
         return Ok(());
     }
     let matching = Instant::now();
-    let rows = match pattern.output {
-        Output::Count => {
-            let count = graph.count_with(pattern, command.semantics);
-            println!("{count}");
-            1
+    let (rows, on) = match gpu_for(command, &graph)? {
+        #[cfg(feature = "cuda")]
+        Some(gpu) => {
+            let rows = match pattern.output {
+                Output::Count => {
+                    let count = gpu.count_with(pattern, command.semantics)?;
+                    println!("{count}");
+                    1
+                }
+                Output::Nodes(_) => list(|f| gpu.for_each_row(pattern, command.semantics, f))?,
+            };
+            (rows, format!("the GPU ({})", gpu.device()))
         }
-        Output::Nodes(_) => list(&graph, pattern, command.semantics)?,
+        #[cfg(not(feature = "cuda"))]
+        Some(never) => match never {},
+        None => {
+            let rows = match pattern.output {
+                Output::Count => {
+                    let count = graph.count_with(pattern, command.semantics);
+                    println!("{count}");
+                    1
+                }
+                Output::Nodes(_) => {
+                    list(|f| Ok(graph.for_each_row(pattern, command.semantics, f)))?
+                }
+            };
+            let threads = rayon::current_num_threads();
+            (
+                rows,
+                format!("{threads} thread{}", if threads == 1 { "" } else { "s" }),
+            )
+        }
     };
     if command.stats {
         eprintln!(
-            "fixlog match: {} nodes, {} stored edges; load {:.3} s, match {:.3} s, {} row{}, {} thread{}",
+            "fixlog match: {} nodes, {} stored edges; load {:.3} s, match {:.3} s, {} row{}, on {on}",
             graph.node_count(),
             graph.edge_count(),
             loaded.as_secs_f64(),
             matching.elapsed().as_secs_f64(),
             rows,
             if rows == 1 { "" } else { "s" },
-            rayon::current_num_threads(),
-            if rayon::current_num_threads() == 1 { "" } else { "s" },
         );
     }
     Ok(())
 }
 
-/// Writes one line per match; returns the number of lines.
-fn list(graph: &Graph, pattern: &Pattern, semantics: Semantics) -> Result<u64, Error> {
+#[cfg(feature = "cuda")]
+type GpuGraph<'g> = fixlog::graph::gpu::GpuGraph<'g>;
+#[cfg(not(feature = "cuda"))]
+enum GpuGraph<'g> {
+    #[allow(dead_code)]
+    Never(std::convert::Infallible, std::marker::PhantomData<&'g ()>),
+}
+
+/// The GPU to match on, if the backend choice gives one: `cuda` must have one; `auto`
+/// takes one where the probe finds a usable GPU and it opens, else the CPU.
+fn gpu_for<'g>(command: &MatchCommand, graph: &'g Graph) -> Result<Option<GpuGraph<'g>>, Error> {
+    #[cfg(feature = "cuda")]
+    {
+        match command.backend {
+            BackendKind::Cpu => Ok(None),
+            BackendKind::Cuda => GpuGraph::new(graph, command.gpu_memory_limit).map(Some),
+            BackendKind::Auto => {
+                if !fixlog_cuda::probe().available {
+                    return Ok(None);
+                }
+                Ok(GpuGraph::new(graph, command.gpu_memory_limit).ok())
+            }
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (graph, command.gpu_memory_limit);
+        match command.backend {
+            BackendKind::Cuda => Err(Error::NoGpu(fixlog_cuda::probe().reason)),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Writes one line per row `for_each_row` hands over; returns the number of lines.
+fn list(
+    for_each_row: impl FnOnce(&mut dyn FnMut(&[u64]) -> bool) -> Result<u64, Error>,
+) -> Result<u64, Error> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut failure: Option<std::io::Error> = None;
     let mut line = Vec::with_capacity(64);
     let mut number = itoa::Buffer::new();
-    let rows = graph.for_each_row(pattern, semantics, |row| {
+    let rows = for_each_row(&mut |row: &[u64]| {
         line.clear();
         for (i, id) in row.iter().enumerate() {
             if i > 0 {
@@ -99,7 +160,7 @@ fn list(graph: &Graph, pattern: &Pattern, semantics: Semantics) -> Result<u64, E
                 false
             }
         }
-    });
+    })?;
     let failure = failure.or_else(|| out.flush().err());
     match failure {
         Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(rows),

@@ -96,6 +96,13 @@ enum Command {
         /// Print load and match times on stderr.
         #[arg(long)]
         stats: bool,
+        /// Where to match: `auto` uses the GPU when there is a usable one (the same
+        /// plan, the same counts and rows in the same order), else the CPU.
+        #[arg(long, value_enum, default_value = "auto")]
+        backend: BackendArg,
+        /// The most device memory the GPU matcher may use (bytes; K, M, G, T suffixes).
+        #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+        gpu_memory_limit: Option<usize>,
     },
     /// Print the strata and the plan of every rule variant.
     Explain {
@@ -298,6 +305,8 @@ fn run(cli: Cli) -> Result<(), Error> {
             jobs,
             explain,
             stats,
+            backend,
+            gpu_memory_limit,
         } => {
             let semantics = match semantics {
                 SemanticsArg::Iso => fixlog::graph::Semantics::Iso,
@@ -312,6 +321,8 @@ fn run(cli: Cli) -> Result<(), Error> {
                 jobs,
                 explain,
                 stats,
+                backend: backend.into(),
+                gpu_memory_limit,
             };
             internal_error::phase(format!("matching in {}", options.edges.display()));
             graph_match::run(&options)
