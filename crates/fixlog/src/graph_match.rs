@@ -54,16 +54,18 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
         return Ok(());
     }
     let matching = Instant::now();
-    let (rows, on) = match gpu_for(command, &graph)? {
+    let (rows, on) = match gpu_for(command, pattern.nodes.len())? {
         #[cfg(feature = "cuda")]
         Some(gpu) => {
             let rows = match pattern.output {
                 Output::Count => {
-                    let count = gpu.count_with(pattern, command.semantics)?;
+                    let count = gpu.count_with(&graph, pattern, command.semantics)?;
                     println!("{count}");
                     1
                 }
-                Output::Nodes(_) => list(|f| gpu.for_each_row(pattern, command.semantics, f))?,
+                Output::Nodes(_) => {
+                    list(|f| gpu.for_each_row(&graph, pattern, command.semantics, f))?
+                }
             };
             (rows, format!("the GPU ({})", gpu.device()))
         }
@@ -102,32 +104,32 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
 }
 
 #[cfg(feature = "cuda")]
-type GpuGraph<'g> = fixlog::graph::gpu::GpuGraph<'g>;
+type GpuMatcher = fixlog::graph::gpu::GpuMatcher;
 #[cfg(not(feature = "cuda"))]
-enum GpuGraph<'g> {
-    #[allow(dead_code)]
-    Never(std::convert::Infallible, std::marker::PhantomData<&'g ()>),
-}
+enum GpuMatcher {}
 
 /// The GPU to match on, if the backend choice gives one: `cuda` must have one; `auto`
-/// takes one where the probe finds a usable GPU and it opens, else the CPU.
-fn gpu_for<'g>(command: &MatchCommand, graph: &'g Graph) -> Result<Option<GpuGraph<'g>>, Error> {
+/// takes one where the probe finds a usable GPU, it opens and the pattern is within the
+/// GPU matcher's size (32 nodes), else the CPU.
+fn gpu_for(command: &MatchCommand, pattern_nodes: usize) -> Result<Option<GpuMatcher>, Error> {
     #[cfg(feature = "cuda")]
     {
         match command.backend {
             BackendKind::Cpu => Ok(None),
-            BackendKind::Cuda => GpuGraph::new(graph, command.gpu_memory_limit).map(Some),
+            BackendKind::Cuda => GpuMatcher::new(command.gpu_memory_limit).map(Some),
             BackendKind::Auto => {
-                if !fixlog_cuda::probe().available {
+                if pattern_nodes > fixlog_cuda::matching::MAX_STEPS
+                    || !fixlog_cuda::probe().available
+                {
                     return Ok(None);
                 }
-                Ok(GpuGraph::new(graph, command.gpu_memory_limit).ok())
+                Ok(GpuMatcher::new(command.gpu_memory_limit).ok())
             }
         }
     }
     #[cfg(not(feature = "cuda"))]
     {
-        let _ = (graph, command.gpu_memory_limit);
+        let _ = (command.gpu_memory_limit, pattern_nodes);
         match command.backend {
             BackendKind::Cuda => Err(Error::NoGpu(fixlog_cuda::probe().reason)),
             _ => Ok(None),

@@ -58,7 +58,29 @@ fn number(cell: &str) -> u64 {
 
 fn count(graph: &Graph, pattern: &str) -> u64 {
     let pattern = Pattern::parse(pattern).unwrap_or_else(|e| panic!("{e}"));
+    if std::env::var("FIXLOG_TEST_BACKEND").as_deref() == Ok("cuda") {
+        return gpu_count(graph, &pattern);
+    }
     graph.count_with(&pattern, Semantics::Iso)
+}
+
+/// The count on the GPU (`FIXLOG_TEST_BACKEND=cuda`, on the GPU machine): one matcher
+/// per test thread, so each graph is uploaded once for all its patterns.
+#[cfg(feature = "cuda")]
+fn gpu_count(graph: &Graph, pattern: &Pattern) -> u64 {
+    use fixlog::graph::gpu::GpuMatcher;
+    thread_local! {
+        static GPU: GpuMatcher = GpuMatcher::new(None).unwrap_or_else(|e| panic!("{e}"));
+    }
+    GPU.with(|gpu| {
+        gpu.count_with(graph, pattern, Semantics::Iso)
+            .unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_count(_: &Graph, _: &Pattern) -> u64 {
+    panic!("FIXLOG_TEST_BACKEND=cuda in a build without the cuda feature")
 }
 
 const TRIANGLE: &str = "MATCH (a)--(b)--(c)--(a) RETURN count(*)";

@@ -2,9 +2,10 @@
 //! the device's level-wise matcher (`fixlog_cuda::matching`), so counts and rows are
 //! the same as on the CPU, in the same order.
 //!
-//! A [`GpuGraph`] holds a CUDA context and the device copies of the adjacencies the
-//! patterns run so far needed; each pattern is planned on the host (candidate filters
-//! included), its steps translated and uploaded, and run.
+//! A [`GpuMatcher`] holds a CUDA context and the device copies of the adjacencies the
+//! last pattern needed (kept while the next pattern needs the same ones, so many
+//! patterns on one graph upload it once); each pattern is planned on the host
+//! (candidate filters included), its steps translated and uploaded, and run.
 
 use super::{Graph, Pattern, Semantics};
 use crate::Error;
@@ -24,25 +25,23 @@ fn gpu_error(e: CudaError) -> Error {
     }
 }
 
-/// A graph with a GPU to match on.
-pub struct GpuGraph<'g> {
-    graph: &'g Graph,
+/// A GPU to match on.
+pub struct GpuMatcher {
     gpu: Gpu,
     /// The adjacencies on the device, in the order of `device`'s table.
     uploaded: RefCell<Option<(Vec<Arc<Adjacency>>, DeviceGraph)>>,
 }
 
-impl<'g> GpuGraph<'g> {
+impl GpuMatcher {
     /// Opens device 0 (`memory_limit`: the most device memory to use; `None`: the
     /// backend's default share of what is free).
-    pub fn new(graph: &'g Graph, memory_limit: Option<usize>) -> Result<Self, Error> {
+    pub fn new(memory_limit: Option<usize>) -> Result<Self, Error> {
         let probe = fixlog_cuda::probe();
         if !probe.available {
             return Err(Error::NoGpu(probe.reason));
         }
         let gpu = Gpu::new(0, memory_limit).map_err(gpu_error)?;
-        Ok(GpuGraph {
-            graph,
+        Ok(GpuMatcher {
             gpu,
             uploaded: RefCell::new(None),
         })
@@ -54,12 +53,17 @@ impl<'g> GpuGraph<'g> {
     }
 
     /// The number of matches (as [`Graph::count_with`]).
-    pub fn count_with(&self, pattern: &Pattern, semantics: Semantics) -> Result<u64, Error> {
-        let plan = self.graph.plan(pattern, semantics);
+    pub fn count_with(
+        &self,
+        graph: &Graph,
+        pattern: &Pattern,
+        semantics: Semantics,
+    ) -> Result<u64, Error> {
+        let plan = graph.plan(pattern, semantics);
         if plan.empty_because.is_some() || plan.steps.is_empty() {
             return Ok(0);
         }
-        self.with_program(&plan, |gpu, device, program| {
+        self.with_program(graph, &plan, |gpu, device, program| {
             matching::count(gpu, device, program)
         })
     }
@@ -69,11 +73,12 @@ impl<'g> GpuGraph<'g> {
     /// most `LIMIT`, until `f` returns `false`. Returns how many calls were made.
     pub fn for_each_row(
         &self,
+        graph: &Graph,
         pattern: &Pattern,
         semantics: Semantics,
         mut f: impl FnMut(&[u64]) -> bool,
     ) -> Result<u64, Error> {
-        let plan = self.graph.plan(pattern, semantics);
+        let plan = graph.plan(pattern, semantics);
         if plan.empty_because.is_some() || plan.steps.is_empty() {
             return Ok(0);
         }
@@ -97,8 +102,7 @@ impl<'g> GpuGraph<'g> {
         let width = plan.steps.len();
         let mut row = vec![0u64; columns.len()];
         let mut calls = 0u64;
-        let graph = self.graph;
-        self.with_program(&plan, |gpu, device, program| {
+        self.with_program(graph, &plan, |gpu, device, program| {
             let mut each = |batch: &[u32]| -> fixlog_cuda::Result<bool> {
                 for bindings in batch.chunks_exact(width) {
                     for &(slot, step) in &columns {
@@ -121,6 +125,7 @@ impl<'g> GpuGraph<'g> {
     /// runs `f` on them.
     fn with_program<T>(
         &self,
+        graph: &Graph,
         plan: &Plan,
         f: impl FnOnce(&Gpu, &DeviceGraph, &DeviceProgram) -> fixlog_cuda::Result<T>,
     ) -> Result<T, Error> {
@@ -177,8 +182,8 @@ impl<'g> GpuGraph<'g> {
                     targets: a.csr().1,
                 })
                 .collect();
-            let device = DeviceGraph::upload(&self.gpu, self.graph.node_count(), &refs)
-                .map_err(gpu_error)?;
+            let device =
+                DeviceGraph::upload(&self.gpu, graph.node_count(), &refs).map_err(gpu_error)?;
             *uploaded = Some((wanted, device));
         }
         let Some((_, device)) = &*uploaded else {
