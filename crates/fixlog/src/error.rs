@@ -47,6 +47,14 @@ pub enum Error {
     /// `--backend cuda` where no GPU can be used (the reason says why).
     #[error("no usable GPU: {0}")]
     NoGpu(String),
+    /// A graph pattern (`fixlog match`) does not parse; its message is rendered with the
+    /// pattern's line, column and a caret.
+    #[error("{0}")]
+    Pattern(#[from] fixlog_match::PatternError),
+    /// A graph file (`fixlog match --edges/--nodes`) cannot be read or has a malformed
+    /// line (`file:line:column: message`).
+    #[error("{0}")]
+    Graph(#[from] fixlog_match::GraphError),
     /// The executor failed (out of memory, device error).
     #[error("evaluation failed: {0}")]
     Exec(#[from] fixlog_exec::ExecError),

@@ -27,6 +27,7 @@
 
 pub mod api;
 pub mod error;
+pub mod graph;
 pub mod io;
 
 pub use api::{BackendChoice, BackendKind, Database, Datum, Fixlog, RunOptions, RunStats};

@@ -70,6 +70,45 @@ enum Command {
         #[arg(long, value_enum, default_value = "auto")]
         join: JoinArg,
     },
+    /// Count or list the matches of a graph pattern (a Cypher subset) in a graph.
+    #[command(
+        after_help = "Example: fixlog match --edges g.tsv --undirected 'MATCH (a)--(b)--(c)--(a) WHERE id(a) < id(b) AND id(b) < id(c) RETURN count(*)'"
+    )]
+    Match {
+        /// The pattern: `MATCH (a:Label)-[:TYPE]->(b), (b)--(c) [WHERE id(a) < id(c) AND
+        /// c:Label] RETURN count(*) | a, b, c [LIMIT n]`.
+        pattern: String,
+        /// Edge list: `src dst [type]` per line (tab or spaces; `#` comments; gzip read
+        /// transparently). Node ids are non-negative integers.
+        #[arg(long, value_name = "FILE")]
+        edges: PathBuf,
+        /// Node labels: `id<TAB>label[,label...]` per line.
+        #[arg(long, value_name = "FILE")]
+        nodes: Option<PathBuf>,
+        /// Treat every edge as undirected.
+        #[arg(long)]
+        undirected: bool,
+        /// `iso`: pattern nodes map to distinct graph nodes (subgraph isomorphism,
+        /// non-induced); `homo`: they may share one (homomorphism, walk semantics).
+        #[arg(long, value_enum, default_value = "iso")]
+        semantics: SemanticsArg,
+        /// Worker threads (default: all cores). Output is the same for every -j.
+        #[arg(short = 'j', long = "jobs")]
+        jobs: Option<usize>,
+        /// Print the plan (variable order, candidate filters, the join) instead of running.
+        #[arg(long)]
+        explain: bool,
+        /// Print load and match times on stderr.
+        #[arg(long)]
+        stats: bool,
+        /// Where to match: `auto` uses the GPU when there is a usable one (the same
+        /// plan, the same counts and rows in the same order), else the CPU.
+        #[arg(long, value_enum, default_value = "auto")]
+        backend: BackendArg,
+        /// The most device memory the GPU matcher may use (bytes; K, M, G, T suffixes).
+        #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+        gpu_memory_limit: Option<usize>,
+    },
     /// Print the strata and the plan of every rule variant.
     Explain {
         program: PathBuf,
@@ -100,6 +139,12 @@ impl From<JoinArg> for PlanOptions {
             },
         }
     }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SemanticsArg {
+    Iso,
+    Homo,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -163,6 +208,7 @@ fn main() -> ExitCode {
         Ok(Err(e)) => {
             match &e {
                 Error::Program { rendered, .. } => eprint!("{rendered}"),
+                Error::Pattern(e) => eprint!("{}", e.rendered),
                 other => eprintln!("error: {other}"),
             }
             ExitCode::FAILURE
@@ -266,7 +312,8 @@ fn phase(name: &str, file: &std::path::Path) {
 /// `fixlog run PROGRAM.dl ...`.
 fn souffle_style_args(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     if let Some(first) = args.get(1).and_then(|a| a.to_str()) {
-        let is_command = ["run", "explain", "help"].contains(&first) || first.starts_with('-');
+        let is_command =
+            ["run", "explain", "match", "help"].contains(&first) || first.starts_with('-');
         if !is_command && first.ends_with(".dl") {
             args.insert(1, "run".into());
         }
@@ -276,6 +323,37 @@ fn souffle_style_args(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStri
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
+        Command::Match {
+            pattern,
+            edges,
+            nodes,
+            undirected,
+            semantics,
+            jobs,
+            explain,
+            stats,
+            backend,
+            gpu_memory_limit,
+        } => {
+            let semantics = match semantics {
+                SemanticsArg::Iso => fixlog::graph::Semantics::Iso,
+                SemanticsArg::Homo => fixlog::graph::Semantics::Homo,
+            };
+            let options = graph_match::MatchCommand {
+                pattern,
+                edges,
+                nodes,
+                undirected,
+                semantics,
+                jobs,
+                explain,
+                stats,
+                backend: backend.into(),
+                gpu_memory_limit,
+            };
+            internal_error::phase(format!("matching in {}", options.edges.display()));
+            graph_match::run(&options)
+        }
         Command::Explain {
             program,
             backend,
@@ -371,6 +449,8 @@ fn run(cli: Cli) -> Result<(), Error> {
         }
     }
 }
+
+mod graph_match;
 
 /// Soufflé's warnings about the program, rendered (at most 20; then how many more).
 fn warnings_text(program: &Fixlog) -> String {

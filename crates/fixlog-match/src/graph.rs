@@ -1,0 +1,445 @@
+//! The graph store: nodes, labels and edges, with adjacency in compressed sparse rows.
+//!
+//! The matcher is a worst-case-optimal join, and its one access path is "the sorted
+//! neighbours of node `u` along edges of type `t` in direction `d`": the sorted
+//! adjacency lists of a CSR are a trie of the edge relation on `(u, v)`, so
+//! intersecting several of them is the join's extension step. One [`Adjacency`] exists
+//! per `(direction, type)` a pattern uses; each is built the first time a pattern asks
+//! for it and kept (behind a mutex, as `Arc`s) for every later pattern on the same graph.
+//!
+//! Node ids are non-negative integers (`u64`). Inside, nodes are numbered `0..n` in
+//! increasing id order, so comparing internal numbers compares ids: `WHERE id(a) <
+//! id(b)` works on internal numbers and sorted lists stay sorted by id.
+//!
+//! A graph is a set of edges: repeated `(src, dst, type)` edges are stored once, and
+//! an edge without a type is distinct from typed ones. Matches are maps of pattern
+//! nodes to graph nodes, and pattern edges only ask whether an edge exists, so
+//! parallel edges (of several types) never multiply a count. Self-loops are kept
+//! (a self-loop is in its node's own adjacency list).
+
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Internal node number (`0..node_count`, in increasing id order).
+pub type NodeIndex = u32;
+
+/// Which neighbours of a node an adjacency list holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Direction {
+    /// Targets of edges leaving the node.
+    Out,
+    /// Sources of edges entering the node.
+    In,
+    /// Both (each neighbour once).
+    Both,
+}
+
+/// One adjacency relation: `(direction, edge type)`, `None` for edges of any type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AdjacencyKey {
+    pub direction: Direction,
+    pub edge_type: Option<u32>,
+}
+
+/// Sorted, duplicate-free neighbour lists of every node (CSR).
+#[derive(Debug, Default)]
+pub struct Adjacency {
+    /// `targets[offsets[u]..offsets[u + 1]]` are the neighbours of `u`.
+    offsets: Vec<usize>,
+    targets: Vec<NodeIndex>,
+}
+
+impl Adjacency {
+    #[inline]
+    pub fn neighbours(&self, node: NodeIndex) -> &[NodeIndex] {
+        let u = node as usize;
+        &self.targets[self.offsets[u]..self.offsets[u + 1]]
+    }
+
+    #[inline]
+    pub fn degree(&self, node: NodeIndex) -> usize {
+        let u = node as usize;
+        self.offsets[u + 1] - self.offsets[u]
+    }
+
+    pub fn edge_count(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// The CSR arrays: `targets[offsets[u]..offsets[u + 1]]` are the neighbours of `u`
+    /// (for a device copy).
+    pub fn csr(&self) -> (&[usize], &[NodeIndex]) {
+        (&self.offsets, &self.targets)
+    }
+
+    /// Builds the CSR of `pairs` `(node, neighbour)` over `node_count` nodes (counting
+    /// sort by node, then each list sorted and deduplicated in parallel).
+    fn build(
+        node_count: usize,
+        pairs: impl Iterator<Item = (NodeIndex, NodeIndex)> + Clone,
+    ) -> Self {
+        let mut counts = vec![0usize; node_count + 1];
+        for (u, _) in pairs.clone() {
+            counts[u as usize + 1] += 1;
+        }
+        for i in 1..counts.len() {
+            counts[i] += counts[i - 1];
+        }
+        let mut cursor = counts.clone();
+        let mut targets = vec![0 as NodeIndex; counts[node_count]];
+        for (u, v) in pairs {
+            let slot = &mut cursor[u as usize];
+            targets[*slot] = v;
+            *slot += 1;
+        }
+        // Sort and deduplicate each list, then compact.
+        let mut lists: Vec<&mut [NodeIndex]> = Vec::with_capacity(node_count);
+        let mut rest = targets.as_mut_slice();
+        for u in 0..node_count {
+            let (list, tail) = rest.split_at_mut(counts[u + 1] - counts[u]);
+            lists.push(list);
+            rest = tail;
+        }
+        let lengths: Vec<usize> = lists
+            .into_par_iter()
+            .map(|list| {
+                list.sort_unstable();
+                let mut kept = 0;
+                for i in 0..list.len() {
+                    if i == 0 || list[i] != list[kept - 1] {
+                        list[kept] = list[i];
+                        kept += 1;
+                    }
+                }
+                kept
+            })
+            .collect();
+        let mut offsets = Vec::with_capacity(node_count + 1);
+        offsets.push(0);
+        let mut write = 0;
+        for u in 0..node_count {
+            let read = counts[u];
+            targets.copy_within(read..read + lengths[u], write);
+            write += lengths[u];
+            offsets.push(write);
+        }
+        targets.truncate(write);
+        targets.shrink_to_fit();
+        Adjacency { offsets, targets }
+    }
+}
+
+/// Interned names (labels or edge types) and their numbers.
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    names: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl Names {
+    pub fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), i);
+        i
+    }
+
+    pub fn get(&self, name: &str) -> Option<u32> {
+        self.index.get(name).copied()
+    }
+
+    pub fn name(&self, i: u32) -> &str {
+        self.names
+            .get(i as usize)
+            .map(String::as_str)
+            .unwrap_or("?")
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// Collects nodes, labels and edges by external id; [`GraphBuilder::build`] numbers the
+/// nodes and makes the [`Graph`].
+#[derive(Debug, Default)]
+pub struct GraphBuilder {
+    undirected: bool,
+    /// `(src, dst, type)`; `type` is `u32::MAX` for an edge without one.
+    edges: Vec<(u64, u64, u32)>,
+    /// `(node, label)`; label `u32::MAX` declares a node without labels.
+    labels: Vec<(u64, u32)>,
+    label_names: Names,
+    type_names: Names,
+}
+
+const NO_TYPE: u32 = u32::MAX;
+const NO_LABEL: u32 = u32::MAX;
+
+impl GraphBuilder {
+    /// `undirected`: every edge is also its reverse (`--undirected`).
+    pub fn new(undirected: bool) -> GraphBuilder {
+        GraphBuilder {
+            undirected,
+            ..GraphBuilder::default()
+        }
+    }
+
+    pub fn add_edge(&mut self, src: u64, dst: u64, edge_type: Option<&str>) {
+        let t = match edge_type {
+            Some(name) => self.type_names.intern(name),
+            None => NO_TYPE,
+        };
+        self.edges.push((src, dst, t));
+    }
+
+    /// Declares `node` (a node of the graph even without edges).
+    pub fn add_node(&mut self, node: u64) {
+        self.labels.push((node, NO_LABEL));
+    }
+
+    pub fn add_label(&mut self, node: u64, label: &str) {
+        let l = self.label_names.intern(label);
+        self.labels.push((node, l));
+    }
+
+    /// Edges added so far (before deduplication).
+    pub fn edge_count(&self) -> usize {
+        self.edges.len()
+    }
+
+    /// Adds edges already split into `(src, dst, type number)`, with `types` naming the
+    /// type numbers used (`u32::MAX`: no type); used by the parallel file reader.
+    pub(crate) fn add_numbered_edges(&mut self, edges: Vec<(u64, u64, u32)>, types: &[&str]) {
+        if types.is_empty() {
+            if self.edges.is_empty() {
+                self.edges = edges;
+            } else {
+                self.edges.extend_from_slice(&edges);
+            }
+            return;
+        }
+        let global: Vec<u32> = types.iter().map(|t| self.type_names.intern(t)).collect();
+        self.edges.extend(edges.into_iter().map(|(s, d, t)| {
+            let t = if t == NO_TYPE {
+                NO_TYPE
+            } else {
+                global[t as usize]
+            };
+            (s, d, t)
+        }));
+    }
+
+    /// Numbers the nodes in id order; adjacency lists are built when patterns need
+    /// them. Errors when there are more than `u32::MAX - 1` nodes.
+    pub fn build(self) -> Result<Graph, String> {
+        let endpoints = self.edges.len() * 2 + self.labels.len();
+        let max_id = self
+            .edges
+            .par_iter()
+            .map(|&(s, d, _)| s.max(d))
+            .max()
+            .unwrap_or(0)
+            .max(self.labels.iter().map(|&(n, _)| n).max().unwrap_or(0));
+        let all_ids = || {
+            self.edges
+                .iter()
+                .flat_map(|&(s, d, _)| [s, d])
+                .chain(self.labels.iter().map(|&(n, _)| n))
+        };
+        // Dense ids (the usual case): a table from id to number, no sort.
+        let (ids, numbering) = if max_id < 4 * endpoints as u64 + 1024 && max_id < u32::MAX as u64 {
+            let mut table = vec![0 as NodeIndex; max_id as usize + 1];
+            for id in all_ids() {
+                table[id as usize] = 1;
+            }
+            let mut ids = Vec::new();
+            for (id, slot) in table.iter_mut().enumerate() {
+                if *slot == 1 {
+                    *slot = ids.len() as NodeIndex;
+                    ids.push(id as u64);
+                }
+            }
+            (ids, Numbering::Table(table))
+        } else {
+            let mut ids: Vec<u64> = all_ids().collect();
+            ids.par_sort_unstable();
+            ids.dedup();
+            (ids, Numbering::Search)
+        };
+        if ids.len() >= u32::MAX as usize {
+            return Err(format!(
+                "the graph has {} nodes; at most {} are supported",
+                ids.len(),
+                u32::MAX - 1
+            ));
+        }
+        let edges: Vec<(NodeIndex, NodeIndex, u32)> = self
+            .edges
+            .par_iter()
+            .map(|&(s, d, t)| (numbering.index(&ids, s), numbering.index(&ids, d), t))
+            .collect();
+        drop(numbering);
+        let has_self_loops = edges.par_iter().any(|&(s, d, _)| s == d);
+        let node_labels: Vec<(NodeIndex, u32)> = self
+            .labels
+            .iter()
+            .filter(|&&(_, l)| l != NO_LABEL)
+            .map(|&(n, l)| (index_of_sorted(&ids, n), l))
+            .collect();
+        let labels = Adjacency::build(ids.len(), node_labels.iter().copied());
+        Ok(Graph {
+            ids,
+            labels,
+            label_names: self.label_names,
+            type_names: self.type_names,
+            edges,
+            undirected: self.undirected,
+            has_self_loops,
+            adjacency: Mutex::new(HashMap::new()),
+        })
+    }
+}
+
+fn index_of_sorted(ids: &[u64], id: u64) -> NodeIndex {
+    ids.partition_point(|&x| x < id) as NodeIndex
+}
+
+/// External id to internal number: a direct table when ids are dense, else a binary
+/// search in the sorted ids.
+enum Numbering {
+    Table(Vec<NodeIndex>),
+    Search,
+}
+
+impl Numbering {
+    #[inline]
+    fn index(&self, ids: &[u64], id: u64) -> NodeIndex {
+        match self {
+            Numbering::Table(t) => t[id as usize],
+            Numbering::Search => index_of_sorted(ids, id),
+        }
+    }
+}
+
+/// A graph loaded once, matched against many patterns (see the crate docs).
+#[derive(Debug)]
+pub struct Graph {
+    /// External id of each node, ascending.
+    ids: Vec<u64>,
+    /// Sorted label numbers of each node.
+    labels: Adjacency,
+    pub(crate) label_names: Names,
+    pub(crate) type_names: Names,
+    /// `(src, dst, type)` as read (repeats included; each adjacency list drops them).
+    edges: Vec<(NodeIndex, NodeIndex, u32)>,
+    undirected: bool,
+    has_self_loops: bool,
+    adjacency: Mutex<HashMap<AdjacencyKey, Arc<Adjacency>>>,
+}
+
+impl Graph {
+    pub fn node_count(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Distinct `(src, dst)` pairs, whatever their types; in an undirected graph both
+    /// directions of every edge (a self-loop once).
+    pub fn edge_count(&self) -> usize {
+        self.adjacency(AdjacencyKey {
+            direction: Direction::Out,
+            edge_type: None,
+        })
+        .edge_count()
+    }
+
+    pub fn is_undirected(&self) -> bool {
+        self.undirected
+    }
+
+    pub fn has_self_loops(&self) -> bool {
+        self.has_self_loops
+    }
+
+    /// The external id of internal node `node`.
+    #[inline]
+    pub fn id(&self, node: NodeIndex) -> u64 {
+        self.ids[node as usize]
+    }
+
+    /// The internal number of external id `id`, if the graph has that node.
+    pub fn index_of(&self, id: u64) -> Option<NodeIndex> {
+        self.ids.binary_search(&id).ok().map(|i| i as NodeIndex)
+    }
+
+    /// How many nodes have an id below `id` (the first internal number `>= id`).
+    pub fn count_below(&self, id: u64) -> NodeIndex {
+        self.ids.partition_point(|&x| x < id) as NodeIndex
+    }
+
+    /// The sorted label numbers of `node`.
+    pub fn node_labels(&self, node: NodeIndex) -> &[u32] {
+        self.labels.neighbours(node)
+    }
+
+    pub fn label_number(&self, label: &str) -> Option<u32> {
+        self.label_names.get(label)
+    }
+
+    pub fn edge_type_number(&self, edge_type: &str) -> Option<u32> {
+        self.type_names.get(edge_type)
+    }
+
+    /// The key an adjacency is stored under: in an undirected graph every direction is
+    /// the same list.
+    pub fn canonical(&self, key: AdjacencyKey) -> AdjacencyKey {
+        if self.undirected {
+            AdjacencyKey {
+                direction: Direction::Out,
+                ..key
+            }
+        } else {
+            key
+        }
+    }
+
+    /// The adjacency for `key`, built on first use and then shared.
+    pub fn adjacency(&self, key: AdjacencyKey) -> Arc<Adjacency> {
+        let key = self.canonical(key);
+        let mut built = match self.adjacency.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(a) = built.get(&key) {
+            return Arc::clone(a);
+        }
+        let adjacency = Arc::new(self.build_adjacency(key));
+        built.insert(key, Arc::clone(&adjacency));
+        adjacency
+    }
+
+    fn build_adjacency(&self, key: AdjacencyKey) -> Adjacency {
+        let n = self.ids.len();
+        let type_ok = move |t: u32| key.edge_type.is_none_or(|k| k == t);
+        let edges = self.edges.iter().filter(move |e| type_ok(e.2));
+        // Undirected: every edge both ways, whatever the key's direction.
+        let direction = if self.undirected {
+            Direction::Both
+        } else {
+            key.direction
+        };
+        match direction {
+            Direction::Out => Adjacency::build(n, edges.map(|&(s, d, _)| (s, d))),
+            Direction::In => Adjacency::build(n, edges.map(|&(s, d, _)| (d, s))),
+            Direction::Both => Adjacency::build(n, edges.flat_map(|&(s, d, _)| [(s, d), (d, s)])),
+        }
+    }
+}

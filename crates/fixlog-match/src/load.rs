@@ -1,0 +1,326 @@
+//! Reading graph files: edge lists and node-label lists, plain or gzip.
+//!
+//! * Edges: one edge a line, `src dst [type]`, fields separated by tabs or spaces (SNAP
+//!   files load as distributed). Lines whose first non-blank character is `#` are
+//!   comments; blank lines are skipped.
+//! * Nodes: `id labels` with the labels separated by commas (`7<TAB>Person,Admin`); a
+//!   line with only an id declares a node without labels.
+//!
+//! Node ids are non-negative decimal integers below 2^64. Every malformed line is an
+//! error naming `file:line:column`. Files are read whole and parsed in parallel chunks
+//! of lines (the edge list of a large graph is most of the loading time).
+
+use crate::graph::{Graph, GraphBuilder};
+use rayon::prelude::*;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// A graph file that cannot be read or has a malformed line.
+#[derive(Debug)]
+pub enum GraphError {
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// 1-based line and character column.
+    Line {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The graph as a whole is unusable (too many nodes).
+    Graph(String),
+}
+
+impl std::fmt::Display for GraphError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GraphError::Read { path, source } => {
+                write!(f, "cannot read {}: {source}", path.display())
+            }
+            GraphError::Line {
+                path,
+                line,
+                column,
+                message,
+            } => write!(f, "{}:{line}:{column}: {message}", path.display()),
+            GraphError::Graph(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for GraphError {}
+
+/// How to read a graph.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Every edge is undirected (stored both ways).
+    pub undirected: bool,
+}
+
+/// The file's text, gunzipped when it starts with the gzip magic (every member of a
+/// multi-member file).
+pub fn read_text(path: &Path) -> Result<String, GraphError> {
+    let err = |source| GraphError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let raw = std::fs::read(path).map_err(err)?;
+    let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::with_capacity(raw.len().saturating_mul(4));
+        flate2::read::MultiGzDecoder::new(raw.as_slice())
+            .read_to_end(&mut out)
+            .map_err(err)?;
+        out
+    } else {
+        raw
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        let (line, column) = line_col(e.as_bytes(), e.utf8_error().valid_up_to());
+        GraphError::Line {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: "the file is not UTF-8 text".to_string(),
+        }
+    })
+}
+
+fn line_col(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let column = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
+    (line, column)
+}
+
+/// Splits `text` into pieces of whole lines of about 1 MiB: `(first line number, text)`.
+fn chunks(text: &str) -> Vec<(usize, &str)> {
+    const CHUNK: usize = 1 << 20;
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let (mut start, mut line) = (0usize, 1usize);
+    while start < bytes.len() {
+        let mut end = (start + CHUNK).min(bytes.len());
+        while end < bytes.len() && bytes[end - 1] != b'\n' {
+            end += 1;
+        }
+        out.push((line, &text[start..end]));
+        line += bytes[start..end].iter().filter(|&&b| b == b'\n').count();
+        start = end;
+    }
+    out
+}
+
+/// A line's fields with their byte offsets (separated by runs of spaces and tabs).
+fn fields(line: &str) -> impl Iterator<Item = (usize, &str)> {
+    let bytes = line.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() && (bytes[at] == b' ' || bytes[at] == b'\t') {
+            at += 1;
+        }
+        if at >= bytes.len() {
+            return None;
+        }
+        let start = at;
+        while at < bytes.len() && bytes[at] != b' ' && bytes[at] != b'\t' {
+            at += 1;
+        }
+        Some((start, &line[start..at]))
+    })
+}
+
+/// A node id: decimal digits, below 2^64.
+pub fn parse_node_id(field: &str) -> Result<u64, String> {
+    let shown = || field.chars().take(40).collect::<String>();
+    if field.is_empty() {
+        return Err("node ids are non-negative integers, found nothing".to_string());
+    }
+    let mut value: u64 = 0;
+    for b in field.bytes() {
+        if !b.is_ascii_digit() {
+            return Err(format!(
+                "node ids are non-negative integers, found `{}`",
+                shown()
+            ));
+        }
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(b - b'0')))
+            .ok_or_else(|| {
+                format!(
+                    "node id `{}` is too large (at most 18446744073709551615)",
+                    shown()
+                )
+            })?;
+    }
+    Ok(value)
+}
+
+/// A chunk's edges `(src, dst, type number)` and the type names its numbers index
+/// (`u32::MAX`: no type).
+type EdgeChunk<'a> = (Vec<(u64, u64, u32)>, Vec<&'a str>);
+
+struct LineError {
+    line: usize,
+    at: usize,
+    line_text_start: usize,
+    message: String,
+}
+
+/// Parses one chunk of an edge list.
+fn parse_edge_chunk(first_line: usize, chunk: &str) -> Result<EdgeChunk<'_>, LineError> {
+    let mut edges = Vec::with_capacity(chunk.len() / 12);
+    let mut types: Vec<&str> = Vec::new();
+    let mut type_numbers: std::collections::HashMap<&str, u32> = Default::default();
+    let mut line_start = 0;
+    for (i, raw) in chunk.split('\n').enumerate() {
+        let this_start = line_start;
+        line_start += raw.len() + 1;
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let trimmed = line.trim_start_matches([' ', '\t']);
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let error = |at: usize, message: String| LineError {
+            line: first_line + i,
+            at,
+            line_text_start: this_start,
+            message,
+        };
+        let mut parts = fields(line);
+        let (Some((src_at, src)), Some((dst_at, dst))) = (parts.next(), parts.next()) else {
+            return Err(error(
+                line.len(),
+                "expected `src dst` or `src dst type` (node ids separated by a tab or spaces)"
+                    .to_string(),
+            ));
+        };
+        let src = parse_node_id(src).map_err(|m| error(src_at, m))?;
+        let dst = parse_node_id(dst).map_err(|m| error(dst_at, m))?;
+        let edge_type = parts.next().map(|(_, t)| t);
+        if let Some((extra_at, _)) = parts.next() {
+            return Err(error(
+                extra_at,
+                "too many fields: an edge is `src dst` or `src dst type`".to_string(),
+            ));
+        }
+        let t = match edge_type {
+            None => u32::MAX,
+            Some(name) => *type_numbers.entry(name).or_insert_with(|| {
+                types.push(name);
+                types.len() as u32 - 1
+            }),
+        };
+        edges.push((src, dst, t));
+    }
+    Ok((edges, types))
+}
+
+fn locate(path: &Path, chunk: &str, e: LineError) -> GraphError {
+    let line_text = &chunk[e.line_text_start.min(chunk.len())..];
+    let column = line_text
+        .get(..e.at.min(line_text.len()))
+        .map_or(1, |s| s.chars().count() + 1);
+    GraphError::Line {
+        path: path.to_path_buf(),
+        line: e.line,
+        column,
+        message: e.message,
+    }
+}
+
+/// Adds the edges of edge-list text to `builder` (`path` names it in errors).
+pub fn add_edges(builder: &mut GraphBuilder, text: &str, path: &Path) -> Result<(), GraphError> {
+    let pieces = chunks(text);
+    let parsed: Vec<Result<EdgeChunk<'_>, GraphError>> = pieces
+        .par_iter()
+        .map(|&(first_line, chunk)| {
+            parse_edge_chunk(first_line, chunk).map_err(|e| locate(path, chunk, e))
+        })
+        .collect();
+    for piece in parsed {
+        let (edges, types) = piece?;
+        builder.add_numbered_edges(edges, &types);
+    }
+    Ok(())
+}
+
+/// Adds the nodes and labels of node-list text to `builder`.
+pub fn add_nodes(builder: &mut GraphBuilder, text: &str, path: &Path) -> Result<(), GraphError> {
+    for (i, raw) in text.split('\n').enumerate() {
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let trimmed = line.trim_start_matches([' ', '\t']);
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let error = |at: usize, message: String| GraphError::Line {
+            path: path.to_path_buf(),
+            line: i + 1,
+            column: line[..at.min(line.len())].chars().count() + 1,
+            message,
+        };
+        let id_at = line.len() - trimmed.len();
+        let id_end = trimmed.find([' ', '\t']).map_or(line.len(), |p| id_at + p);
+        let id = parse_node_id(&line[id_at..id_end]).map_err(|m| error(id_at, m))?;
+        builder.add_node(id);
+        let rest = &line[id_end..];
+        let labels_at = id_end + (rest.len() - rest.trim_start_matches([' ', '\t']).len());
+        let labels = line[labels_at..].trim_end_matches([' ', '\t']);
+        if labels.is_empty() {
+            continue;
+        }
+        let mut at = labels_at;
+        for label in labels.split(',') {
+            let name = label.trim_matches([' ', '\t']);
+            if name.is_empty() {
+                return Err(error(
+                    at,
+                    "empty label (labels are separated by commas)".to_string(),
+                ));
+            }
+            builder.add_label(id, name);
+            at += label.len() + 1;
+        }
+    }
+    Ok(())
+}
+
+impl Graph {
+    /// Reads an edge list and, optionally, a node-label list (see the module docs).
+    pub fn load(
+        edges: &Path,
+        nodes: Option<&Path>,
+        options: &LoadOptions,
+    ) -> Result<Graph, GraphError> {
+        let mut builder = GraphBuilder::new(options.undirected);
+        let text = read_text(edges)?;
+        add_edges(&mut builder, &text, edges)?;
+        drop(text);
+        if let Some(nodes) = nodes {
+            let text = read_text(nodes)?;
+            add_nodes(&mut builder, &text, nodes)?;
+        }
+        builder.build().map_err(GraphError::Graph)
+    }
+
+    /// A graph from edge-list text (and optional node-list text), as [`Graph::load`]
+    /// reads files; errors name the file `edges` / `nodes`.
+    pub fn from_text(
+        edges: &str,
+        nodes: Option<&str>,
+        options: &LoadOptions,
+    ) -> Result<Graph, GraphError> {
+        let mut builder = GraphBuilder::new(options.undirected);
+        add_edges(&mut builder, edges, Path::new("edges"))?;
+        if let Some(nodes) = nodes {
+            add_nodes(&mut builder, nodes, Path::new("nodes"))?;
+        }
+        builder.build().map_err(GraphError::Graph)
+    }
+}

@@ -1,0 +1,85 @@
+//! The library API of matching: a [`Graph`] loaded once answers many [`Pattern`]s.
+//!
+//! Each call plans the pattern against the graph (building any adjacency it needs the
+//! first time) and runs the matcher on the current rayon pool, so callers choose the
+//! thread count by installing a pool (`ThreadPool::install`), as the CLI's `-j` does.
+
+use crate::exec;
+use crate::graph::Graph;
+use crate::pattern::{Pattern, Semantics};
+use crate::plan::{self, Plan};
+
+impl Graph {
+    /// Plans `pattern` against this graph.
+    pub fn plan(&self, pattern: &Pattern, semantics: Semantics) -> Plan {
+        plan::plan(self, pattern, semantics)
+    }
+
+    /// The number of matches of `pattern` under `iso` semantics (injective: EMB),
+    /// ignoring `LIMIT` (which limits rows, and a count is one row).
+    pub fn count(&self, pattern: &Pattern) -> u64 {
+        self.count_with(pattern, Semantics::Iso)
+    }
+
+    /// The number of matches of `pattern` under `semantics`.
+    pub fn count_with(&self, pattern: &Pattern, semantics: Semantics) -> u64 {
+        let plan = self.plan(pattern, semantics);
+        let unlimited = Plan {
+            limit: None,
+            ..plan
+        };
+        exec::count(&unlimited)
+    }
+
+    /// Calls `f` with the ids of every match's pattern nodes (indexed like
+    /// [`Pattern::nodes`]), in a deterministic order (the same for every thread count),
+    /// at most `LIMIT` times, until `f` returns `false`. Returns how many calls were made.
+    pub fn for_each_match(
+        &self,
+        pattern: &Pattern,
+        semantics: Semantics,
+        mut f: impl FnMut(&[u64]) -> bool,
+    ) -> u64 {
+        let plan = self.plan(pattern, semantics);
+        let mut ids = vec![0u64; pattern.nodes.len()];
+        let mut calls = 0;
+        exec::for_each(&plan, |bindings| {
+            for (step, &b) in plan.steps.iter().zip(bindings) {
+                ids[step.node] = self.id(b);
+            }
+            calls += 1;
+            f(&ids)
+        });
+        calls
+    }
+
+    /// Like [`Graph::for_each_match`] but with the `RETURN` columns only (for
+    /// `RETURN count(*)`, every pattern node).
+    pub fn for_each_row(
+        &self,
+        pattern: &Pattern,
+        semantics: Semantics,
+        mut f: impl FnMut(&[u64]) -> bool,
+    ) -> u64 {
+        let plan = self.plan(pattern, semantics);
+        let Some(projection) = plan.projection.clone() else {
+            return self.for_each_match(pattern, semantics, f);
+        };
+        let mut row = vec![0u64; projection.len()];
+        let mut calls = 0;
+        exec::for_each(&plan, |bindings| {
+            for (slot, &step) in row.iter_mut().zip(&projection) {
+                *slot = self.id(bindings[step]);
+            }
+            calls += 1;
+            f(&row)
+        });
+        calls
+    }
+
+    /// The plan in words: variable order, candidate filters, the join.
+    pub fn explain(&self, pattern: &Pattern, semantics: Semantics) -> String {
+        let plan = self.plan(pattern, semantics);
+        plan::explain(self, pattern, &plan)
+    }
+}

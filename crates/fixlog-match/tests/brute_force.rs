@@ -1,0 +1,429 @@
+//! Random small graphs × random small patterns: the matcher against a brute-force
+//! matcher that tries every map of pattern nodes to graph nodes. Both semantics,
+//! directed and undirected graphs, labels, edge types, self-loops, repeated edges and
+//! `WHERE` comparisons; counts, rows, `LIMIT`, and rows identical for every thread count.
+
+use fixlog_match::{Graph, LoadOptions, Pattern, Semantics};
+use std::collections::HashSet;
+
+/// A seeded generator (PCG-style LCG), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+struct TestGraph {
+    ids: Vec<u64>,
+    /// (src, dst, type) as written.
+    edges: Vec<(u64, u64, Option<&'static str>)>,
+    labels: Vec<(u64, Vec<&'static str>)>,
+    undirected: bool,
+}
+
+const TYPES: [&str; 2] = ["A", "B"];
+const LABELS: [&str; 3] = ["L0", "L1", "L2"];
+
+fn random_graph(rng: &mut Rng) -> TestGraph {
+    let n = 1 + rng.below(7) as usize;
+    // Sparse, unordered-looking ids to exercise the numbering.
+    let ids: Vec<u64> = (0..n as u64).map(|i| i * 3 + rng.below(2) * 1000).collect();
+    let m = rng.below(3 * n as u64 + 1) as usize;
+    let typed = rng.chance(40);
+    let edges = (0..m)
+        .map(|_| {
+            let s = ids[rng.below(n as u64) as usize];
+            let d = ids[rng.below(n as u64) as usize];
+            let t = if typed {
+                Some(TYPES[rng.below(2) as usize])
+            } else {
+                None
+            };
+            (s, d, t)
+        })
+        .collect();
+    let labels = ids
+        .iter()
+        .map(|&id| {
+            let ls = LABELS.iter().copied().filter(|_| rng.chance(40)).collect();
+            (id, ls)
+        })
+        .collect();
+    TestGraph {
+        ids,
+        edges,
+        labels,
+        undirected: rng.chance(40),
+    }
+}
+
+impl TestGraph {
+    fn edge_text(&self) -> String {
+        let mut s = String::from("# random graph\n");
+        for (a, b, t) in &self.edges {
+            match t {
+                Some(t) => s.push_str(&format!("{a}\t{b}\t{t}\n")),
+                None => s.push_str(&format!("{a} {b}\n")),
+            }
+        }
+        s
+    }
+    fn node_text(&self) -> String {
+        let mut s = String::new();
+        for (id, ls) in &self.labels {
+            s.push_str(&format!("{id}\t{}\n", ls.join(",")));
+        }
+        s
+    }
+    fn has_edge(&self, a: u64, b: u64, t: Option<&str>) -> bool {
+        self.edges.iter().any(|&(s, d, et)| {
+            (t.is_none() || et == t)
+                && ((s == a && d == b) || (self.undirected && s == b && d == a))
+        })
+    }
+    fn has_label(&self, id: u64, l: &str) -> bool {
+        self.labels
+            .iter()
+            .any(|(i, ls)| *i == id && ls.contains(&l))
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Dir {
+    Right,
+    Left,
+    Both,
+}
+
+struct TestPattern {
+    text: String,
+    k: usize,
+    labels: Vec<Vec<&'static str>>,
+    /// (from, to, dir, type)
+    edges: Vec<(usize, usize, Dir, Option<&'static str>)>,
+    /// (left node, op, right: Ok(node) | Err(constant))
+    comparisons: Vec<(usize, &'static str, Result<usize, u64>)>,
+    returned: Option<Vec<usize>>,
+    limit: Option<u64>,
+}
+
+const NAMES: [&str; 4] = ["a", "b", "c", "d"];
+const OPS: [&str; 6] = ["<", "<=", ">", ">=", "=", "<>"];
+
+fn random_pattern(rng: &mut Rng, graph: &TestGraph) -> TestPattern {
+    let k = 1 + rng.below(4) as usize;
+    let mut labels = vec![Vec::new(); k];
+    let mut edges = Vec::new();
+    let e = rng.below(5) as usize;
+    for _ in 0..e {
+        let a = rng.below(k as u64) as usize;
+        let b = if rng.chance(10) {
+            a
+        } else {
+            rng.below(k as u64) as usize
+        };
+        let dir = match rng.below(3) {
+            0 => Dir::Right,
+            1 => Dir::Left,
+            _ => Dir::Both,
+        };
+        let t = if rng.chance(30) {
+            Some(TYPES[rng.below(2) as usize])
+        } else {
+            None
+        };
+        edges.push((a, b, dir, t));
+    }
+    let mut inline_label = vec![None; k];
+    for (p, slot) in inline_label.iter_mut().enumerate() {
+        if rng.chance(20) {
+            let l = LABELS[rng.below(3) as usize];
+            *slot = Some(l);
+            labels[p].push(l);
+        }
+    }
+    let node = |p: usize, first: &mut Vec<bool>| {
+        let label = if first[p] {
+            first[p] = false;
+            inline_label[p].map(|l| format!(":{l}")).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        format!("({}{label})", NAMES[p])
+    };
+    let mut first = vec![true; k];
+    let mut paths = Vec::new();
+    for (a, b, dir, t) in &edges {
+        let bracket = t.map(|t| format!("[:{t}]")).unwrap_or_default();
+        let rel = match dir {
+            Dir::Right => format!("-{bracket}->"),
+            Dir::Left => format!("<-{bracket}-"),
+            Dir::Both => format!("-{bracket}-"),
+        };
+        let left = node(*a, &mut first);
+        let right = node(*b, &mut first);
+        paths.push(format!("{left}{rel}{right}"));
+    }
+    for p in 0..k {
+        if first[p] {
+            paths.push(node(p, &mut first));
+        }
+    }
+    let mut conditions = Vec::new();
+    let mut comparisons = Vec::new();
+    for _ in 0..rng.below(3) {
+        let a = rng.below(k as u64) as usize;
+        if rng.chance(25) {
+            let l = LABELS[rng.below(3) as usize];
+            labels[a].push(l);
+            conditions.push(format!("{}:{l}", NAMES[a]));
+            continue;
+        }
+        let op = OPS[rng.below(6) as usize];
+        if rng.chance(25) {
+            let c = if rng.chance(50) && !graph.ids.is_empty() {
+                graph.ids[rng.below(graph.ids.len() as u64) as usize]
+            } else {
+                rng.below(20)
+            };
+            conditions.push(format!("id({}) {op} {c}", NAMES[a]));
+            comparisons.push((a, op, Err(c)));
+        } else {
+            let b = rng.below(k as u64) as usize;
+            conditions.push(format!("id({}) {op} id({})", NAMES[a], NAMES[b]));
+            comparisons.push((a, op, Ok(b)));
+        }
+    }
+    let returned = if rng.chance(50) {
+        None
+    } else {
+        Some(
+            (0..1 + rng.below(k as u64))
+                .map(|_| rng.below(k as u64) as usize)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let limit = if rng.chance(20) {
+        Some(rng.below(5))
+    } else {
+        None
+    };
+    let mut text = format!("MATCH {}", paths.join(", "));
+    if !conditions.is_empty() {
+        text.push_str(&format!(" WHERE {}", conditions.join(" AND ")));
+    }
+    match &returned {
+        None => text.push_str(" RETURN count(*)"),
+        Some(cols) => {
+            let cols: Vec<String> = cols.iter().map(|&c| NAMES[c].to_string()).collect();
+            text.push_str(&format!(" RETURN {}", cols.join(", ")));
+        }
+    }
+    if let Some(l) = limit {
+        text.push_str(&format!(" LIMIT {l}"));
+    }
+    TestPattern {
+        text,
+        k,
+        labels,
+        edges,
+        comparisons,
+        returned,
+        limit,
+    }
+}
+
+fn compare(op: &str, a: u64, b: u64) -> bool {
+    match op {
+        "<" => a < b,
+        "<=" => a <= b,
+        ">" => a > b,
+        ">=" => a >= b,
+        "=" => a == b,
+        _ => a != b,
+    }
+}
+
+/// Every match (ids by pattern node), by trying every map.
+fn brute_force(graph: &TestGraph, pattern: &TestPattern, semantics: Semantics) -> Vec<Vec<u64>> {
+    // Nodes are those of the edges plus the labelled list (every id is in it).
+    let nodes: Vec<u64> = {
+        let mut set: Vec<u64> = graph.ids.clone();
+        set.sort_unstable();
+        set.dedup();
+        set
+    };
+    let mut out = Vec::new();
+    let k = pattern.k;
+    let total = nodes.len().pow(k as u32);
+    for code in 0..total {
+        let mut map = Vec::with_capacity(k);
+        let mut c = code;
+        for _ in 0..k {
+            map.push(nodes[c % nodes.len()]);
+            c /= nodes.len();
+        }
+        if semantics == Semantics::Iso {
+            let distinct: HashSet<u64> = map.iter().copied().collect();
+            if distinct.len() != k {
+                continue;
+            }
+        }
+        let labels_ok =
+            (0..k).all(|p| pattern.labels[p].iter().all(|l| graph.has_label(map[p], l)));
+        let edges_ok = pattern.edges.iter().all(|(a, b, dir, t)| match dir {
+            Dir::Right => graph.has_edge(map[*a], map[*b], *t),
+            Dir::Left => graph.has_edge(map[*b], map[*a], *t),
+            Dir::Both => {
+                graph.has_edge(map[*a], map[*b], *t) || graph.has_edge(map[*b], map[*a], *t)
+            }
+        });
+        let where_ok = pattern.comparisons.iter().all(|(a, op, right)| {
+            let r = match right {
+                Ok(b) => map[*b],
+                Err(c) => *c,
+            };
+            compare(op, map[*a], r)
+        });
+        if labels_ok && edges_ok && where_ok {
+            out.push(map);
+        }
+    }
+    out
+}
+
+fn rows_with_threads(
+    graph: &Graph,
+    pattern: &Pattern,
+    semantics: Semantics,
+    threads: usize,
+) -> Vec<Vec<u64>> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let mut rows = Vec::new();
+        graph.for_each_row(pattern, semantics, |row| {
+            rows.push(row.to_vec());
+            true
+        });
+        rows
+    })
+}
+
+#[test]
+fn random_patterns_agree_with_brute_force() {
+    let mut rng = Rng(20261123);
+    let mut nonzero = 0;
+    for case in 0..1500 {
+        let tg = random_graph(&mut rng);
+        let graph = Graph::from_text(
+            &tg.edge_text(),
+            Some(&tg.node_text()),
+            &LoadOptions {
+                undirected: tg.undirected,
+            },
+        )
+        .unwrap();
+        for _ in 0..4 {
+            let tp = random_pattern(&mut rng, &tg);
+            let pattern = Pattern::parse(&tp.text)
+                .unwrap_or_else(|e| panic!("case {case}: {}\n{e}", tp.text));
+            for semantics in [Semantics::Iso, Semantics::Homo] {
+                let expected = brute_force(&tg, &tp, semantics);
+                let context = || {
+                    format!(
+                        "case {case}, {semantics:?}, undirected {}: {}\nedges:\n{}nodes:\n{}",
+                        tg.undirected,
+                        tp.text,
+                        tg.edge_text(),
+                        tg.node_text()
+                    )
+                };
+                let count = graph.count_with(&pattern, semantics);
+                assert_eq!(
+                    count,
+                    expected.len() as u64,
+                    "count; {}\n{}",
+                    context(),
+                    graph.explain(&pattern, semantics)
+                );
+                nonzero += (count > 0) as usize;
+                // Pattern nodes are numbered in order of appearance; the test's by name.
+                let test_index: Vec<usize> = pattern
+                    .nodes
+                    .iter()
+                    .map(|n| {
+                        NAMES
+                            .iter()
+                            .position(|&x| Some(x) == n.name.as_deref())
+                            .unwrap()
+                    })
+                    .collect();
+                let mut matches = Vec::new();
+                graph.for_each_match(&pattern, semantics, |m| {
+                    let mut by_name = vec![0; tp.k];
+                    for (i, &id) in m.iter().enumerate() {
+                        by_name[test_index[i]] = id;
+                    }
+                    matches.push(by_name);
+                    true
+                });
+                let limit = tp.limit.unwrap_or(u64::MAX) as usize;
+                assert_eq!(
+                    matches.len(),
+                    expected.len().min(limit),
+                    "matches; {}",
+                    context()
+                );
+                let mut all: HashSet<Vec<u64>> = expected.iter().cloned().collect();
+                for m in &matches {
+                    assert!(
+                        all.remove(m),
+                        "match {m:?} is not a match or repeated; {}",
+                        context()
+                    );
+                }
+                if let Some(cols) = &tp.returned {
+                    let one = rows_with_threads(&graph, &pattern, semantics, 1);
+                    let three = rows_with_threads(&graph, &pattern, semantics, 3);
+                    assert_eq!(
+                        one,
+                        three,
+                        "rows differ with the thread count; {}",
+                        context()
+                    );
+                    let mut got = one.clone();
+                    got.sort();
+                    if tp.limit.is_none() {
+                        let mut want: Vec<Vec<u64>> = expected
+                            .iter()
+                            .map(|m| cols.iter().map(|&c| m[c]).collect())
+                            .collect();
+                        want.sort();
+                        assert_eq!(got, want, "rows; {}", context());
+                    } else {
+                        assert_eq!(one.len(), expected.len().min(limit), "rows; {}", context());
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        nonzero > 500,
+        "too few patterns with matches ({nonzero}): the test tests little"
+    );
+}

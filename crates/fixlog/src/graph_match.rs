@@ -1,0 +1,175 @@
+//! `fixlog match`: load the graph, parse the pattern, then explain, count or list.
+//!
+//! Rows are written as they come from the matcher (which hands them over in a fixed
+//! order whatever `-j` is) through one buffered writer; a closed pipe (`| head`) ends
+//! the listing quietly.
+
+use fixlog::graph::{Graph, LoadOptions, Output, Pattern, Semantics};
+use fixlog::{BackendKind, Error};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub struct MatchCommand {
+    pub pattern: String,
+    pub edges: PathBuf,
+    pub nodes: Option<PathBuf>,
+    pub undirected: bool,
+    pub semantics: Semantics,
+    pub jobs: Option<usize>,
+    pub explain: bool,
+    pub stats: bool,
+    pub backend: BackendKind,
+    pub gpu_memory_limit: Option<usize>,
+}
+
+pub fn run(command: &MatchCommand) -> Result<(), Error> {
+    if command.jobs == Some(0) {
+        return Err(Error::BadInput("-j must be at least 1".into()));
+    }
+    // The pattern first: a typo should not wait for a large graph to load.
+    let pattern = Pattern::parse(&command.pattern)?;
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(j) = command.jobs {
+        pool = pool.num_threads(j);
+    }
+    let pool = pool.build().map_err(|e| {
+        Error::BadInput(format!(
+            "cannot start {} threads: {e}",
+            command.jobs.unwrap_or(0)
+        ))
+    })?;
+    pool.install(|| run_in_pool(command, &pattern))
+}
+
+fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
+    let start = Instant::now();
+    let options = LoadOptions {
+        undirected: command.undirected,
+    };
+    let graph = Graph::load(&command.edges, command.nodes.as_deref(), &options)?;
+    let loaded = start.elapsed();
+    if command.explain {
+        print!("{}", graph.explain(pattern, command.semantics));
+        return Ok(());
+    }
+    let matching = Instant::now();
+    let (rows, on) = match gpu_for(command, pattern.nodes.len())? {
+        #[cfg(feature = "cuda")]
+        Some(gpu) => {
+            let rows = match pattern.output {
+                Output::Count => {
+                    let count = gpu.count_with(&graph, pattern, command.semantics)?;
+                    println!("{count}");
+                    1
+                }
+                Output::Nodes(_) => {
+                    list(|f| gpu.for_each_row(&graph, pattern, command.semantics, f))?
+                }
+            };
+            (rows, format!("the GPU ({})", gpu.device()))
+        }
+        #[cfg(not(feature = "cuda"))]
+        Some(never) => match never {},
+        None => {
+            let rows = match pattern.output {
+                Output::Count => {
+                    let count = graph.count_with(pattern, command.semantics);
+                    println!("{count}");
+                    1
+                }
+                Output::Nodes(_) => {
+                    list(|f| Ok(graph.for_each_row(pattern, command.semantics, f)))?
+                }
+            };
+            let threads = rayon::current_num_threads();
+            (
+                rows,
+                format!("{threads} thread{}", if threads == 1 { "" } else { "s" }),
+            )
+        }
+    };
+    if command.stats {
+        eprintln!(
+            "fixlog match: {} nodes, {} stored edges; load {:.3} s, match {:.3} s, {} row{}, on {on}",
+            graph.node_count(),
+            graph.edge_count(),
+            loaded.as_secs_f64(),
+            matching.elapsed().as_secs_f64(),
+            rows,
+            if rows == 1 { "" } else { "s" },
+        );
+    }
+    Ok(())
+}
+
+#[cfg(feature = "cuda")]
+type GpuMatcher = fixlog::graph::gpu::GpuMatcher;
+#[cfg(not(feature = "cuda"))]
+enum GpuMatcher {}
+
+/// The GPU to match on, if the backend choice gives one: `cuda` must have one; `auto`
+/// takes one where the probe finds a usable GPU, it opens and the pattern is within the
+/// GPU matcher's size (32 nodes), else the CPU.
+fn gpu_for(command: &MatchCommand, pattern_nodes: usize) -> Result<Option<GpuMatcher>, Error> {
+    #[cfg(feature = "cuda")]
+    {
+        match command.backend {
+            BackendKind::Cpu => Ok(None),
+            BackendKind::Cuda => GpuMatcher::new(command.gpu_memory_limit).map(Some),
+            BackendKind::Auto => {
+                if pattern_nodes > fixlog_cuda::matching::MAX_STEPS
+                    || !fixlog_cuda::probe().available
+                {
+                    return Ok(None);
+                }
+                Ok(GpuMatcher::new(command.gpu_memory_limit).ok())
+            }
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (command.gpu_memory_limit, pattern_nodes);
+        match command.backend {
+            BackendKind::Cuda => Err(Error::NoGpu(fixlog_cuda::probe().reason)),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Writes one line per row `for_each_row` hands over; returns the number of lines.
+fn list(
+    for_each_row: impl FnOnce(&mut dyn FnMut(&[u64]) -> bool) -> Result<u64, Error>,
+) -> Result<u64, Error> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut failure: Option<std::io::Error> = None;
+    let mut line = Vec::with_capacity(64);
+    let mut number = itoa::Buffer::new();
+    let rows = for_each_row(&mut |row: &[u64]| {
+        line.clear();
+        for (i, id) in row.iter().enumerate() {
+            if i > 0 {
+                line.push(b'\t');
+            }
+            line.extend_from_slice(number.format(*id).as_bytes());
+        }
+        line.push(b'\n');
+        match out.write_all(&line) {
+            Ok(()) => true,
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        }
+    })?;
+    let failure = failure.or_else(|| out.flush().err());
+    match failure {
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(rows),
+        Some(e) => Err(Error::WriteFile {
+            path: PathBuf::from("<stdout>"),
+            source: e,
+        }),
+        None => Ok(rows),
+    }
+}
