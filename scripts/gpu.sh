@@ -28,7 +28,8 @@ for line in open(sys.argv[2]):
     m = json.loads(line)
     # only the suites engine.sh runs (64 MiB travel in all)
     if (m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]
-            and m["target"]["name"] in ("golden", "backends", "differential", "scale", "real_data")):
+            and m["target"]["name"] in ("golden", "backends", "differential", "scale", "real_data",
+                                        "patterns", "match_backends", "match_data")):
         shutil.copy(m["executable"], sys.argv[1] + "/" + m["target"]["name"])
 PY
 strip .carry/gpu_selftest .carry/gpu_bench .carry/tc .carry/cuda_conformance .carry/codegen_gpu .carry/fixlog .carry/tests/* 2>/dev/null || true
@@ -44,6 +45,15 @@ K=$(ls -t ${FIXLOG_DEVICE_FILES:-/work/.device}/*/kernels.tgz 2>/dev/null | head
 [ -n "$K" ] && cp "$K" .carry/kernels.tgz
 cp "$DATA/ground_truth.tsv" .carry/data/
 cp "$DATA"/graphs/*.tsv.gz .carry/data/graphs/
+# Pattern data for `fixlog match` (tests and the match step), without the large query sets.
+mkdir -p .carry/data/patterns
+cp "$DATA/patterns/MANIFEST.md" .carry/data/patterns/
+for d in g2miner_citeseer snap sunluo_validate stmatch; do cp -r "$DATA/patterns/$d" .carry/data/patterns/; done
+mkdir -p .carry/data/patterns/sunluo && cp -r "$DATA/patterns/sunluo/data_graph" .carry/data/patterns/sunluo/ 2>/dev/null || true
+[ -d "$DATA/patterns/sunluo/computed_counts" ] && cp -r "$DATA/patterns/sunluo/computed_counts" .carry/data/patterns/sunluo/
+[ -f "$DATA/patterns/sunluo/query_sets/hprd_queries.tar.gz" ] && mkdir -p .carry/data/patterns/sunluo/query_sets && cp "$DATA/patterns/sunluo/query_sets/hprd_queries.tar.gz" .carry/data/patterns/sunluo/query_sets/
+# Binaries travel compressed (64 MiB limit); engine.sh unpacks them.
+tar czf .carry/bin.tgz -C .carry fixlog cuda_conformance tests && rm -rf .carry/fixlog .carry/cuda_conformance .carry/tests
 du -sh .carry
 cat <<'MSG'
 packed .carry/. Now call the device tool, e.g.:

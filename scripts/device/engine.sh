@@ -27,6 +27,8 @@ export FIXLOG_KERNEL_CACHE=/tmp/fixlog-kernels RUST_BACKTRACE=1
 mkdir -p /tmp/fixlog-kernels
 [ -f "$C/kernels.tgz" ] && tar xzf "$C/kernels.tgz" -C /tmp/fixlog-kernels 2>/dev/null
 trap 'tar czf "$OUT/kernels.tgz" -C /tmp/fixlog-kernels . 2>/dev/null' EXIT
+# Binaries packed compressed by scripts/gpu.sh.
+[ -f "$C/bin.tgz" ] && tar xzf "$C/bin.tgz" -C "$C"
 # The test binaries find the repository and the fixlog binary at the paths they were
 # built with: recreate those.
 if [ -f "$C/paths" ]; then
@@ -48,7 +50,7 @@ for s in "${STEPS[@]}"; do
       grep -E "^FAIL|conformance on" "$OUT/conformance-64m.log"
       summary+=("conformance: $(tail -1 "$OUT/conformance.log" | cut -c1-60) | 64 MiB: $(tail -1 "$OUT/conformance-64m.log" | cut -c1-60)");;
     tests)
-      for t in golden backends differential scale real_data; do
+      for t in golden backends differential scale real_data patterns match_backends match_data; do
         [ -x "$C/tests/$t" ] || { echo "no test binary $t"; continue; }
         extra=""; [ $t = real_data ] && extra=--include-ignored
         FIXLOG_TEST_BACKEND=cuda FIXLOG_DIFF_CASES=${FIXLOG_DIFF_CASES:-300} timeout ${T_TESTS:-400} "$C/tests/$t" $extra --test-threads ${TEST_THREADS:-2} > "$OUT/test-$t.log" 2>&1
@@ -85,6 +87,31 @@ for s in "${STEPS[@]}"; do
         if diff -rq $d/out-gpu $d/out-cpu > /dev/null; then same=identical; else same=DIFFERENT; fi
         echo "cspa $p: outputs $same"; grep -E "^[A-Za-z]+\s[0-9]+$|total|peak|phases|Maximum resident" "$OUT/cspa-$p-gpu.log" "$OUT/cspa-$p-cpu.log"
         summary+=("cspa $p: GPU vs CPU outputs $same")
+      done;;
+    match)
+      # `fixlog match` on the GPU against the CPU (16 cores): counts must agree; time of
+      # the whole process and the matcher's own time (--stats). MATCH_GRAPHS: SNAP-style
+      # edge lists under data/patterns/snap or data/graphs (read as undirected).
+      for g in ${MATCH_GRAPHS:-email-Enron ego-Facebook wiki-Vote loc-Brightkite CA-HepTh p2p-Gnutella31 usroads}; do
+        f=$(ls "$C"/data/patterns/snap/$g.txt.gz "$C"/data/graphs/$g.tsv.gz 2>/dev/null | head -1)
+        [ -n "$f" ] || { echo "no graph $g"; continue; }
+        for q in tri4 tri clique4 cycle4; do
+          case $q in
+            tri) pat='MATCH (a)--(b)--(c)--(a) WHERE id(a) < id(b) AND id(b) < id(c) RETURN count(*)';;
+            tri4) pat='MATCH (a)--(b)--(c)--(a) RETURN count(*)';;
+            clique4) pat='MATCH (a)--(b)--(c)--(a), (a)--(d), (b)--(d), (c)--(d) WHERE id(a) < id(b) AND id(b) < id(c) AND id(c) < id(d) RETURN count(*)';;
+            cycle4) pat='MATCH (a)--(b)--(c)--(d)--(a) WHERE id(a) < id(b) AND id(a) < id(c) AND id(a) < id(d) AND id(b) < id(d) RETURN count(*)';;
+          esac
+          line="$g $q"
+          for b in cuda cpu; do
+            t0=$(date +%s.%N)
+            r=$(timeout ${T_MATCH:-120} "$C/fixlog" match --edges "$f" --undirected --backend $b --stats "$pat" 2>"$OUT/match-$g-$q-$b.err")
+            rc=$?; t1=$(date +%s.%N)
+            m=$(grep -o "match [0-9.]* s" "$OUT/match-$g-$q-$b.err" | head -1)
+            line="$line | $b rc=$rc count=$r ${m} process $(echo "$t1 - $t0" | bc) s"
+          done
+          echo "$line"; summary+=("match: $line")
+        done
       done;;
     *) echo "unknown step $s";;
   esac
