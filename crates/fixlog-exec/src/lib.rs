@@ -11,6 +11,7 @@ pub mod backend;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod driver;
+pub mod maintain;
 pub mod runs;
 
 pub use backend::{internal, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget};

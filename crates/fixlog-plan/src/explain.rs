@@ -37,15 +37,27 @@ pub fn explain_with_notes(
                 ""
             }
         );
+        for &rel in &stratum.relations {
+            if let Some(line) = storage_line(&plan.relations[rel]) {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
         if stratum.init.is_empty() && stratum.recursive_rules.is_empty() {
             let _ = writeln!(out, "  (no rules: facts and inputs only)");
         }
-        for (title, rules) in [
-            ("once", &stratum.init),
-            ("each iteration", &stratum.recursive_rules),
+        for (title, rules, logical_rules) in [
+            ("once", &stratum.init, &program.rules),
+            ("each iteration", &stratum.recursive_rules, &program.rules),
+            (
+                "subsumption, after every step",
+                &stratum.subsumptions,
+                &program.subsumptions,
+            ),
         ] {
             for rule_plan in rules.iter() {
-                let rule = &program.rules[rule_plan.rule];
+                let Some(rule) = logical_rules.get(rule_plan.rule) else {
+                    continue;
+                };
                 let text: String = sources
                     .snippet(rule.span)
                     .split_whitespace()
@@ -67,9 +79,14 @@ pub fn explain_with_notes(
                     }
                 }
                 write_ops(&mut out, plan, &rule_plan.ops, 4, note);
+                let verb = if std::ptr::eq(rules, &stratum.subsumptions) {
+                    "remove from"
+                } else {
+                    "insert into"
+                };
                 let _ = writeln!(
                     out,
-                    "    ──▶ insert into {}",
+                    "    ──▶ {verb} {}",
                     plan.relations[rule_plan.head].name
                 );
             }
@@ -80,6 +97,32 @@ pub fn explain_with_notes(
         let _ = writeln!(out, "  #{i}: {}", index_name(plan, ix));
     }
     out
+}
+
+/// How the driver keeps a relation, where it is not a plain set of derived tuples.
+fn storage_line(rel: &RelationInfo) -> Option<String> {
+    if rel.eqrel {
+        return Some(format!(
+            "{}: eqrel (new pairs are closed through a union-find on the host: the delta is every pair of the classes they merge)",
+            rel.name
+        ));
+    }
+    if rel.choice_domains.is_empty() {
+        return None;
+    }
+    let domains: Vec<String> = rel
+        .choice_domains
+        .iter()
+        .map(|d| {
+            let cols: Vec<String> = d.iter().map(|c| format!("#{c}")).collect();
+            format!("({})", cols.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "{}: choice-domain {} (new tuples are kept on the host, smallest first, when no kept tuple has their domain values)",
+        rel.name,
+        domains.join(", ")
+    ))
 }
 
 fn index_name(plan: &Plan, ix: &IndexSpec) -> String {

@@ -67,11 +67,23 @@ pub fn plan(program: &Program) -> Result<Plan, Diagnostic> {
                 }
             }
         }
+        let mut subsumptions = Vec::new();
+        for (rule_idx, rule) in program.subsumptions.iter().enumerate() {
+            if in_stratum.contains(&rule.head.rel) {
+                let mut planner = RulePlanner {
+                    indexes: &mut indexes,
+                    index_ids: &mut index_ids,
+                    vars: &rule.vars,
+                };
+                subsumptions.push(planner.plan_rule(rule_idx, rule, None)?);
+            }
+        }
         strata.push(StratumPlan {
             relations: stratum.relations.clone(),
             recursive: stratum.recursive,
             init,
             recursive_rules,
+            subsumptions,
         });
     }
     Ok(Plan {
@@ -81,6 +93,8 @@ pub fn plan(program: &Program) -> Result<Plan, Diagnostic> {
             .map(|r| RelationInfo {
                 name: r.name.clone(),
                 types: r.types(),
+                eqrel: r.eqrel,
+                choice_domains: r.choice_domains.clone(),
             })
             .collect(),
         indexes,
