@@ -52,10 +52,10 @@ struct Tally {
     /// Some relation of a recursive stratum was non-empty.
     recursive: usize,
     /// Per feature of [`FEATURES`], the programs that used it.
-    features: [usize; 9],
+    features: [usize; 11],
 }
 
-const FEATURES: [&str; 9] = [
+const FEATURES: [&str; 11] = [
     "rec",
     "neg",
     "agg",
@@ -65,6 +65,8 @@ const FEATURES: [&str; 9] = [
     "sym",
     "agg-own-result",
     "agg-on-computed",
+    "eqrel",
+    "choice",
 ];
 
 /// Runs `check_inner`, turning a panic (in the engine or the reference) into a failure
@@ -214,6 +216,8 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
         f.symbols,
         f.agg_own_result,
         f.agg_on_computed,
+        f.eqrel,
+        f.choice,
     ];
     for (count, on) in t.features.iter_mut().zip(used) {
         *count += usize::from(on);

@@ -80,6 +80,10 @@ pub struct Features {
     /// An aggregate correlated on a variable bound by an equality or by another
     /// aggregate (not by an atom).
     pub agg_on_computed: bool,
+    /// An `eqrel` relation.
+    pub eqrel: bool,
+    /// A `choice-domain` relation.
+    pub choice: bool,
 }
 
 #[derive(Clone)]
@@ -228,12 +232,39 @@ impl Gen {
     }
 
     fn new_rel(&mut self, name: String, layer: usize) -> Rel {
-        let arity = 1 + self.c.below(3);
+        let mut arity = 1 + self.c.below(3);
+        // An eqrel relation (inputs are closed too, so also in layer 0): two columns of
+        // one type.
+        let eqrel = self.c.chance(if layer == 0 { 5 } else { 10 });
+        if eqrel {
+            arity = 2;
+            self.features.eqrel = true;
+        }
         let mut types = vec![Ty::Num; arity];
-        if arity >= 2 && self.c.chance(if layer == 0 { 25 } else { 15 }) {
+        if eqrel {
+            if self.c.chance(15) {
+                types = vec![Ty::Sym; 2];
+                self.features.symbols = true;
+            }
+        } else if arity >= 2 && self.c.chance(if layer == 0 { 25 } else { 15 }) {
             let col = self.c.below(arity);
             types[col] = Ty::Sym;
             self.features.symbols = true;
+        }
+        // A choice-domain: one column, or (with three columns) sometimes two domains
+        // or a domain of two columns.
+        let mut qualifier = String::new();
+        if eqrel {
+            qualifier.push_str(" eqrel");
+        } else if arity >= 2 && self.c.chance(if layer == 0 { 5 } else { 12 }) {
+            self.features.choice = true;
+            let first = self.c.below(arity);
+            let domain = match (arity, self.c.below(3)) {
+                (3, 1) => format!("c{first}, c{}", (first + 1) % 3),
+                (3, 2) => format!("(c{first}, c{})", (first + 1) % 3),
+                _ => format!("c{first}"),
+            };
+            qualifier = format!(" choice-domain {domain}");
         }
         let cols: Vec<String> = types
             .iter()
@@ -249,7 +280,7 @@ impl Gen {
             })
             .collect();
         self.text
-            .push_str(&format!(".decl {name}({})\n", cols.join(", ")));
+            .push_str(&format!(".decl {name}({}){qualifier}\n", cols.join(", ")));
         let rel = Rel { name, types, layer };
         self.rels.push(rel.clone());
         rel
