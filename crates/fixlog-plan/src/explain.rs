@@ -103,7 +103,7 @@ pub fn explain_with_notes(
 fn storage_line(rel: &RelationInfo) -> Option<String> {
     if rel.eqrel {
         return Some(format!(
-            "{}: eqrel (new pairs are closed through a union-find on the host: the delta is every pair of the classes they merge)",
+            "{}: eqrel (each step's new pairs are closed through a union-find on the host; the delta is every pair of the classes they merge; the relation itself stays in the backend)",
             rel.name
         ));
     }
@@ -119,7 +119,7 @@ fn storage_line(rel: &RelationInfo) -> Option<String> {
         })
         .collect();
     Some(format!(
-        "{}: choice-domain {} (new tuples are kept on the host, smallest first, when no kept tuple has their domain values)",
+        "{}: choice-domain {} (each step's new tuples are chosen on the host, smallest first in output order, when no kept tuple has their domain values; the relation itself stays in the backend)",
         rel.name,
         domains.join(", ")
     ))
