@@ -163,7 +163,11 @@ impl ChoiceDomains {
                 .iter()
                 .map(|d| d.iter().filter_map(|&c| t.get(c).copied()).collect())
                 .collect();
-            if keys.iter().zip(&self.taken).any(|(k, held)| held.contains(k)) {
+            if keys
+                .iter()
+                .zip(&self.taken)
+                .any(|(k, held)| held.contains(k))
+            {
                 continue;
             }
             for (k, held) in keys.into_iter().zip(&mut self.taken) {

@@ -97,9 +97,7 @@ impl Checker<'_> {
             return;
         }
         // Columns where both atoms name the same variable cannot differ.
-        let same_var = |d: &ast::Expr, g: &ast::Expr| {
-            matches!((d, g), (ast::Expr::Var(a), ast::Expr::Var(b)) if a.name == b.name)
-        };
+        let same_var = |d: &ast::Expr, g: &ast::Expr| matches!((d, g), (ast::Expr::Var(a), ast::Expr::Var(b)) if a.name == b.name);
         let differ: Vec<ast::Body> = dominated
             .args
             .iter()

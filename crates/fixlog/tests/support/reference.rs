@@ -137,7 +137,8 @@ fn add_round(
         rels[rel] = equivalence_closure(&rels[rel]);
     } else if !decl.choice_domains.is_empty() {
         let order = value::output_order(&decl.types(), symbols);
-        let mut fresh: Vec<Vec<Value>> = new.into_iter().filter(|t| !rels[rel].contains(t)).collect();
+        let mut fresh: Vec<Vec<Value>> =
+            new.into_iter().filter(|t| !rels[rel].contains(t)).collect();
         fresh.sort_by(|a, b| order(a, b));
         for t in fresh {
             let clash = rels[rel].iter().any(|held| {
