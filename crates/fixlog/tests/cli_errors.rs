@@ -1565,6 +1565,14 @@ fn subsumptive_clause_errors() {
     assert_points_at(&o, "prog.dl", prog, 3, &["e(x, y) <="]);
     assert_mentions(&o, &[&["eqrel"], &["subsumptive"]]);
 
+    // Nor on choice-domain relations (a removed tuple's domain value would stay taken).
+    let prog =
+        ".decl c(x: number, y: number) choice-domain x\nc(1, 2).\nc(x, y) <= c(x, z) :- z < y.\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 3, &["c(x, y) <="]);
+    assert_mentions(&o, &[&["choice-domain"], &["subsumptive"]]);
+
     // Unknown variables in its atoms are unbound as anywhere else.
     let prog = ".decl a(x: number)\na(1).\na(x) <= a(y) :- y < z.\n";
     let o = run_program(&[("prog.dl", prog)]);

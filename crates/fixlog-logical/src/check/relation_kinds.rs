@@ -73,12 +73,16 @@ impl Checker<'_> {
         if self.resolve_atom(dominating).is_none() {
             return;
         }
-        if self.relations[rel].eqrel {
+        let kind = if self.relations[rel].eqrel {
+            Some("an `eqrel` relation: a subsumptive clause cannot remove its pairs")
+        } else if !self.relations[rel].choice_domains.is_empty() {
+            Some("a `choice-domain` relation: a subsumptive clause cannot remove its tuples")
+        } else {
+            None
+        };
+        if let Some(kind) = kind {
             self.error(Diagnostic::error(
-                format!(
-                    "`{}` is an `eqrel` relation: a subsumptive clause cannot remove its pairs",
-                    dominated.name.name
-                ),
+                format!("`{}` is {kind}", dominated.name.name),
                 c.span,
             ));
             return;
