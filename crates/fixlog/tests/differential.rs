@@ -52,10 +52,10 @@ struct Tally {
     /// Some relation of a recursive stratum was non-empty.
     recursive: usize,
     /// Per feature of [`FEATURES`], the programs that used it.
-    features: [usize; 11],
+    features: [usize; 12],
 }
 
-const FEATURES: [&str; 11] = [
+const FEATURES: [&str; 12] = [
     "rec",
     "neg",
     "agg",
@@ -67,6 +67,7 @@ const FEATURES: [&str; 11] = [
     "agg-on-computed",
     "eqrel",
     "choice",
+    "subsumption",
 ];
 
 /// Runs `check_inner`, turning a panic (in the engine or the reference) into a failure
@@ -218,6 +219,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
         f.agg_on_computed,
         f.eqrel,
         f.choice,
+        f.subsumption,
     ];
     for (count, on) in t.features.iter_mut().zip(used) {
         *count += usize::from(on);

@@ -62,6 +62,8 @@ pub struct Rel {
     pub types: Vec<Ty>,
     /// 0 = EDB.
     pub layer: usize,
+    /// Declared `eqrel` or with a `choice-domain`.
+    pub kept_in_shape: bool,
 }
 
 /// Which language features a generated program uses (to check that the random programs
@@ -84,6 +86,8 @@ pub struct Features {
     pub eqrel: bool,
     /// A `choice-domain` relation.
     pub choice: bool,
+    /// A subsumptive clause.
+    pub subsumption: bool,
 }
 
 #[derive(Clone)]
@@ -216,6 +220,9 @@ impl Gen {
                     let row = self.random_row(&rel.types);
                     self.fact(&rel.name, &row);
                 }
+                if self.c.chance(25) {
+                    self.subsumption(rel);
+                }
             }
             if layer_rels.len() == 2 && self.c.chance(50) {
                 self.features.multi_head = true;
@@ -281,9 +288,47 @@ impl Gen {
             .collect();
         self.text
             .push_str(&format!(".decl {name}({}){qualifier}\n", cols.join(", ")));
-        let rel = Rel { name, types, layer };
+        let rel = Rel {
+            name,
+            types,
+            layer,
+            kept_in_shape: !qualifier.is_empty(),
+        };
         self.rels.push(rel.clone());
         rel
+    }
+
+    /// A subsumptive clause keeping, per value of the other columns, the least or
+    /// greatest value of one number column (an order, so the engine's removal after
+    /// every step and the reference's after every round agree).
+    fn subsumption(&mut self, rel: &Rel) {
+        let nums: Vec<usize> = (0..rel.types.len())
+            .filter(|&i| rel.types[i] == Ty::Num)
+            .collect();
+        if rel.kept_in_shape || rel.types.len() < 2 || nums.is_empty() {
+            return;
+        }
+        let col = *self.c.pick(&nums);
+        let args = |which: &str| -> String {
+            (0..rel.types.len())
+                .map(|i| {
+                    if i == col {
+                        format!("d{which}")
+                    } else {
+                        format!("k{i}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let op = *self.c.pick(&["<", ">", "<=", ">="]);
+        self.features.subsumption = true;
+        self.text.push_str(&format!(
+            "{name}({}) <= {name}({}) :- d2 {op} d1.\n",
+            args("1"),
+            args("2"),
+            name = rel.name
+        ));
     }
 
     fn random_row(&mut self, types: &[Ty]) -> Vec<Val> {
