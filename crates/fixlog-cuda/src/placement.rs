@@ -1,6 +1,15 @@
 //! Where each operator of a plan runs on the CUDA backend, for `fixlog explain
 //! --backend cuda` and the docs. The backend ([`crate::backend`]) makes the same
 //! decisions from the same functions of [`crate::codegen`].
+//!
+//! Relations kept in a shape are folded by the driver on the host, for both backends
+//! (`fixlog_exec::maintain`; `explain` says so once per relation): for an `eqrel` or
+//! `choice-domain` relation, each step's new tuples (already deduplicated and without
+//! the tuples the relation holds, on the device) are copied to the host, folded through
+//! the union-find or the choice, and the tuples the relation gains are copied back and
+//! merged on the device. The full relation and its indexes never leave the device; the
+//! union-find and the held domain values live on the host. Subsumptive clauses are
+//! ordinary pipelines (placed as above) whose result is subtracted on the device.
 
 use crate::codegen::{key_host_reason, pipeline_host_reason};
 use fixlog_plan::Op;

@@ -12,6 +12,14 @@
 //!    loop ends after the first pass that derives nothing (that pass is counted, as in
 //!    the published iteration counts).
 //!
+//! Relations kept in a shape ([`crate::maintain`]): the new tuples of an `eqrel` or
+//! `choice-domain` relation (facts, and each step's `new`) are folded on the host before
+//! they are added (the eqrel closure's new pairs; the chosen tuples), so `delta` is what
+//! the relation really gained. A stratum with subsumptive clauses runs them over full
+//! versions after its init rules and after every iteration and removes the dominated
+//! tuples they derive from `full` and from `delta` (rebuilding the relation's indexes).
+//! An iteration counts as deriving something when some delta is not empty.
+//!
 //! The driver decides *what* runs; the backend decides *how*. Indexes over relations of
 //! earlier strata are built on first use and kept.
 //!
@@ -28,6 +36,7 @@
 use crate::backend::{
     internal, Backend, EvalContext, ExecError, ExecResult, IntersectAtomSpec, OpSpec,
 };
+use crate::maintain::Maintained;
 use crate::runs::{push_run, RunPolicy};
 use fixlog_logical::{Program, RelId, SymbolTable};
 use fixlog_plan::{Op, PExpr, Plan, RulePlan, Version};
@@ -192,7 +201,7 @@ enum POp {
 /// The plan's operators, each lowered once by the backend.
 pub struct Prepared<C> {
     codes: Vec<C>,
-    /// Per stratum: init pipelines, recursive pipelines.
+    /// Per stratum: init pipelines, recursive pipelines, subsumption pipelines.
     strata: LoweredStrata,
 }
 
@@ -439,7 +448,7 @@ pub fn prepare<B: Backend>(
     Ok(Prepared { codes, strata })
 }
 
-type LoweredStrata = Vec<(Vec<Vec<POp>>, Vec<Vec<POp>>)>;
+type LoweredStrata = Vec<(Vec<Vec<POp>>, Vec<Vec<POp>>, Vec<Vec<POp>>)>;
 
 fn op_specs(plan: &Plan) -> ExecResult<(Vec<OpSpec>, LoweredStrata)> {
     let mut lowering = Lowering {
@@ -456,7 +465,8 @@ fn op_specs(plan: &Plan) -> ExecResult<(Vec<OpSpec>, LoweredStrata)> {
         };
         let init = lower(&stratum.init)?;
         let recursive = lower(&stratum.recursive_rules)?;
-        strata.push((init, recursive));
+        let subsumptions = lower(&stratum.subsumptions)?;
+        strata.push((init, recursive, subsumptions));
     }
     Ok((lowering.specs, strata))
 }
@@ -499,6 +509,11 @@ pub fn run<B: Backend>(
             ..RunStats::default()
         },
         progress: Progress::new(options.progress),
+        maintained: plan
+            .relations
+            .iter()
+            .map(|r| Maintained::for_relation(r.eqrel, &r.choice_domains, &r.types))
+            .collect(),
     };
     driver.stats.phases.prepare = prepare_time;
     let t = Instant::now();
@@ -516,8 +531,12 @@ pub fn run<B: Backend>(
             }
         } else {
             let n = tuples.len;
+            let rows = match driver.maintained.get_mut(rel).and_then(Option::as_mut) {
+                Some(m) => m.fold(arity, &tuples.rows, symbols),
+                None => tuples.rows.into_vec(),
+            };
             backend
-                .relation_from_rows(arity, tuples.rows.into_vec())
+                .relation_from_rows(arity, rows)
                 .map_err(|e| match e {
                     ExecError::OutOfMemory(why) => ExecError::OutOfMemory(format!(
                         "{why}; while loading the {n} facts of `{}`",
@@ -601,6 +620,8 @@ struct Driver<'a, B: Backend> {
     indexes: Vec<Option<B::Index>>,
     stats: RunStats,
     progress: Progress,
+    /// Per relation: the host state of an eqrel or choice-domain relation.
+    maintained: Vec<Option<Maintained>>,
 }
 
 impl<B: Backend> Driver<'_, B> {
@@ -618,16 +639,17 @@ impl<B: Backend> Driver<'_, B> {
         );
         self.progress.set(&label, "running rules");
         let prepared = self.prepared;
-        let (init_ops, recursive_ops) = prepared
+        let (init_ops, recursive_ops, subsumption_ops) = prepared
             .strata
             .get(n)
             .ok_or_else(|| internal("a stratum was not prepared"))?;
 
         // Rules that run once.
-        let results = self.run_rules(&stratum.init, init_ops, &stratum.relations)?;
+        let results = self.run_rules(&stratum.init, init_ops, &stratum.relations, true)?;
         for (rel, new) in results {
             self.add_to_full(rel, new)?;
         }
+        self.remove_dominated(stratum, subsumption_ops)?;
         if !stratum.recursive {
             return Ok(0);
         }
@@ -646,27 +668,33 @@ impl<B: Backend> Driver<'_, B> {
         let mut iterations = 0;
         loop {
             iterations += 1;
-            let results =
-                self.run_rules(&stratum.recursive_rules, recursive_ops, &stratum.relations)?;
-            let mut derived = 0usize;
-            let mut news = Vec::new();
-            for (rel, new) in results {
-                derived += self.backend.relation_len(&new);
-                news.push((rel, new));
-            }
+            let news = self.run_rules(
+                &stratum.recursive_rules,
+                recursive_ops,
+                &stratum.relations,
+                true,
+            )?;
             for &rel in &stratum.relations {
                 self.delta[rel] = None;
             }
-            let mut sizes = Vec::new();
             for (rel, new) in news {
                 let delta = self.add_to_full(rel, new)?;
+                self.delta[rel] = Some(delta);
+            }
+            self.remove_dominated(stratum, subsumption_ops)?;
+            let mut derived = 0usize;
+            let mut sizes = Vec::new();
+            for &rel in &stratum.relations {
+                let gained = self.delta[rel]
+                    .as_ref()
+                    .map_or(0, |d| self.backend.relation_len(d));
+                derived += gained;
                 sizes.push(format!(
                     "{} +{} = {}",
                     self.plan.relations[rel].name,
-                    self.backend.relation_len(&delta),
+                    gained,
                     self.backend.relation_len(&self.full[rel])
                 ));
-                self.delta[rel] = Some(delta);
             }
             self.progress.set(
                 &label,
@@ -683,12 +711,13 @@ impl<B: Backend> Driver<'_, B> {
     }
 
     /// Runs rules; returns, per relation of `relations` (in order), the tuples they
-    /// derived that are not in `full` yet.
+    /// derived that are not in `full` yet (`only_new`), or all they derived.
     fn run_rules(
         &mut self,
         rules: &[RulePlan],
         pipelines: &[Vec<POp>],
         relations: &[RelId],
+        only_new: bool,
     ) -> ExecResult<Vec<(RelId, B::Relation)>> {
         let mut per_rel: Vec<Vec<B::Relation>> = relations.iter().map(|_| Vec::new()).collect();
         for (rule, ops) in rules.iter().zip(pipelines) {
@@ -696,7 +725,7 @@ impl<B: Backend> Driver<'_, B> {
                 .iter()
                 .position(|&r| r == rule.head)
                 .ok_or_else(|| internal("a rule's head is outside its stratum"))?;
-            self.run_rule(rule, ops, &mut per_rel[slot])?;
+            self.run_rule(rule, ops, &mut per_rel[slot], only_new)?;
         }
         let mut out = Vec::new();
         for (&rel, runs) in relations.iter().zip(per_rel) {
@@ -735,6 +764,7 @@ impl<B: Backend> Driver<'_, B> {
         rule: &RulePlan,
         ops: &[POp],
         acc: &mut Vec<B::Relation>,
+        only_new: bool,
     ) -> ExecResult<()> {
         // Build the indexes this pipeline needs before running it.
         let mut needed = Vec::new();
@@ -760,7 +790,7 @@ impl<B: Backend> Driver<'_, B> {
             .map_err(|e| self.deriving(rule.head, e))?;
         self.stats.phases.join += t.elapsed();
         if rest.is_empty() {
-            return self.absorb(rule.head, remaining, acc);
+            return self.absorb(rule.head, remaining, acc, only_new);
         }
         let b = self.backend;
         let mut piece_rows = self.first_piece_rows;
@@ -780,7 +810,7 @@ impl<B: Backend> Driver<'_, B> {
             let outcome = self.run_ops(rest, Some(&piece)).and_then(|(out, peak)| {
                 // (`absorb` counts its own time, as deduplication.)
                 self.stats.phases.join += t.elapsed();
-                Ok((self.absorb(rule.head, out, acc)?, peak))
+                Ok((self.absorb(rule.head, out, acc, only_new)?, peak))
             });
             match outcome {
                 Ok(((), peak)) => {
@@ -825,12 +855,14 @@ impl<B: Backend> Driver<'_, B> {
         }
     }
 
-    /// `sort_unique(batch) − full[rel]`, pushed onto `acc`.
+    /// `sort_unique(batch) − full[rel]` (`only_new`) or `sort_unique(batch)`, pushed
+    /// onto `acc`.
     fn absorb(
         &mut self,
         rel: RelId,
         batch: B::Batch,
         acc: &mut Vec<B::Relation>,
+        only_new: bool,
     ) -> ExecResult<()> {
         let n = self.backend.batch_len(&batch);
         if n == 0 {
@@ -838,7 +870,11 @@ impl<B: Backend> Driver<'_, B> {
         }
         self.stats.derived += n;
         let t = Instant::now();
-        let new = self.backend.sort_unique_minus(batch, &self.full[rel])?;
+        let new = if only_new {
+            self.backend.sort_unique_minus(batch, &self.full[rel])?
+        } else {
+            self.backend.sort_unique(batch)?
+        };
         let b = self.backend;
         // A merge that fails has consumed the runs it merged; the caller runs the piece
         // again (in halves) after running out of memory, so `acc` must be as it was
@@ -981,9 +1017,60 @@ impl<B: Backend> Driver<'_, B> {
         Ok(())
     }
 
+    /// Runs the stratum's subsumptive clauses over full versions and removes the
+    /// dominated tuples they derive from `full` and from `delta` of their relation
+    /// (whose indexes are then rebuilt when next used: indexes only grow).
+    fn remove_dominated(
+        &mut self,
+        stratum: &fixlog_plan::StratumPlan,
+        pipelines: &[Vec<POp>],
+    ) -> ExecResult<()> {
+        if stratum.subsumptions.is_empty() {
+            return Ok(());
+        }
+        let dominated =
+            self.run_rules(&stratum.subsumptions, pipelines, &stratum.relations, false)?;
+        for (rel, gone) in dominated {
+            if self.backend.relation_len(&gone) == 0 {
+                continue;
+            }
+            let t = Instant::now();
+            self.full[rel] = self.backend.difference(&self.full[rel], &gone)?;
+            if let Some(delta) = self.delta[rel].take() {
+                self.delta[rel] = Some(self.backend.difference(&delta, &gone)?);
+            }
+            self.stats.phases.merge += t.elapsed();
+            for (id, spec) in self.plan.indexes.iter().enumerate() {
+                if spec.rel == rel {
+                    self.indexes[id] = None;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The tuples an eqrel or choice-domain relation gains from `new` (see
+    /// [`crate::maintain`]); `new` itself for other relations.
+    fn fold_maintained(&mut self, rel: RelId, new: B::Relation) -> ExecResult<B::Relation> {
+        let Some(state) = self.maintained.get_mut(rel).and_then(Option::as_mut) else {
+            return Ok(new);
+        };
+        let arity = self.plan.relations[rel].types.len();
+        let rows = self.backend.take_rows(new)?;
+        let gained = state.fold(arity, &rows, self.ctx.symbols);
+        self.backend.relation_from_rows(arity, gained)
+    }
+
     /// `full[rel] ∪= new` (`new` is disjoint from `full`), extending built indexes over
-    /// `rel`; returns `new`.
+    /// `rel`; returns what was added: `new`, or for an eqrel or choice-domain relation
+    /// what it gained from `new`.
     fn add_to_full(&mut self, rel: RelId, new: B::Relation) -> ExecResult<B::Relation> {
+        if self.backend.relation_len(&new) == 0 {
+            return Ok(new);
+        }
+        let t = Instant::now();
+        let new = self.fold_maintained(rel, new)?;
+        self.stats.phases.merge += t.elapsed();
         if self.backend.relation_len(&new) == 0 {
             return Ok(new);
         }

@@ -12,6 +12,7 @@ pub mod backend;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod driver;
+pub mod maintain;
 pub mod runs;
 pub mod tuples;
 

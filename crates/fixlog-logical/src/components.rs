@@ -695,6 +695,7 @@ impl<'a> Expander<'a> {
                     ast::Clause {
                         heads: vec![c.heads[i].clone()],
                         body: c.body.clone(),
+                        dominating: c.dominating.clone(),
                         span: c.span,
                     }
                 };
@@ -768,7 +769,7 @@ fn rename_atoms(clause: &mut ast::Clause, map: &HashMap<String, String>) {
         }
     };
     let mut stack: Vec<Node> = Vec::new();
-    for h in &mut clause.heads {
+    for h in clause.heads.iter_mut().chain(clause.dominating.as_mut()) {
         fix(&mut h.name);
         stack.extend(h.args.iter_mut().map(Node::Expr));
     }

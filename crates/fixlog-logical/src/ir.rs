@@ -73,6 +73,14 @@ pub struct Relation {
     pub outputs: Vec<IoDirective>,
     /// `.printsize` was given.
     pub printsize: bool,
+    /// Declared `eqrel`: a binary relation (both columns of one type) that the storage
+    /// keeps an equivalence relation — reflexive on the values that occur, symmetric,
+    /// transitive — whatever the rules and facts put in it.
+    pub eqrel: bool,
+    /// `choice-domain`: for each domain, its columns. A tuple is added only when no
+    /// tuple of the relation has its values in the columns of any domain; among the new
+    /// tuples of one step, the smallest first (see `fixlog_exec::maintain`).
+    pub choice_domains: Vec<Vec<usize>>,
 }
 
 impl Relation {
@@ -302,6 +310,12 @@ pub struct Program {
     pub strata: Vec<Stratum>,
     /// The symbols of the program text, interned. Loading facts adds more.
     pub symbols: SymbolTable,
+    /// The subsumptive clauses `a(x) <= a(y) :- body.`, each as the rules of the tuples
+    /// it removes: head `a(x)` (the dominated tuple), body `a(x), a(y), body` and one
+    /// column where `x` and `y` differ (a clause is one rule per column), so that no
+    /// tuple dominates itself. Their relation's stratum removes what they derive after
+    /// every step (see `fixlog_exec::driver`). Not in [`Stratum::rules`].
+    pub subsumptions: Vec<Rule>,
     /// Soufflé's warnings about the program (a variable that occurs only once in a
     /// rule, a relation without rules or facts that is not an input), located, in
     /// source order. They do not stop a run; the CLI prints them unless `-w`.
@@ -330,7 +344,7 @@ impl Program {
                 }
             }
         }
-        for rule in &self.rules {
+        for rule in self.rules.iter().chain(&self.subsumptions) {
             if let Some(r) = reads.get_mut(rule.head.rel) {
                 body_reads(&rule.body, r);
             }

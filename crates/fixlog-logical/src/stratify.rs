@@ -142,10 +142,31 @@ fn path_within(from: RelId, to: RelId, adj: &[Vec<usize>], comp: &[usize]) -> Ve
 /// Compute the strata of a program, or report every negation/aggregation that lies on a
 /// dependency cycle.
 pub fn stratify(relations: &[Relation], rules: &[Rule]) -> Result<Vec<Stratum>, Diagnostics> {
+    stratify_with(relations, rules, &[])
+}
+
+/// [`stratify`] with the program's subsumptions (see
+/// [`crate::ir::Program::subsumptions`]): a relation depends on what its subsumptive
+/// clauses read, except itself (removing dominated tuples of a relation does not make
+/// its stratum recursive; the driver removes them after every step). Strata list the
+/// indices of `rules` only.
+pub fn stratify_with(
+    relations: &[Relation],
+    rules: &[Rule],
+    subsumptions: &[Rule],
+) -> Result<Vec<Stratum>, Diagnostics> {
     let n = relations.len();
     let mut edges = Vec::new();
     for r in rules {
         body_edges(r.head.rel, &r.body, None, &mut edges);
+    }
+    for r in subsumptions {
+        let mut own = Vec::new();
+        body_edges(r.head.rel, &r.body, None, &mut own);
+        edges.extend(
+            own.into_iter()
+                .filter(|e| !(e.to == e.from && e.kind == EdgeKind::Positive)),
+        );
     }
     let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
     for e in &edges {

@@ -160,7 +160,17 @@ fn unknown_type_and_bad_type_declarations() {
     );
     assert_eq!(
         err1(".decl r(x: number) eqrel\n"),
-        e("`eqrel` relations are not supported", "1:20")
+        e(
+            "an `eqrel` relation must have two attributes; `r` has 1",
+            "1:20"
+        )
+    );
+    assert_eq!(
+        err1(".decl r(x: number, y: symbol) eqrel\n"),
+        e(
+            "the attributes of the `eqrel` relation `r` have different types (`number` and `symbol`)",
+            "1:31"
+        )
     );
     assert_eq!(
         err1(".functor f(x: number): number\n"),

@@ -37,15 +37,27 @@ pub fn explain_with_notes(
                 ""
             }
         );
+        for &rel in &stratum.relations {
+            if let Some(line) = storage_line(&plan.relations[rel]) {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
         if stratum.init.is_empty() && stratum.recursive_rules.is_empty() {
             let _ = writeln!(out, "  (no rules: facts and inputs only)");
         }
-        for (title, rules) in [
-            ("once", &stratum.init),
-            ("each iteration", &stratum.recursive_rules),
+        for (title, rules, logical_rules) in [
+            ("once", &stratum.init, &program.rules),
+            ("each iteration", &stratum.recursive_rules, &program.rules),
+            (
+                "subsumption, after every step",
+                &stratum.subsumptions,
+                &program.subsumptions,
+            ),
         ] {
             for rule_plan in rules.iter() {
-                let rule = &program.rules[rule_plan.rule];
+                let Some(rule) = logical_rules.get(rule_plan.rule) else {
+                    continue;
+                };
                 let text: String = sources
                     .snippet(rule.span)
                     .split_whitespace()
@@ -77,9 +89,14 @@ pub fn explain_with_notes(
                     }
                 }
                 write_ops(&mut out, plan, &rule_plan.ops, 4, note);
+                let verb = if std::ptr::eq(rules, &stratum.subsumptions) {
+                    "remove from"
+                } else {
+                    "insert into"
+                };
                 let _ = writeln!(
                     out,
-                    "    ──▶ insert into {}",
+                    "    ──▶ {verb} {}",
                     plan.relations[rule_plan.head].name
                 );
             }
@@ -90,6 +107,32 @@ pub fn explain_with_notes(
         let _ = writeln!(out, "  #{i}: {}", index_name(plan, ix));
     }
     out
+}
+
+/// How the driver keeps a relation, where it is not a plain set of derived tuples.
+fn storage_line(rel: &RelationInfo) -> Option<String> {
+    if rel.eqrel {
+        return Some(format!(
+            "{}: eqrel (each step's new pairs are closed through a union-find on the host; the delta is every pair of the classes they merge; the relation itself stays in the backend)",
+            rel.name
+        ));
+    }
+    if rel.choice_domains.is_empty() {
+        return None;
+    }
+    let domains: Vec<String> = rel
+        .choice_domains
+        .iter()
+        .map(|d| {
+            let cols: Vec<String> = d.iter().map(|c| format!("#{c}")).collect();
+            format!("({})", cols.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "{}: choice-domain {} (each step's new tuples are chosen on the host, smallest first in output order, when no kept tuple has their domain values; the relation itself stays in the backend)",
+        rel.name,
+        domains.join(", ")
+    ))
 }
 
 fn index_name(plan: &Plan, ix: &IndexSpec) -> String {

@@ -231,12 +231,29 @@ pub struct StratumPlan {
     pub init: Vec<RulePlan>,
     /// Delta variants evaluated at every iteration (empty unless `recursive`).
     pub recursive_rules: Vec<RulePlan>,
+    /// The subsumptive clauses of the stratum's relations, over full versions: each
+    /// derives tuples of its head relation that another tuple dominates, which the
+    /// driver removes after the init rules and after every iteration. `RulePlan::rule`
+    /// indexes [`fixlog_logical::Program::subsumptions`].
+    pub subsumptions: Vec<RulePlan>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct RelationInfo {
     pub name: String,
     pub types: Vec<ColType>,
+    /// Kept an equivalence relation by the driver (see `fixlog_exec::maintain`).
+    pub eqrel: bool,
+    /// The columns of each `choice-domain` (see `fixlog_exec::maintain`).
+    pub choice_domains: Vec<Vec<usize>>,
+}
+
+impl RelationInfo {
+    /// Whether the driver folds this relation's new tuples on the host before adding
+    /// them (eqrel closure, choice), rather than adding them as the rules derived them.
+    pub fn maintained(&self) -> bool {
+        self.eqrel || !self.choice_domains.is_empty()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

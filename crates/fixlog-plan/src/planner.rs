@@ -77,11 +77,26 @@ pub fn plan_with(program: &Program, options: &PlanOptions) -> Result<Plan, Diagn
                 }
             }
         }
+        let mut subsumptions = Vec::new();
+        for (rule_idx, rule) in program.subsumptions.iter().enumerate() {
+            if in_stratum.contains(&rule.head.rel) {
+                let mut planner = RulePlanner {
+                    indexes: &mut indexes,
+                    index_ids: &mut index_ids,
+                    vars: &rule.vars,
+                    wcoj: false,
+                    bound_order: Vec::new(),
+                    join: wcoj::choose(rule, options.join),
+                };
+                subsumptions.push(planner.plan_rule(rule_idx, rule, None)?);
+            }
+        }
         strata.push(StratumPlan {
             relations: stratum.relations.clone(),
             recursive: stratum.recursive,
             init,
             recursive_rules,
+            subsumptions,
         });
     }
     Ok(Plan {
@@ -91,6 +106,8 @@ pub fn plan_with(program: &Program, options: &PlanOptions) -> Result<Plan, Diagn
             .map(|r| RelationInfo {
                 name: r.name.clone(),
                 types: r.types(),
+                eqrel: r.eqrel,
+                choice_domains: r.choice_domains.clone(),
             })
             .collect(),
         indexes,

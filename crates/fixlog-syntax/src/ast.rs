@@ -85,6 +85,17 @@ pub struct Decl {
     pub attrs: Vec<Attribute>,
     /// `btree`, `brie`, `eqrel`, ... as written.
     pub qualifiers: Vec<Ident>,
+    /// `choice-domain x, (y, z)`: each domain is the attributes named in it (one for
+    /// `x`, several for `(y, z)`); empty when the declaration has no `choice-domain`.
+    pub choice_domains: Vec<ChoiceDomain>,
+    pub span: Span,
+}
+
+/// One domain of a `choice-domain` qualifier: at most one tuple of the relation per
+/// value of these attributes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChoiceDomain {
+    pub attrs: Vec<Ident>,
     pub span: Span,
 }
 
@@ -147,6 +158,9 @@ pub struct Directive {
 pub struct Clause {
     pub heads: Vec<Atom>,
     pub body: Option<Body>,
+    /// A subsumptive clause `dominated <= dominating :- body.` (Soufflé 2.3+): `heads`
+    /// holds the dominated atom alone and this the dominating one.
+    pub dominating: Option<Atom>,
     pub span: Span,
 }
 

@@ -586,7 +586,18 @@ impl<'t> Parser<'t> {
             }
         }
         let mut qualifiers = Vec::new();
+        let mut choice_domains = Vec::new();
         while let TokenKind::Ident(q) = self.peek() {
+            if q == "choice"
+                && self.peek_n(1) == &TokenKind::Minus
+                && matches!(self.peek_n(2), TokenKind::Ident(d) if d == "domain")
+            {
+                for _ in 0..3 {
+                    self.bump();
+                }
+                choice_domains.extend(self.choice_domains()?);
+                continue;
+            }
             if !QUALIFIERS.contains(&q.as_str()) || self.peek_n(1) == &TokenKind::LParen {
                 break;
             }
@@ -599,9 +610,36 @@ impl<'t> Parser<'t> {
                 name,
                 attrs: attrs.clone(),
                 qualifiers: qualifiers.clone(),
+                choice_domains: choice_domains.clone(),
                 span,
             })
             .collect())
+    }
+
+    /// The domains after `choice-domain`: `x`, `(x, y)`, separated by `,` (Soufflé's
+    /// `choice-domain <constraint> { "," <constraint> }`).
+    fn choice_domains(&mut self) -> PResult<Vec<ChoiceDomain>> {
+        let mut domains = Vec::new();
+        loop {
+            let start = self.tok().span;
+            let attrs = if self.eat(&TokenKind::LParen).is_some() {
+                let mut attrs = vec![self.ident("an attribute name in `choice-domain`")?];
+                while self.eat(&TokenKind::Comma).is_some() {
+                    attrs.push(self.ident("an attribute name in `choice-domain`")?);
+                }
+                self.expect(TokenKind::RParen)?;
+                attrs
+            } else {
+                vec![self.ident("an attribute name after `choice-domain`")?]
+            };
+            domains.push(ChoiceDomain {
+                attrs,
+                span: self.span_from(start),
+            });
+            if self.eat(&TokenKind::Comma).is_none() {
+                return Ok(domains);
+            }
+        }
     }
 
     fn type_decl(&mut self, kw: Span) -> PResult<TypeDecl> {
@@ -754,6 +792,23 @@ impl<'t> Parser<'t> {
     fn clause(&mut self) -> PResult<Clause> {
         let start = self.tok().span;
         let mut heads = vec![self.atom()?];
+        if self.eat(&TokenKind::Le).is_some() {
+            // A subsumptive clause: `dominated <= dominating :- body.`
+            let dominating = self.atom()?;
+            if self.eat(&TokenKind::If).is_none() {
+                return Err(self.expected("`:-` (a subsumptive clause needs a body)"));
+            }
+            let body = self.disjunction()?;
+            if self.eat(&TokenKind::Dot).is_none() {
+                return Err(self.expected("`,`, `;` or `.`"));
+            }
+            return Ok(Clause {
+                heads,
+                body: Some(body),
+                dominating: Some(dominating),
+                span: self.span_from(start),
+            });
+        }
         while self.eat(&TokenKind::Comma).is_some() {
             heads.push(self.atom()?);
         }
@@ -761,6 +816,7 @@ impl<'t> Parser<'t> {
             return Ok(Clause {
                 heads,
                 body: None,
+                dominating: None,
                 span: self.span_from(start),
             });
         }
@@ -774,6 +830,7 @@ impl<'t> Parser<'t> {
         Ok(Clause {
             heads,
             body: Some(body),
+            dominating: None,
             span: self.span_from(start),
         })
     }

@@ -1223,3 +1223,69 @@ fn long_lines_are_cut_around_the_caret_and_errors_are_capped() {
         err.0.len() - 20
     )));
 }
+
+#[test]
+fn choice_domains_and_qualifiers() {
+    let p = parse_ok(
+        ".decl st(u: number, v: number) choice-domain v\n\
+         .decl m(x: number, y: number, z: number) btree choice-domain x, (y, z) brie\n\
+         .decl eq(x: number, y: number) eqrel\n\
+         st(1, 2).\n",
+    );
+    let decls: Vec<&Decl> = p
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Decl(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    let names = |d: &Decl| -> Vec<Vec<String>> {
+        d.choice_domains
+            .iter()
+            .map(|c| c.attrs.iter().map(|a| a.name.clone()).collect())
+            .collect()
+    };
+    assert_eq!(names(decls[0]), vec![vec!["v".to_string()]]);
+    assert_eq!(
+        names(decls[1]),
+        vec![
+            vec!["x".to_string()],
+            vec!["y".to_string(), "z".to_string()]
+        ]
+    );
+    let quals: Vec<&str> = decls[1]
+        .qualifiers
+        .iter()
+        .map(|q| q.name.as_str())
+        .collect();
+    assert_eq!(quals, ["btree", "brie"]);
+    assert_eq!(decls[2].qualifiers[0].name, "eqrel");
+    assert!(decls[2].choice_domains.is_empty());
+    assert_eq!(clauses(&p).len(), 1);
+
+    assert_eq!(
+        parse_errs(".decl r(x: number) choice-domain (x\n"),
+        vec![(
+            "expected `)`, found end of file".to_string(),
+            "t.dl:2:1".to_string()
+        )]
+    );
+}
+
+#[test]
+fn subsumptive_clauses() {
+    let p = parse_ok("dist(x, d1) <= dist(x, d2) :- d2 <= d1.\nr(x) :- s(x), x <= 3.\n");
+    let cs = clauses(&p);
+    assert_eq!(cs.len(), 2);
+    assert_eq!(cs[0].heads.len(), 1);
+    assert_eq!(cs[0].heads[0].name.name, "dist");
+    let dominating = cs[0].dominating.as_ref().map(|a| a.args.len());
+    assert_eq!(dominating, Some(2));
+    assert!(cs[0].body.is_some());
+    assert!(cs[1].dominating.is_none());
+    let errs = parse_errs("a(x) <= a(y).\n");
+    assert_eq!(errs.len(), 1);
+    assert!(errs[0].0.contains("`:-`"), "{errs:?}");
+    assert_eq!(errs[0].1, "t.dl:1:13");
+}

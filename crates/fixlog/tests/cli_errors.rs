@@ -1495,3 +1495,87 @@ fn rules_of_relations_no_output_needs_do_not_run() {
     let db = program.run(&fixlog::RunOptions::default()).unwrap();
     assert_eq!(db.len("big"), Some(9));
 }
+
+#[test]
+fn eqrel_needs_two_attributes_of_one_type() {
+    let prog = ".decl e(x: number, y: number, z: number) eqrel\ne(1, 2, 3).\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 1, &["eqrel"]);
+    assert_mentions(&o, &[&["eqrel"], &["two attributes"]]);
+
+    let prog = ".decl e(x: number, y: symbol) eqrel\ne(1, \"a\").\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 1, &["eqrel"]);
+    assert_mentions(&o, &[&["eqrel"], &["different types"]]);
+}
+
+#[test]
+fn choice_domain_errors() {
+    // An attribute the relation does not have.
+    let prog = ".decl r(x: number, y: number) choice-domain x, zz\nr(1, 2).\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 1, &["zz"]);
+    assert_mentions(&o, &[&["`zz`"], &["not an attribute"]]);
+
+    // On an eqrel relation.
+    let prog = ".decl r(x: number, y: number) eqrel choice-domain (x)\nr(1, 2).\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 1, &["(x)"]);
+    assert_mentions(&o, &[&["eqrel"], &["choice-domain"]]);
+
+    // Unclosed domain.
+    let prog = ".decl r(x: number, y: number) choice-domain (x, y\nr(1, 2).\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 2, &["r(1"]);
+    assert_mentions(&o, &[&["expected"]]);
+}
+
+#[test]
+fn subsumptive_clause_errors() {
+    // The two atoms must be of one relation.
+    let prog = ".decl a(x: number)\n.decl b(x: number)\na(1). b(2).\na(x) <= b(y) :- x < y.\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 4, &["b(y)"]);
+    assert_mentions(&o, &[&["subsumptive"], &["one relation"]]);
+
+    // A body is required.
+    let prog = ".decl a(x: number)\na(1).\na(x) <= a(y).\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 3, &["."]);
+    assert_mentions(&o, &[&["expected"], &[":-"]]);
+
+    // No `_` in its atoms.
+    let prog = ".decl a(x: number, y: number)\na(1, 2).\na(x, _) <= a(x, y) :- y > 0.\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 3, &["_"]);
+    assert_mentions(&o, &[&["`_`"], &["subsumptive"]]);
+
+    // Not on eqrel relations.
+    let prog = ".decl e(x: number, y: number) eqrel\ne(1, 2).\ne(x, y) <= e(y, x) :- x < y.\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 3, &["e(x, y) <="]);
+    assert_mentions(&o, &[&["eqrel"], &["subsumptive"]]);
+
+    // Nor on choice-domain relations (a removed tuple's domain value would stay taken).
+    let prog =
+        ".decl c(x: number, y: number) choice-domain x\nc(1, 2).\nc(x, y) <= c(x, z) :- z < y.\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 3, &["c(x, y) <="]);
+    assert_mentions(&o, &[&["choice-domain"], &["subsumptive"]]);
+
+    // Unknown variables in its atoms are unbound as anywhere else.
+    let prog = ".decl a(x: number)\na(1).\na(x) <= a(y) :- y < z.\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 3, &["z."]);
+}

@@ -53,12 +53,12 @@ struct Tally {
     /// Some relation of a recursive stratum was non-empty.
     recursive: usize,
     /// Per feature of [`FEATURES`], the programs that used it.
-    features: [usize; 9],
+    features: [usize; 12],
     /// Programs whose plan with worst-case-optimal joins forced has an intersection.
     intersections: usize,
 }
 
-const FEATURES: [&str; 9] = [
+const FEATURES: [&str; 12] = [
     "rec",
     "neg",
     "agg",
@@ -68,6 +68,9 @@ const FEATURES: [&str; 9] = [
     "sym",
     "agg-own-result",
     "agg-on-computed",
+    "eqrel",
+    "choice",
+    "subsumption",
 ];
 
 /// Runs `check_inner`, turning a panic (in the engine or the reference) into a failure
@@ -239,6 +242,9 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
         f.symbols,
         f.agg_own_result,
         f.agg_on_computed,
+        f.eqrel,
+        f.choice,
+        f.subsumption,
     ];
     for (count, on) in t.features.iter_mut().zip(used) {
         *count += usize::from(on);

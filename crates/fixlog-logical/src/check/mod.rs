@@ -30,11 +30,12 @@
 mod lower;
 mod lowered;
 mod range;
+mod relation_kinds;
 mod typing;
 
 use crate::ground::Grounding;
 use crate::ir::{self, ColType, RelId, Value, VarId};
-use crate::stratify::stratify;
+use crate::stratify::stratify_with;
 use crate::symbols::SymbolTable;
 use crate::value;
 use fixlog_syntax::ast;
@@ -90,18 +91,21 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         symbols: SymbolTable::new(),
         facts: Vec::new(),
         rules: Vec::new(),
+        subsumptions: Vec::new(),
         warnings: Vec::new(),
     };
     ck.run(program);
     if !ck.errors.is_empty() {
         return Err(finish_errors(ck.errors));
     }
-    let strata = stratify(&ck.relations, &ck.rules).map_err(|e| finish_errors(e.0))?;
+    let strata = stratify_with(&ck.relations, &ck.rules, &ck.subsumptions)
+        .map_err(|e| finish_errors(e.0))?;
     let warnings = finish_errors(ck.warnings).0;
     Ok(ir::Program {
         relations: ck.relations,
         facts: ck.facts,
         rules: ck.rules,
+        subsumptions: ck.subsumptions,
         strata,
         symbols: ck.symbols,
         warnings,
@@ -198,6 +202,8 @@ struct Checker<'a> {
     symbols: SymbolTable,
     facts: Vec<ir::Fact>,
     rules: Vec<ir::Rule>,
+    /// See [`ir::Program::subsumptions`].
+    subsumptions: Vec<ir::Rule>,
     /// Soufflé's warnings (see [`ir::Program::warnings`]).
     warnings: Vec<Diagnostic>,
 }
@@ -437,13 +443,17 @@ impl<'a> Checker<'a> {
             inputs: Vec::new(),
             outputs: Vec::new(),
             printsize: false,
+            eqrel: false,
+            choice_domains: Vec::new(),
         };
         for q in &d.qualifiers {
             match q.name.as_str() {
-                "eqrel" => self.error(Diagnostic::error(
-                    "`eqrel` relations are not supported",
-                    q.span,
-                ).with_help("declare a plain relation and write the equivalence rules (reflexive, symmetric, transitive) explicitly")),
+                "eqrel" => {
+                    if let Some(e) = relation_kinds::eqrel_error(d, &rel) {
+                        self.error(Diagnostic::error(e, q.span));
+                    }
+                    rel.eqrel = true;
+                }
                 "input" => rel.inputs.push(ir::IoDirective {
                     params: BTreeMap::new(),
                     span: q.span,
@@ -456,6 +466,7 @@ impl<'a> Checker<'a> {
                 _ => {}
             }
         }
+        rel.choice_domains = self.choice_domains(d, &rel);
         self.rel_ids
             .insert(d.name.name.clone(), self.relations.len());
         self.relations.push(rel);
@@ -528,6 +539,10 @@ impl<'a> Checker<'a> {
     }
 
     fn clause(&mut self, c: &ast::Clause) {
+        if let Some(dominating) = &c.dominating {
+            self.subsumptive_clause(c, dominating);
+            return;
+        }
         let Some(body) = &c.body else {
             for head in &c.heads {
                 let span = if c.heads.len() == 1 {

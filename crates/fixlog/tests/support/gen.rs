@@ -62,6 +62,8 @@ pub struct Rel {
     pub types: Vec<Ty>,
     /// 0 = EDB.
     pub layer: usize,
+    /// Declared `eqrel` or with a `choice-domain`.
+    pub kept_in_shape: bool,
 }
 
 /// Which language features a generated program uses (to check that the random programs
@@ -80,6 +82,12 @@ pub struct Features {
     /// An aggregate correlated on a variable bound by an equality or by another
     /// aggregate (not by an atom).
     pub agg_on_computed: bool,
+    /// An `eqrel` relation.
+    pub eqrel: bool,
+    /// A `choice-domain` relation.
+    pub choice: bool,
+    /// A subsumptive clause.
+    pub subsumption: bool,
 }
 
 #[derive(Clone)]
@@ -212,6 +220,9 @@ impl Gen {
                     let row = self.random_row(&rel.types);
                     self.fact(&rel.name, &row);
                 }
+                if self.c.chance(25) {
+                    self.subsumption(rel);
+                }
             }
             if layer_rels.len() == 2 && self.c.chance(50) {
                 self.features.multi_head = true;
@@ -228,12 +239,39 @@ impl Gen {
     }
 
     fn new_rel(&mut self, name: String, layer: usize) -> Rel {
-        let arity = 1 + self.c.below(3);
+        let mut arity = 1 + self.c.below(3);
+        // An eqrel relation (inputs are closed too, so also in layer 0): two columns of
+        // one type.
+        let eqrel = self.c.chance(if layer == 0 { 5 } else { 10 });
+        if eqrel {
+            arity = 2;
+            self.features.eqrel = true;
+        }
         let mut types = vec![Ty::Num; arity];
-        if arity >= 2 && self.c.chance(if layer == 0 { 25 } else { 15 }) {
+        if eqrel {
+            if self.c.chance(15) {
+                types = vec![Ty::Sym; 2];
+                self.features.symbols = true;
+            }
+        } else if arity >= 2 && self.c.chance(if layer == 0 { 25 } else { 15 }) {
             let col = self.c.below(arity);
             types[col] = Ty::Sym;
             self.features.symbols = true;
+        }
+        // A choice-domain: one column, or (with three columns) sometimes two domains
+        // or a domain of two columns.
+        let mut qualifier = String::new();
+        if eqrel {
+            qualifier.push_str(" eqrel");
+        } else if arity >= 2 && self.c.chance(if layer == 0 { 5 } else { 12 }) {
+            self.features.choice = true;
+            let first = self.c.below(arity);
+            let domain = match (arity, self.c.below(3)) {
+                (3, 1) => format!("c{first}, c{}", (first + 1) % 3),
+                (3, 2) => format!("(c{first}, c{})", (first + 1) % 3),
+                _ => format!("c{first}"),
+            };
+            qualifier = format!(" choice-domain {domain}");
         }
         let cols: Vec<String> = types
             .iter()
@@ -249,10 +287,48 @@ impl Gen {
             })
             .collect();
         self.text
-            .push_str(&format!(".decl {name}({})\n", cols.join(", ")));
-        let rel = Rel { name, types, layer };
+            .push_str(&format!(".decl {name}({}){qualifier}\n", cols.join(", ")));
+        let rel = Rel {
+            name,
+            types,
+            layer,
+            kept_in_shape: !qualifier.is_empty(),
+        };
         self.rels.push(rel.clone());
         rel
+    }
+
+    /// A subsumptive clause keeping, per value of the other columns, the least or
+    /// greatest value of one number column (an order, so the engine's removal after
+    /// every step and the reference's after every round agree).
+    fn subsumption(&mut self, rel: &Rel) {
+        let nums: Vec<usize> = (0..rel.types.len())
+            .filter(|&i| rel.types[i] == Ty::Num)
+            .collect();
+        if rel.kept_in_shape || rel.types.len() < 2 || nums.is_empty() {
+            return;
+        }
+        let col = *self.c.pick(&nums);
+        let args = |which: &str| -> String {
+            (0..rel.types.len())
+                .map(|i| {
+                    if i == col {
+                        format!("d{which}")
+                    } else {
+                        format!("k{i}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let op = *self.c.pick(&["<", ">", "<=", ">="]);
+        self.features.subsumption = true;
+        self.text.push_str(&format!(
+            "{name}({}) <= {name}({}) :- d2 {op} d1.\n",
+            args("1"),
+            args("2"),
+            name = rel.name
+        ));
     }
 
     fn random_row(&mut self, types: &[Ty]) -> Vec<Val> {

@@ -1,8 +1,18 @@
 //! A naive, obviously correct evaluator over the checked program, for tests only.
 //!
-//! - Strata run in the given order. Within a stratum: evaluate every rule over the
-//!   current sets, add what it derives, and repeat until nothing changes (naive, not
-//!   semi-naive).
+//! - Strata run in the given order. Within a stratum: a first round evaluates the rules
+//!   that read no relation of the stratum (all rules of a non-recursive stratum); then
+//!   rounds evaluate every rule of the stratum over the current sets (naive, not
+//!   semi-naive) until a round changes nothing. A round first evaluates all its rules,
+//!   then adds what they derived (the rounds are the engine's steps, which matters for
+//!   choice).
+//! - Relations kept in a shape, computed independently of the engine's union-find:
+//!   an `eqrel` relation is replaced after every round by the equivalence closure of
+//!   its pairs (classes by graph search); a `choice-domain` relation adds a round's new
+//!   tuples in output order, each only if no tuple it holds shares a domain value
+//!   with it. Facts are folded the same way before the strata run.
+//! - After each round, the subsumptive clauses of the stratum's relations are evaluated
+//!   and the dominated tuples they derive are removed.
 //! - A rule body is evaluated by nested loops: take the first literal (in body order)
 //!   that can run with the variables bound so far, enumerate its satisfiers, recurse on
 //!   the rest. Atoms can always run; `v = expr` runs once `expr` is bound (and binds
@@ -36,28 +46,148 @@ pub fn evaluate(
     extra: &[(RelId, Vec<Value>)],
     symbols: &SymbolTable,
 ) -> Vec<Tuples> {
-    let mut rels: Vec<Tuples> = vec![Tuples::new(); program.relations.len()];
+    let n = program.relations.len();
+    let mut rels: Vec<Tuples> = vec![Tuples::new(); n];
+    let mut facts: Vec<Tuples> = vec![Tuples::new(); n];
     for fact in &program.facts {
-        rels[fact.rel].insert(fact.values.clone());
+        facts[fact.rel].insert(fact.values.clone());
     }
     for (rel, tuple) in extra {
-        rels[*rel].insert(tuple.clone());
+        facts[*rel].insert(tuple.clone());
+    }
+    for (rel, new) in facts.into_iter().enumerate() {
+        add_round(program, rel, &mut rels, new, symbols);
     }
     for stratum in &program.strata {
+        let in_stratum = |r: RelId| stratum.relations.contains(&r);
+        let first: Vec<usize> = stratum
+            .rules
+            .iter()
+            .copied()
+            .filter(|&r| {
+                !stratum.recursive
+                    || !program.rules[r]
+                        .body
+                        .iter()
+                        .any(|l| matches!(l, Literal::Atom(a) if in_stratum(a.rel)))
+            })
+            .collect();
+        round(program, stratum, &first, &mut rels, symbols);
+        if !stratum.recursive {
+            continue;
+        }
         loop {
-            let mut changed = false;
-            for &r in &stratum.rules {
-                let rule = &program.rules[r];
-                for tuple in eval_rule(rule, &rels, symbols) {
-                    changed |= rels[rule.head.rel].insert(tuple);
-                }
-            }
-            if !changed {
+            let before: Vec<Tuples> = stratum.relations.iter().map(|&r| rels[r].clone()).collect();
+            round(program, stratum, &stratum.rules, &mut rels, symbols);
+            let same = stratum
+                .relations
+                .iter()
+                .zip(&before)
+                .all(|(&r, b)| rels[r] == *b);
+            if same {
                 break;
             }
         }
     }
     rels
+}
+
+/// One step of a stratum: evaluate `rules` over `rels`, add what they derived (folded
+/// for eqrel and choice relations), then remove the tuples the stratum's subsumptive
+/// clauses find dominated.
+fn round(
+    program: &Program,
+    stratum: &fixlog_logical::Stratum,
+    rules: &[usize],
+    rels: &mut [Tuples],
+    symbols: &SymbolTable,
+) {
+    let mut derived: Vec<Tuples> = vec![Tuples::new(); rels.len()];
+    for &r in rules {
+        let rule = &program.rules[r];
+        derived[rule.head.rel].extend(eval_rule(rule, rels, symbols));
+    }
+    for (rel, new) in derived.into_iter().enumerate() {
+        if !new.is_empty() {
+            add_round(program, rel, rels, new, symbols);
+        }
+    }
+    let mut dominated: Vec<Tuples> = vec![Tuples::new(); rels.len()];
+    for rule in &program.subsumptions {
+        if stratum.relations.contains(&rule.head.rel) {
+            dominated[rule.head.rel].extend(eval_rule(rule, rels, symbols));
+        }
+    }
+    for (rel, gone) in dominated.into_iter().enumerate() {
+        rels[rel].retain(|t| !gone.contains(t));
+    }
+}
+
+/// Adds a step's derived tuples `new` to relation `rel` as its declaration says.
+fn add_round(
+    program: &Program,
+    rel: RelId,
+    rels: &mut [Tuples],
+    new: Tuples,
+    symbols: &SymbolTable,
+) {
+    let decl = &program.relations[rel];
+    if decl.eqrel {
+        rels[rel].extend(new);
+        rels[rel] = equivalence_closure(&rels[rel]);
+    } else if !decl.choice_domains.is_empty() {
+        let order = value::output_order(&decl.types(), symbols);
+        let mut fresh: Vec<Vec<Value>> =
+            new.into_iter().filter(|t| !rels[rel].contains(t)).collect();
+        fresh.sort_by(|a, b| order(a, b));
+        for t in fresh {
+            let clash = rels[rel].iter().any(|held| {
+                decl.choice_domains
+                    .iter()
+                    .any(|d| d.iter().all(|&c| held[c] == t[c]))
+            });
+            if !clash {
+                rels[rel].insert(t);
+            }
+        }
+    } else {
+        rels[rel].extend(new);
+    }
+}
+
+/// Every pair `(x, y)` with `x` and `y` connected by the pairs of `pairs` (in either
+/// direction), each value connected to itself.
+fn equivalence_closure(pairs: &Tuples) -> Tuples {
+    use std::collections::BTreeMap;
+    let mut adjacent: BTreeMap<Value, Vec<Value>> = BTreeMap::new();
+    for p in pairs {
+        adjacent.entry(p[0]).or_default().push(p[1]);
+        adjacent.entry(p[1]).or_default().push(p[0]);
+    }
+    let mut out = Tuples::new();
+    let mut done: BTreeSet<Value> = BTreeSet::new();
+    for &start in adjacent.keys() {
+        if done.contains(&start) {
+            continue;
+        }
+        let mut class = vec![start];
+        done.insert(start);
+        let mut i = 0;
+        while i < class.len() {
+            for &next in &adjacent[&class[i]] {
+                if done.insert(next) {
+                    class.push(next);
+                }
+            }
+            i += 1;
+        }
+        for &x in &class {
+            for &y in &class {
+                out.insert(vec![x, y]);
+            }
+        }
+    }
+    out
 }
 
 struct Ctx<'a> {
