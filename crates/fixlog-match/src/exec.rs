@@ -14,6 +14,7 @@ use crate::graph::NodeIndex;
 use crate::intersect::{intersect_count, intersect_into, range, retain_in};
 use crate::plan::{Plan, Step};
 use rayon::prelude::*;
+use std::sync::Mutex;
 
 /// One step's candidates: a slice of the plan's lists, or a buffer of the search.
 enum List<'p> {
@@ -69,6 +70,22 @@ struct Search<'p> {
     /// One intersection buffer per step, reused.
     buffers: Vec<Vec<NodeIndex>>,
     memo: Memo,
+    /// Where the memo goes back when the search ends: rayon makes a search per piece
+    /// of work it splits off, and a memo holds a table over every graph node, so
+    /// searches of one run share memos instead of allocating one each.
+    memo_pool: Option<&'p Mutex<Vec<Memo>>>,
+}
+
+impl Drop for Search<'_> {
+    fn drop(&mut self) {
+        if let Some(pool) = self.memo_pool {
+            let mut memo = std::mem::take(&mut self.memo);
+            memo.owner = None;
+            if let Ok(mut pool) = pool.lock() {
+                pool.push(memo);
+            }
+        }
+    }
 }
 
 impl<'p> Search<'p> {
@@ -79,7 +96,18 @@ impl<'p> Search<'p> {
             bindings: vec![0; k],
             buffers: vec![Vec::new(); k],
             memo: Memo::default(),
+            memo_pool: None,
         }
+    }
+
+    /// A search whose memo comes from, and goes back to, `pool`.
+    fn pooled(plan: &'p Plan, pool: &'p Mutex<Vec<Memo>>) -> Search<'p> {
+        let mut search = Search::new(plan);
+        if let Some(memo) = pool.lock().ok().and_then(|mut p| p.pop()) {
+            search.memo = memo;
+        }
+        search.memo_pool = Some(pool);
+        search
     }
 
     /// The id range `lower..upper` of step `level` under the current bindings.
@@ -342,10 +370,11 @@ pub fn count(plan: &Plan) -> u64 {
     if plan.steps.len() == 1 {
         return first.len() as u64;
     }
+    let memo_pool = Mutex::new(Vec::new());
     first
         .par_iter()
         .map_init(
-            || Search::new(plan),
+            || Search::pooled(plan, &memo_pool),
             |search, &c| {
                 search.bindings[0] = c;
                 search.count(1)
