@@ -404,6 +404,7 @@ fn build_filter(
     };
     let words: Vec<u64> = (0..n.div_ceil(64))
         .into_par_iter()
+        .with_min_len(crate::graph::PARALLEL_MIN_NODES / 64)
         .map(|w| {
             let mut word = 0u64;
             for bit in 0..64 {
