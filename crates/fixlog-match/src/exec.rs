@@ -14,6 +14,7 @@ use crate::graph::NodeIndex;
 use crate::intersect::{intersect_count, intersect_into, range, retain_in};
 use crate::plan::{Plan, Step};
 use rayon::prelude::*;
+use std::sync::Mutex;
 
 /// One step's candidates: a slice of the plan's lists, or a buffer of the search.
 enum List<'p> {
@@ -30,6 +31,37 @@ impl List<'_> {
     }
 }
 
+/// The last step's intersections under one first-step binding, by the binding of the
+/// plan's `memo_key_step` (see `plan::memo_key_step`).
+#[derive(Default)]
+struct Memo {
+    /// The first-step binding the entries belong to.
+    owner: Option<NodeIndex>,
+    /// Per graph node: index into `spans` plus one (0: not computed).
+    slot: Vec<u32>,
+    spans: Vec<(usize, usize)>,
+    arena: Vec<NodeIndex>,
+    touched: Vec<NodeIndex>,
+}
+
+impl Memo {
+    fn reset_for(&mut self, owner: NodeIndex, node_count: usize) {
+        if self.owner == Some(owner) {
+            return;
+        }
+        if self.slot.len() != node_count {
+            self.slot = vec![0; node_count];
+        }
+        for &t in &self.touched {
+            self.slot[t as usize] = 0;
+        }
+        self.touched.clear();
+        self.spans.clear();
+        self.arena.clear();
+        self.owner = Some(owner);
+    }
+}
+
 /// The state of one depth-first search (one per worker).
 struct Search<'p> {
     plan: &'p Plan,
@@ -37,6 +69,23 @@ struct Search<'p> {
     bindings: Vec<NodeIndex>,
     /// One intersection buffer per step, reused.
     buffers: Vec<Vec<NodeIndex>>,
+    memo: Memo,
+    /// Where the memo goes back when the search ends: rayon makes a search per piece
+    /// of work it splits off, and a memo holds a table over every graph node, so
+    /// searches of one run share memos instead of allocating one each.
+    memo_pool: Option<&'p Mutex<Vec<Memo>>>,
+}
+
+impl Drop for Search<'_> {
+    fn drop(&mut self) {
+        if let Some(pool) = self.memo_pool {
+            let mut memo = std::mem::take(&mut self.memo);
+            memo.owner = None;
+            if let Ok(mut pool) = pool.lock() {
+                pool.push(memo);
+            }
+        }
+    }
 }
 
 impl<'p> Search<'p> {
@@ -46,7 +95,19 @@ impl<'p> Search<'p> {
             plan,
             bindings: vec![0; k],
             buffers: vec![Vec::new(); k],
+            memo: Memo::default(),
+            memo_pool: None,
         }
+    }
+
+    /// A search whose memo comes from, and goes back to, `pool`.
+    fn pooled(plan: &'p Plan, pool: &'p Mutex<Vec<Memo>>) -> Search<'p> {
+        let mut search = Search::new(plan);
+        if let Some(memo) = pool.lock().ok().and_then(|mut p| p.pop()) {
+            search.memo = memo;
+        }
+        search.memo_pool = Some(pool);
+        search
     }
 
     /// The id range `lower..upper` of step `level` under the current bindings.
@@ -159,6 +220,9 @@ impl<'p> Search<'p> {
         let plan = self.plan;
         let step = &plan.steps[level];
         let (lower, upper) = self.bounds(step);
+        if let Some(key_step) = plan.memo_key_step {
+            return self.count_last_memo(step, key_step, lower, upper);
+        }
         let bindings = &self.bindings;
         let slice_of = |s: &'p crate::plan::Source| {
             range(s.adjacency.neighbours(bindings[s.from_step]), lower, upper)
@@ -189,6 +253,50 @@ impl<'p> Search<'p> {
         });
         self.give_back(level, lists);
         (size - forbidden_in) as u64
+    }
+
+    /// [`Search::count_last`] through the memo: the intersection of the two sources'
+    /// lists is computed once per (first binding, key binding), then cut to this use's
+    /// range and cleared of forbidden nodes by binary search.
+    fn count_last_memo(
+        &mut self,
+        step: &Step,
+        key_step: usize,
+        lower: NodeIndex,
+        upper: NodeIndex,
+    ) -> u64 {
+        let last = self.plan.steps.len() - 1;
+        let (first, key) = (self.bindings[0], self.bindings[key_step]);
+        self.memo.reset_for(first, self.plan.node_count);
+        let memo = &mut self.memo;
+        let slot = memo.slot[key as usize];
+        let (start, len) = if slot > 0 {
+            memo.spans[slot as usize - 1]
+        } else {
+            let [a, b] = step.sources.as_slice() else {
+                return 0;
+            };
+            let mut buffer = std::mem::take(&mut self.buffers[last]);
+            intersect_into(
+                a.adjacency.neighbours(self.bindings[a.from_step]),
+                b.adjacency.neighbours(self.bindings[b.from_step]),
+                &mut buffer,
+            );
+            let memo = &mut self.memo;
+            let span = (memo.arena.len(), buffer.len());
+            memo.arena.extend_from_slice(&buffer);
+            memo.spans.push(span);
+            memo.slot[key as usize] = memo.spans.len() as u32;
+            memo.touched.push(key);
+            self.buffers[last] = buffer;
+            span
+        };
+        let list = range(&self.memo.arena[start..start + len], lower, upper);
+        let mut forbidden_in = 0;
+        self.for_each_forbidden(step, |v| {
+            forbidden_in += list.binary_search(&v).is_ok() as usize;
+        });
+        (list.len() - forbidden_in) as u64
     }
 
     /// Calls `f` once for each distinct node a candidate of `step` must not be.
@@ -262,10 +370,11 @@ pub fn count(plan: &Plan) -> u64 {
     if plan.steps.len() == 1 {
         return first.len() as u64;
     }
+    let memo_pool = Mutex::new(Vec::new());
     first
         .par_iter()
         .map_init(
-            || Search::new(plan),
+            || Search::pooled(plan, &memo_pool),
             |search, &c| {
                 search.bindings[0] = c;
                 search.count(1)

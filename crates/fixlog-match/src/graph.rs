@@ -21,6 +21,12 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// Below these sizes a pass runs on one thread: splitting small work costs more than
+/// it saves (each stolen piece waits for a thread to wake up, which on a busy machine
+/// can take milliseconds).
+pub(crate) const PARALLEL_MIN_EDGES: usize = 1 << 18;
+pub(crate) const PARALLEL_MIN_NODES: usize = 1 << 14;
+
 /// Internal node number (`0..node_count`, in increasing id order).
 pub type NodeIndex = u32;
 
@@ -103,6 +109,7 @@ impl Adjacency {
         }
         let lengths: Vec<usize> = lists
             .into_par_iter()
+            .with_min_len(PARALLEL_MIN_NODES)
             .map(|list| {
                 list.sort_unstable();
                 let mut kept = 0;
@@ -245,6 +252,7 @@ impl GraphBuilder {
         let max_id = self
             .edges
             .par_iter()
+            .with_min_len(PARALLEL_MIN_EDGES)
             .map(|&(s, d, _)| s.max(d))
             .max()
             .unwrap_or(0)
@@ -285,10 +293,14 @@ impl GraphBuilder {
         let edges: Vec<(NodeIndex, NodeIndex, u32)> = self
             .edges
             .par_iter()
+            .with_min_len(PARALLEL_MIN_EDGES)
             .map(|&(s, d, t)| (numbering.index(&ids, s), numbering.index(&ids, d), t))
             .collect();
         drop(numbering);
-        let has_self_loops = edges.par_iter().any(|&(s, d, _)| s == d);
+        let has_self_loops = edges
+            .par_iter()
+            .with_min_len(PARALLEL_MIN_EDGES)
+            .any(|&(s, d, _)| s == d);
         let node_labels: Vec<(NodeIndex, u32)> = self
             .labels
             .iter()

@@ -101,6 +101,28 @@ pub struct Plan {
     pub projection: Option<Vec<usize>>,
     pub limit: Option<u64>,
     pub node_count: usize,
+    /// When counting, the last step's intersection is remembered per first-step
+    /// binding, keyed by the binding of this step (its only other source): see
+    /// [`memo_key_step`].
+    pub memo_key_step: Option<usize>,
+}
+
+/// The step whose binding keys a memo of the last step's intersection, if memoizing
+/// pays: the last step intersects exactly the lists of step 0 and of one step `j`, and
+/// some other step varies (so, with step 0 fixed, the same `j` binding comes back for
+/// many partial matches: the 4-cycle `a-b-c-d`, bound in that order, meets each
+/// `(a, c)` once per `b`). Ranges and distinctness depend on the other
+/// steps, so they are applied to the remembered list at each use.
+fn memo_key_step(steps: &[Step]) -> Option<usize> {
+    let last = steps.len().checked_sub(1)?;
+    let step = &steps[last];
+    if last < 3 || step.needs_checks {
+        return None;
+    }
+    match step.sources.as_slice() {
+        [a, b] if a.from_step == 0 && b.from_step > 0 => Some(b.from_step),
+        _ => None,
+    }
 }
 
 fn key(direction: Direction, edge_type: Option<u32>) -> AdjacencyKey {
@@ -346,8 +368,10 @@ pub fn plan(graph: &Graph, pattern: &Pattern, semantics: Semantics) -> Plan {
         Output::Count => None,
         Output::Nodes(nodes) => Some(nodes.iter().map(|&n| position[n]).collect()),
     };
+    let memo_key_step = memo_key_step(&steps);
     Plan {
         semantics,
+        memo_key_step,
         steps,
         empty_because,
         projection,
@@ -380,6 +404,7 @@ fn build_filter(
     };
     let words: Vec<u64> = (0..n.div_ceil(64))
         .into_par_iter()
+        .with_min_len(crate::graph::PARALLEL_MIN_NODES / 64)
         .map(|w| {
             let mut word = 0u64;
             for bit in 0..64 {
@@ -580,6 +605,14 @@ pub fn explain(graph: &Graph, pattern: &Pattern, plan: &Plan) -> String {
         if !checks.is_empty() {
             let _ = writeln!(s, "  checks: {}", checks.join(", "));
         }
+    }
+    if let (Some(j), None) = (plan.memo_key_step, &plan.projection) {
+        let _ = writeln!(
+            s,
+            "memo: the last step's intersection is remembered per ({}, {}) and reused",
+            name(0),
+            name(j)
+        );
     }
     let output = match &plan.projection {
         None => "count(*) (counted, never materialized; the last step counts its list)".to_string(),

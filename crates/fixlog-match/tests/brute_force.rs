@@ -427,3 +427,99 @@ fn random_patterns_agree_with_brute_force() {
         "too few patterns with matches ({nonzero}): the test tests little"
     );
 }
+
+/// Cycles and other patterns whose last step the matcher memoizes (its lists come from
+/// the first step and one step before a varying one), on denser random graphs.
+#[test]
+fn memoized_last_steps_agree_with_brute_force() {
+    let mut rng = Rng(4242);
+    let patterns = [
+        ("MATCH (a)--(b)--(c)--(d)--(a) RETURN count(*)", 4),
+        (
+            "MATCH (a)--(b)--(c)--(d)--(a) WHERE id(a) < id(b) AND id(a) < id(c) AND id(a) < id(d) \
+             AND id(b) < id(d) RETURN count(*)",
+            4,
+        ),
+        ("MATCH (a)-->(b)-->(c)-->(d)-->(a) RETURN count(*)", 4),
+        ("MATCH (a)--(b)--(c)--(d)--(e)--(a) RETURN count(*)", 5),
+        ("MATCH (a)--(b)--(c)--(d)--(a), (a)--(e)--(b) WHERE id(e) <> 3 RETURN count(*)", 5),
+    ];
+    for case in 0..60 {
+        let n = 6 + rng.below(3) as usize;
+        let ids: Vec<u64> = (0..n as u64).collect();
+        let edges: Vec<(u64, u64, Option<&str>)> = (0..3 * n)
+            .map(|_| (rng.below(n as u64), rng.below(n as u64), None))
+            .collect();
+        let tg = TestGraph {
+            ids: ids.clone(),
+            edges,
+            labels: ids.iter().map(|&i| (i, Vec::new())).collect(),
+            undirected: rng.chance(50),
+        };
+        let graph = Graph::from_text(
+            &tg.edge_text(),
+            Some(&tg.node_text()),
+            &LoadOptions {
+                undirected: tg.undirected,
+            },
+        )
+        .unwrap();
+        for (text, k) in patterns {
+            let pattern = Pattern::parse(text).unwrap();
+            let names = ["a", "b", "c", "d", "e"];
+            let tp = TestPattern {
+                text: text.to_string(),
+                k,
+                labels: vec![Vec::new(); k],
+                edges: pattern
+                    .edges
+                    .iter()
+                    .map(|e| {
+                        let dir = match e.direction {
+                            fixlog_match::pattern::EdgeDirection::Directed => Dir::Right,
+                            fixlog_match::pattern::EdgeDirection::Undirected => Dir::Both,
+                        };
+                        let index = |p: usize| {
+                            names
+                                .iter()
+                                .position(|&x| Some(x) == pattern.nodes[p].name.as_deref())
+                                .unwrap()
+                        };
+                        (index(e.from), index(e.to), dir, None)
+                    })
+                    .collect(),
+                comparisons: pattern
+                    .comparisons
+                    .iter()
+                    .map(|c| {
+                        let index = |p: usize| {
+                            names
+                                .iter()
+                                .position(|&x| Some(x) == pattern.nodes[p].name.as_deref())
+                                .unwrap()
+                        };
+                        let op = c.op.symbol();
+                        let right = match c.operand {
+                            fixlog_match::pattern::IdOperand::Node(o) => Ok(index(o)),
+                            fixlog_match::pattern::IdOperand::Constant(v) => Err(v),
+                        };
+                        (index(c.node), op, right)
+                    })
+                    .collect(),
+                returned: None,
+                limit: None,
+            };
+            for semantics in [Semantics::Iso, Semantics::Homo] {
+                let expected = brute_force(&tg, &tp, semantics).len() as u64;
+                assert_eq!(
+                    graph.count_with(&pattern, semantics),
+                    expected,
+                    "case {case} {semantics:?} undirected {}: {text}\n{}\n{}",
+                    tg.undirected,
+                    tg.edge_text(),
+                    graph.explain(&pattern, semantics)
+                );
+            }
+        }
+    }
+}

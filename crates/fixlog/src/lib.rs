@@ -7,6 +7,10 @@
 //!      ─fixlog_plan─▶ physical plan ─fixlog_exec─▶ semi-naive driver over a Backend
 //! ```
 //!
+//! Graph pattern matching (`fixlog match`, a Cypher `MATCH` subset run as a
+//! worst-case-optimal join over sorted adjacency lists) is [`graph`]: load a graph once,
+//! count or list many patterns.
+//!
 //! ```
 //! use fixlog::{Fixlog, Datum, RunOptions};
 //!
