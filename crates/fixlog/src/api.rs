@@ -6,7 +6,7 @@
 use crate::error::Error;
 use crate::io;
 use fixlog_exec::driver::{DriverOptions, RunResult, Tuples};
-use fixlog_logical::{ColType, Program, RelId, Value};
+use fixlog_logical::{value, ColType, Program, RelId, Value};
 use fixlog_plan::Plan;
 use fixlog_syntax::SourceMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +19,9 @@ pub enum Datum {
     Unsigned(u32),
     Float(f32),
     Symbol(String),
+    /// A record or ADT value, in the text form of fact and output files (`[1, a]`,
+    /// `nil`, `$A(1)`).
+    Record(String),
 }
 
 /// Which backend evaluates a program.
@@ -200,6 +203,9 @@ impl Fixlog {
             (Datum::Unsigned(u), ColType::Unsigned) => Some(*u),
             (Datum::Float(f), ColType::Float) => Some(f.to_bits()),
             (Datum::Symbol(s), ColType::Symbol) => Some(self.program.symbols.intern(s)),
+            (Datum::Record(s), ColType::Record(_)) => {
+                io::parse_field(s, ty, &self.program.symbols).ok()
+            }
             _ => None,
         }
     }
@@ -439,6 +445,9 @@ impl Database {
                             ColType::Unsigned => Datum::Unsigned(v),
                             ColType::Float => Datum::Float(f32::from_bits(v)),
                             ColType::Symbol => Datum::Symbol(self.symbols.resolve(v).to_string()),
+                            ColType::Record(_) => {
+                                Datum::Record(value::format_value(v, *ty, &self.symbols))
+                            }
                         })
                         .collect()
                 })

@@ -30,6 +30,7 @@
 mod lower;
 mod lowered;
 mod range;
+mod records;
 mod typing;
 
 use crate::ground::Grounding;
@@ -88,6 +89,8 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         relations: Vec::new(),
         rel_ids: HashMap::new(),
         symbols: SymbolTable::new(),
+        record_types: Vec::new(),
+        branches: HashMap::new(),
         facts: Vec::new(),
         rules: Vec::new(),
         warnings: Vec::new(),
@@ -97,6 +100,9 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         return Err(finish_errors(ck.errors));
     }
     let strata = stratify(&ck.relations, &ck.rules).map_err(|e| finish_errors(e.0))?;
+    ck.symbols
+        .records()
+        .set_types(std::mem::take(&mut ck.record_types));
     let warnings = finish_errors(ck.warnings).0;
     Ok(ir::Program {
         relations: ck.relations,
@@ -144,6 +150,7 @@ fn functor_result(f: ir::Functor) -> ColType {
         ir::Functor::ToUnsigned => ColType::Unsigned,
         ir::Functor::ToFloat => ColType::Float,
         ir::Functor::Convert(_, to) => to,
+        ir::Functor::Pack(t) | ir::Functor::Field(_, t) => t,
     }
 }
 
@@ -154,6 +161,7 @@ pub fn type_name(t: ColType) -> &'static str {
         ColType::Unsigned => "unsigned",
         ColType::Float => "float",
         ColType::Symbol => "symbol",
+        ColType::Record(_) => "record",
     }
 }
 
@@ -196,6 +204,10 @@ struct Checker<'a> {
     relations: Vec<ir::Relation>,
     rel_ids: HashMap<String, RelId>,
     symbols: SymbolTable,
+    /// The record and ADT types, indexed by `ColType::Record`'s id.
+    record_types: Vec<crate::records::RecordType>,
+    /// ADT branch name -> (its type's id, its index, where it is declared).
+    branches: HashMap<String, (u32, usize, Span)>,
     facts: Vec<ir::Fact>,
     rules: Vec<ir::Rule>,
     /// Soufflé's warnings (see [`ir::Program::warnings`]).
@@ -358,6 +370,17 @@ impl<'a> Checker<'a> {
                 }
                 if failed {
                     None
+                } else if let Some((m, _)) =
+                    found.iter().find(|(_, t)| matches!(t, ColType::Record(_)))
+                {
+                    self.error(Diagnostic::error(
+                        format!(
+                            "union type `{}` has the record or ADT type `{}` as a member: unions of record types are not supported (as in Soufflé)",
+                            decl.name.name, m.name
+                        ),
+                        m.span,
+                    ));
+                    None
                 } else if let Some(&(m2, t2)) = found.iter().find(|(_, t)| *t != found[0].1) {
                     let (m1, t1) = found[0];
                     self.error(Diagnostic::error(
@@ -376,23 +399,7 @@ impl<'a> Checker<'a> {
                     found.first().map(|f| f.1)
                 }
             }
-            ast::TypeDef::Record(span) => {
-                self.error(Diagnostic::error(
-                    format!("record types are not supported (type `{}`)", decl.name.name),
-                    *span,
-                ));
-                None
-            }
-            ast::TypeDef::Adt(span) => {
-                self.error(Diagnostic::error(
-                    format!(
-                        "algebraic data types are not supported (type `{}`)",
-                        decl.name.name
-                    ),
-                    *span,
-                ));
-                None
-            }
+            ast::TypeDef::Record(_) | ast::TypeDef::Adt(_) => return self.record_type(decl),
         };
         self.type_state
             .insert(name.name.clone(), TypeState::Done(t));
