@@ -92,6 +92,15 @@ impl Checker<'_> {
     }
 }
 
+/// `1 field`, `2 fields`.
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 /// Whether a `_` occurs in a constructor (then it is only a pattern, never packed).
 fn has_wildcard(e: &ast::Expr) -> bool {
     let mut stack = vec![e];
@@ -390,8 +399,8 @@ impl RuleCx<'_, '_> {
                     let label = self.ck.type_label(t);
                     self.error(Diagnostic::error(
                         format!(
-                            "record type `{label}` has {} fields but this record has {}",
-                            fields.len(),
+                            "record type `{label}` has {} but this record has {}",
+                            count(fields.len(), "field"),
                             args.len()
                         ),
                         *s,
@@ -413,10 +422,10 @@ impl RuleCx<'_, '_> {
                 let fields: Vec<ColType> = branch.fields.iter().map(|f| f.ty).collect();
                 if args.len() != fields.len() {
                     let msg = format!(
-                        "branch `${}` has {} fields but {} are given",
+                        "branch `${}` has {} but {} given",
                         branch.name,
-                        fields.len(),
-                        args.len()
+                        count(fields.len(), "field"),
+                        count(args.len(), "argument"),
                     );
                     self.error(Diagnostic::error(msg, *s));
                     return None;
@@ -424,12 +433,14 @@ impl RuleCx<'_, '_> {
                 self.emit_pack(t, Some(*b), args, &fields)
             }
             LExpr::Access(acc, a, s) => {
+                // `s` is the field's span; `a` (the variable) has the whole pattern's.
+                let pattern = a.span();
                 let (x, of) = self.emit_expr(a, None)?;
                 let Some((_, shape)) = self.shape(Some(of)) else {
                     let label = self.ck.type_label(of);
                     self.error(Diagnostic::error(
                         format!("type mismatch: a record pattern is matched against a `{label}`"),
-                        *s,
+                        pattern,
                     ));
                     return None;
                 };
@@ -454,7 +465,7 @@ impl RuleCx<'_, '_> {
                         let label = self.ck.type_label(of);
                         self.error(Diagnostic::error(
                             format!("type mismatch: a record pattern `[...]` is matched against the algebraic data type `{label}`"),
-                            *s,
+                            pattern,
                         ));
                         return None;
                     }
@@ -462,7 +473,7 @@ impl RuleCx<'_, '_> {
                         let label = self.ck.type_label(of);
                         self.error(Diagnostic::error(
                             format!("type mismatch: a branch pattern is matched against the record type `{label}`"),
-                            *s,
+                            pattern,
                         ));
                         return None;
                     }
@@ -471,11 +482,11 @@ impl RuleCx<'_, '_> {
                     let label = self.ck.type_label(of);
                     self.error(Diagnostic::error(
                         format!(
-                            "the pattern has {} fields but `{label}` has {} here",
-                            arity.unwrap_or(0),
+                            "the pattern has {} but `{label}` has {} here",
+                            count(arity.unwrap_or(0), "field"),
                             wanted.unwrap_or(0)
                         ),
-                        *s,
+                        pattern,
                     ));
                     return None;
                 }

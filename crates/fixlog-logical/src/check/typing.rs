@@ -32,8 +32,8 @@ impl RuleCx<'_, '_> {
                                 let d = Diagnostic::error(
                                     format!(
                                         "type mismatch: variable `{name}` is used as a `{}` here ({why}) but as a `{}` at {}",
-                                        type_name(cty),
-                                        type_name(t),
+                                        self.ck.type_label(cty),
+                                        self.ck.type_label(t),
                                         self.describe_origin(*v)
                                     ),
                                     *s,
@@ -547,6 +547,13 @@ impl RuleCx<'_, '_> {
                         ).with_help("convert one side, e.g. with `to_number`, `to_string` or `to_float`"));
                         return None;
                     }
+                }
+                let untyped_record = |e: &LExpr| matches!(e, LExpr::Record(..) | LExpr::Nil(_));
+                if li.or(ri).is_none() && (untyped_record(lhs) || untyped_record(rhs)) {
+                    // `nil = nil`, `[1] = [1]`: no side says which record type.
+                    let culprit = if untyped_record(lhs) { lhs } else { rhs };
+                    let _ = self.emit_expr(culprit, None);
+                    return None;
                 }
                 let t = li.or(ri).unwrap_or(ColType::Number);
                 if matches!(t, ColType::Record(_)) && !matches!(op, ir::CmpOp::Eq | ir::CmpOp::Ne) {
