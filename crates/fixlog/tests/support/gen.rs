@@ -225,7 +225,7 @@ impl Gen {
                 self.rule(&layer_rels, layer, allow_rec);
             }
         }
-        if self.c.chance(30) {
+        if self.c.chance(50) {
             self.records(n_layers + 1);
         }
         Generated {
@@ -243,7 +243,7 @@ impl Gen {
         let sources: Vec<Rel> = self
             .rels
             .iter()
-            .filter(|r| r.types.len() >= 2 && r.types[0] == Ty::Num && r.types[1] == Ty::Num)
+            .filter(|r| r.types.contains(&Ty::Num))
             .cloned()
             .collect();
         if sources.is_empty() {
@@ -251,8 +251,19 @@ impl Gen {
         }
         let src = sources[self.c.below(sources.len())].clone();
         self.features.records = true;
-        let rest = ", _".repeat(src.types.len() - 2);
-        let s = &src.name;
+        // The source atom binds `x` (its first numeric column) and `y` (its second, or
+        // `x` again when it has one).
+        let mut names = ["x", "y"].into_iter();
+        let args: Vec<&str> = src
+            .types
+            .iter()
+            .map(|t| match t {
+                Ty::Num => names.next().unwrap_or("_"),
+                _ => "_",
+            })
+            .collect();
+        let y = if args.contains(&"y") { "y" } else { "x" };
+        let atom = format!("{}({})", src.name, args.join(", "));
         let decls: [(&str, Vec<Ty>); 8] = [
             ("rp", vec![Ty::Record]),
             ("ru", vec![Ty::Num, Ty::Num]),
@@ -281,13 +292,13 @@ impl Gen {
 .decl rn(x: number, y: number)
 .decl re(p: P, q: P)
 .decl rnil(p: P)
-rp([x, y]) :- {s}(x, y{rest}).
+rp([x, {y}]) :- {atom}.
 ru(b, a) :- rp([a, b]).
 rq([p, a]) :- rp(p), p = [a, _].
 rf(a, b, n) :- rq([[a, b], n]).
 rc(p) :- rp(p).
 rc([b, a + 1]) :- rc([a, b]), a < 5.
-rn(x, y) :- {s}(x, y{rest}), !rp([y, x]).
+rn(x, {y}) :- {atom}, !rp([{y}, x]).
 re(p, q) :- rc(p), rc(q), p != q, p = [a, _], q = [_, a].
 rnil(nil).
 rnil(p) :- rc(p), p = [0, _].
