@@ -490,3 +490,127 @@ impl TextReader<'_> {
         (self.base)(field, ty)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> RecordTable {
+        let t = RecordTable::default();
+        let num = |name: &str| Field {
+            name: name.into(),
+            ty: ColType::Number,
+        };
+        t.set_types(vec![
+            RecordType {
+                name: "List".into(),
+                shape: RecordShape::Record(vec![
+                    num("head"),
+                    Field {
+                        name: "tail".into(),
+                        ty: ColType::Record(0),
+                    },
+                ]),
+            },
+            RecordType {
+                name: "T".into(),
+                shape: RecordShape::Adt(vec![
+                    Branch {
+                        name: "A".into(),
+                        fields: vec![num("x"), num("y")],
+                    },
+                    Branch {
+                        name: "B".into(),
+                        fields: Vec::new(),
+                    },
+                ]),
+            },
+        ]);
+        t
+    }
+
+    fn base(text: &str, ty: ColType) -> Result<Value, String> {
+        match ty {
+            ColType::Number => text
+                .parse::<i32>()
+                .map(|x| x as Value)
+                .map_err(|_| format!("`{text}` is not a number")),
+            _ => Err("unexpected type".into()),
+        }
+    }
+
+    fn write(t: &RecordTable, ty: RecordTypeId, v: Value) -> String {
+        let mut out = String::new();
+        RecordView::new(t).write(&mut out, ty, v, &mut |o, _, x| {
+            o.push_str(&(x as i32).to_string())
+        });
+        out
+    }
+
+    #[test]
+    fn packing_interns_and_nil_has_no_fields() {
+        let t = table();
+        let a = t.pack(&[1, 0]);
+        assert_eq!(a, t.pack(&[1, 0]));
+        assert_ne!(a, Some(0));
+        let a = a.unwrap_or(0);
+        assert_eq!(t.field(a, 0), Some(1));
+        assert_eq!(t.field(a, 2), None);
+        assert_eq!(t.field(0, 0), None);
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn text_round_trips_as_souffle_writes_it() {
+        let t = table();
+        for (ty, text) in [
+            (0, "nil"),
+            (0, "[1, nil]"),
+            (0, "[-2, [3, [4, nil]]]"),
+            (1, "$A(1, -2)"),
+            (1, "$B"),
+        ] {
+            let v = parse_record(text, ty, &t, &base);
+            assert_eq!(v.map(|v| write(&t, ty, v)), Ok(text.to_string()));
+        }
+        let spaced = parse_record(" [ 1 ,[2,nil] ] ", 0, &t, &base);
+        assert_eq!(spaced.map(|v| write(&t, 0, v)), Ok("[1, [2, nil]]".into()));
+        assert!(parse_record("[1, nil", 0, &t, &base).is_err());
+        assert!(parse_record("[1, nil] x", 0, &t, &base).is_err());
+        assert!(parse_record("$C", 1, &t, &base).is_err());
+        let deep = "[1, ".repeat(MAX_TEXT_DEPTH + 2) + "nil" + &"]".repeat(MAX_TEXT_DEPTH + 2);
+        assert!(parse_record(&deep, 0, &t, &base).is_err());
+    }
+
+    #[test]
+    fn order_is_by_value_not_by_id() {
+        let t = table();
+        // Made in the opposite of their order.
+        let three = t.pack(&[3, 0]).unwrap_or(0);
+        let one = t.pack(&[1, 0]).unwrap_or(0);
+        let minus = t.pack(&[(-1i32) as Value, 0]).unwrap_or(0);
+        let view = RecordView::new(&t);
+        let num = |_: ColType, x: Value, y: Value| (x as i32).cmp(&(y as i32));
+        assert_eq!(view.compare(0, one, three, &num), Ordering::Less);
+        assert_eq!(view.compare(0, minus, one, &num), Ordering::Less);
+        assert_eq!(view.compare(0, 0, minus, &num), Ordering::Less);
+        let b = t.pack(&[1]).unwrap_or(0);
+        let a = t.pack(&[0, 9, 9]).unwrap_or(0);
+        let view = RecordView::new(&t);
+        assert_eq!(view.compare(1, a, b, &num), Ordering::Less);
+    }
+
+    #[test]
+    fn long_lists_print_and_compare_without_deep_recursion() {
+        let t = table();
+        let mut l = 0;
+        for i in 0..200_000 {
+            l = t.pack(&[i, l]).unwrap_or(0);
+        }
+        let text = write(&t, 0, l);
+        assert!(text.starts_with("[199999, [199998, "));
+        let view = RecordView::new(&t);
+        let num = |_: ColType, x: Value, y: Value| x.cmp(&y);
+        assert_eq!(view.compare(0, l, l, &num), Ordering::Equal);
+    }
+}

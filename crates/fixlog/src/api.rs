@@ -6,6 +6,7 @@
 use crate::error::Error;
 use crate::io;
 use fixlog_exec::driver::{DriverOptions, RunResult, Tuples};
+use fixlog_logical::records::RecordView;
 use fixlog_logical::{value, ColType, Program, RelId, Value};
 use fixlog_plan::Plan;
 use fixlog_syntax::SourceMap;
@@ -435,6 +436,16 @@ impl Database {
         let rel = self.program.relation_id(relation)?;
         let types = self.program.relations[rel].types();
         let rows = io::output_rows(self.relations[rel].as_ref()?, &types, &self.symbols);
+        // One snapshot of the tables for all the relation's records.
+        let records = types
+            .iter()
+            .any(|t| matches!(t, ColType::Record(_)))
+            .then(|| {
+                (
+                    self.symbols.snapshot(),
+                    RecordView::new(self.symbols.records()),
+                )
+            });
         Some(
             rows.iter()
                 .map(|row| {
@@ -445,8 +456,12 @@ impl Database {
                             ColType::Unsigned => Datum::Unsigned(v),
                             ColType::Float => Datum::Float(f32::from_bits(v)),
                             ColType::Symbol => Datum::Symbol(self.symbols.resolve(v).to_string()),
-                            ColType::Record(_) => {
-                                Datum::Record(value::format_value(v, *ty, &self.symbols))
+                            ColType::Record(rt) => {
+                                let mut text = String::new();
+                                if let Some((strings, view)) = &records {
+                                    value::write_record(&mut text, v, *rt, strings, view);
+                                }
+                                Datum::Record(text)
                             }
                         })
                         .collect()
