@@ -254,6 +254,13 @@ impl RuleCx<'_, '_> {
                     }
                 },
                 ast::Expr::Wildcard(_) => LTerm::Wild,
+                ast::Expr::Constructor { span, .. } if negated && records::has_wildcard(e) => {
+                    self.error(Diagnostic::error(
+                        "`_` inside a record in a negated atom is not supported",
+                        *span,
+                    ).with_help("negate an auxiliary relation instead: `!aux(x)` with `aux(x) :- r([x, _]).`"));
+                    return;
+                }
                 ast::Expr::Constructor { span, .. } if !negated && !is_const(e) => {
                     // A pattern: a fresh variable for the value, matched field by field.
                     let v = self.fresh_var("");

@@ -102,7 +102,7 @@ fn count(n: usize, what: &str) -> String {
 }
 
 /// Whether a `_` occurs in a constructor (then it is only a pattern, never packed).
-fn has_wildcard(e: &ast::Expr) -> bool {
+pub(super) fn has_wildcard(e: &ast::Expr) -> bool {
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         match e {
@@ -162,6 +162,25 @@ impl RuleCx<'_, '_> {
         scope: &Scope,
         out: &mut Vec<LLit>,
     ) {
+        let untyped = |e: &ast::Expr| {
+            matches!(
+                e,
+                ast::Expr::Constructor {
+                    ctor: ast::Constructor::Record | ast::Constructor::Nil,
+                    ..
+                }
+            )
+        };
+        if untyped(whole) && untyped(ctor) {
+            self.error(
+                Diagnostic::error(
+                    "cannot tell the record type of either side of this `=`",
+                    span,
+                )
+                .with_help("compare with a variable of a record type, or a branch `$Name(...)`"),
+            );
+            return;
+        }
         let Some(w) = self.lower_expr(whole, scope, out) else {
             return;
         };
