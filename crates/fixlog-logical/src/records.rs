@@ -337,7 +337,7 @@ pub fn parse_record(
     if p.pos != p.s.len() {
         return Err(format!(
             "unexpected `{}` after the record at character {}",
-            &text[p.pos..],
+            p.rest(),
             p.pos + 1
         ));
     }
@@ -354,6 +354,15 @@ struct TextReader<'a> {
 }
 
 impl TextReader<'_> {
+    /// The text from the current position, cut short for messages.
+    fn rest(&self) -> String {
+        let rest = self.text.get(self.pos..).unwrap_or("");
+        match rest.char_indices().nth(20) {
+            Some((i, _)) => format!("{}...", &rest[..i]),
+            None => rest.to_string(),
+        }
+    }
+
     fn ws(&mut self) {
         while self
             .s
@@ -375,7 +384,7 @@ impl TextReader<'_> {
                 "expected `{}` at character {} of the record, found `{}`",
                 c as char,
                 self.pos + 1,
-                &self.text[self.pos..]
+                self.rest()
             )),
             None => Err(format!("expected `{}` at the end of the record", c as char)),
         }
@@ -423,7 +432,7 @@ impl TextReader<'_> {
                 {
                     self.pos += 1;
                 }
-                let name = &self.text[start..self.pos];
+                let name = self.text.get(start..self.pos).unwrap_or("");
                 let (bi, b) = branches
                     .iter()
                     .enumerate()
@@ -481,7 +490,7 @@ impl TextReader<'_> {
         if self.pos == self.s.len() {
             return Err("unexpected end of the record".to_string());
         }
-        let field = &self.text[start..self.pos];
+        let field = self.text.get(start..self.pos).unwrap_or("");
         let field = if ty == ColType::Symbol {
             field
         } else {
