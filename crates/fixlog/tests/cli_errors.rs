@@ -202,6 +202,16 @@ fn record_and_adt_errors() {
             "y + y",
             &["arithmetic on records"],
         ),
+        (
+            "n(x) :- n(x), [x, \"a\"] = [x, \"a\"].",
+            "[x, \"a\"] =",
+            &["cannot tell the record type"],
+        ),
+        (
+            "n(1) :- [1, \"a\"] = [1, \"a\"].",
+            "[1",
+            &["cannot tell the record type"],
+        ),
     ];
     for (rule, needle, words) in cases {
         let prog = format!("{types}{rule}\n");

@@ -243,6 +243,12 @@ impl RuleCx<'_, '_> {
         let Some(rel) = self.ck.resolve_atom(a) else {
             return;
         };
+        let partial_record =
+            |e: &ast::Expr| matches!(e, ast::Expr::Constructor { .. }) && records::has_wildcard(e);
+        if negated && a.args.iter().any(partial_record) {
+            self.lower_negated_pattern(rel, a, span, scope, out);
+            return;
+        }
         let mut args = Vec::new();
         for e in &a.args {
             let t = match e {
@@ -254,13 +260,6 @@ impl RuleCx<'_, '_> {
                     }
                 },
                 ast::Expr::Wildcard(_) => LTerm::Wild,
-                ast::Expr::Constructor { span, .. } if negated && records::has_wildcard(e) => {
-                    self.error(Diagnostic::error(
-                        "`_` inside a record in a negated atom is not supported",
-                        *span,
-                    ).with_help("negate an auxiliary relation instead: `!aux(x)` with `aux(x) :- r([x, _]).`"));
-                    return;
-                }
                 ast::Expr::Constructor { span, .. } if !negated && !is_const(e) => {
                     // A pattern: a fresh variable for the value, matched field by field.
                     let v = self.fresh_var("");

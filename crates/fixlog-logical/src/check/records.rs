@@ -210,6 +210,69 @@ impl RuleCx<'_, '_> {
         self.destructure(v, ctor, scope, out);
     }
 
+    /// `!r(.., [x, _], ..)`: a record pattern with `_` cannot be built, so the negation
+    /// is "no tuple of `r` matches": `count : { r(.., v, ..), <pattern on v> } = 0`,
+    /// with the rule's variables correlated into the count.
+    pub(super) fn lower_negated_pattern(
+        &mut self,
+        rel: RelId,
+        a: &ast::Atom,
+        span: Span,
+        scope: &Scope,
+        out: &mut Vec<LLit>,
+    ) {
+        let mut body = Vec::new();
+        let mut args = Vec::new();
+        for e in &a.args {
+            match e {
+                ast::Expr::Wildcard(_) => args.push(LTerm::Wild),
+                ast::Expr::Constructor { span, .. } if !is_const(e) => {
+                    let v = self.fresh_var("");
+                    self.destructure(v, e, scope, &mut body);
+                    args.push(LTerm::Var(v, *span));
+                }
+                e => match self.lower_expr(e, scope, &mut body) {
+                    Some(LExpr::Var(v, s)) => args.push(LTerm::Var(v, s)),
+                    Some(x) => {
+                        let v = self.fresh_var("");
+                        body.push(LLit::Cmp {
+                            op: ir::CmpOp::Eq,
+                            lhs: LExpr::Var(v, e.span()),
+                            rhs: x,
+                            span: e.span(),
+                        });
+                        args.push(LTerm::Var(v, e.span()));
+                    }
+                    None => return,
+                },
+            }
+        }
+        body.insert(
+            0,
+            LLit::Atom {
+                rel,
+                args,
+                negated: false,
+                span: a.span,
+            },
+        );
+        let count = self.fresh_var("count");
+        out.push(LLit::Agg {
+            out: count,
+            func: ir::AggFunc::Count,
+            arg: None,
+            body,
+            outer: scope.values().copied().collect(),
+            span,
+        });
+        out.push(LLit::Cmp {
+            op: ir::CmpOp::Eq,
+            lhs: LExpr::Var(count, span),
+            rhs: LExpr::Int(0, span),
+            span,
+        });
+    }
+
     /// The pattern `ctor` matched against the (bound) variable `v`: equalities over
     /// reads of `v`'s fields, the tag of an ADT branch, `v = nil` for `nil`.
     pub(super) fn destructure(

@@ -264,7 +264,7 @@ impl Gen {
             .collect();
         let y = if args.contains(&"y") { "y" } else { "x" };
         let atom = format!("{}({})", src.name, args.join(", "));
-        let decls: [(&str, Vec<Ty>); 8] = [
+        let decls: [(&str, Vec<Ty>); 9] = [
             ("rp", vec![Ty::Record]),
             ("ru", vec![Ty::Num, Ty::Num]),
             ("rq", vec![Ty::Record]),
@@ -273,6 +273,7 @@ impl Gen {
             ("rn", vec![Ty::Num, Ty::Num]),
             ("re", vec![Ty::Record, Ty::Record]),
             ("rnil", vec![Ty::Record]),
+            ("rw", vec![Ty::Num]),
         ];
         for (name, types) in decls {
             self.rels.push(Rel {
@@ -292,6 +293,7 @@ impl Gen {
 .decl rn(x: number, y: number)
 .decl re(p: P, q: P)
 .decl rnil(p: P)
+.decl rw(x: number)
 rp([x, {y}]) :- {atom}.
 ru(b, a) :- rp([a, b]).
 rq([p, a]) :- rp(p), p = [a, _].
@@ -302,6 +304,7 @@ rn(x, {y}) :- {atom}, !rp([{y}, x]).
 re(p, q) :- rc(p), rc(q), p != q, p = [a, _], q = [_, a].
 rnil(nil).
 rnil(p) :- rc(p), p = [0, _].
+rw(x) :- {atom}, !rc([_, x]).
 "
         ));
     }
