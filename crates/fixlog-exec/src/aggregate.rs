@@ -88,7 +88,7 @@ pub fn fold(
                     sum += match ty {
                         ColType::Number => as_i32(v) as f64,
                         ColType::Float => as_f32(v) as f64,
-                        ColType::Unsigned | ColType::Symbol => v as f64,
+                        ColType::Unsigned | ColType::Symbol | ColType::Record(_) => v as f64,
                     };
                 }
                 from_f32((sum / (end - start) as f64) as f32)

@@ -661,7 +661,13 @@ impl<'a> Expander<'a> {
                     match &mut t.def {
                         ast::TypeDef::Subtype(base) => subst(base),
                         ast::TypeDef::Union(members) => members.iter_mut().for_each(subst),
-                        ast::TypeDef::Record(_) | ast::TypeDef::Adt(_) => {}
+                        ast::TypeDef::Record(fields) => {
+                            fields.iter_mut().for_each(|f| subst(&mut f.ty))
+                        }
+                        ast::TypeDef::Adt(branches) => branches
+                            .iter_mut()
+                            .flat_map(|b| b.fields.iter_mut())
+                            .for_each(|f| subst(&mut f.ty)),
                     }
                     res.types.push(t);
                 }
@@ -744,7 +750,11 @@ fn rename(prefix: &str, res: &mut Content, orphans: &mut [ast::Clause]) {
         match &mut t.def {
             ast::TypeDef::Subtype(base) => fix(&types, base),
             ast::TypeDef::Union(members) => members.iter_mut().for_each(|m| fix(&types, m)),
-            ast::TypeDef::Record(_) | ast::TypeDef::Adt(_) => {}
+            ast::TypeDef::Record(fields) => fields.iter_mut().for_each(|f| fix(&types, &mut f.ty)),
+            ast::TypeDef::Adt(branches) => branches
+                .iter_mut()
+                .flat_map(|b| b.fields.iter_mut())
+                .for_each(|f| fix(&types, &mut f.ty)),
         }
     }
     for d in &mut res.directives {

@@ -42,6 +42,10 @@ pub enum ColType {
     Float,
     /// `symbol`: a string, stored as its id in [`SymbolTable`].
     Symbol,
+    /// A record or algebraic data type (index into the declared types,
+    /// [`crate::records::RecordTable::types`]): the id of an interned tuple, `nil` = 0.
+    /// Only `=` and `!=` apply; they compare ids.
+    Record(u32),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -288,6 +292,14 @@ pub enum Functor {
     /// (`cvttss2si`), unsigned to float rounded, numbers to their decimal text, text
     /// parsed. The checker writes the conversions the functors above do not express.
     Convert(ColType, ColType),
+    /// A record or ADT constructor giving a value of the type (a `ColType::Record`): the
+    /// id of the tuple of the arguments in the run's [`crate::records::RecordTable`]
+    /// (interned if new).
+    Pack(ColType),
+    /// `Field(i, ty)`: field `i`, of type `ty`, of the stored tuple of a record (of an
+    /// ADT value: 0 is the branch, the fields follow); fails on `nil`, so a pattern
+    /// never matches it.
+    Field(u32, ColType),
 }
 
 /// A stratum: a strongly connected component of the predicate dependency graph (or a

@@ -12,6 +12,7 @@ pub mod check;
 pub mod components;
 mod ground;
 pub mod ir;
+pub mod records;
 pub mod stratify;
 pub mod symbols;
 pub mod value;

@@ -4,7 +4,11 @@
 //! evaluator (functors such as `cat` make new symbols while rules run, possibly on many
 //! threads) and the writer, so interning takes `&self`; look-ups of existing symbols
 //! take only a read lock, and the common path of a join never touches the table.
+//!
+//! The table also holds the run's [`RecordTable`] (records and ADT values): it is
+//! shared with exactly the same parts of a run, for the same reasons.
 
+use crate::records::RecordTable;
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -17,6 +21,7 @@ struct Inner {
 #[derive(Default, Debug)]
 pub struct SymbolTable {
     inner: RwLock<Inner>,
+    records: RecordTable,
 }
 
 impl Clone for SymbolTable {
@@ -27,6 +32,7 @@ impl Clone for SymbolTable {
                 strings: inner.strings.clone(),
                 ids: inner.ids.clone(),
             }),
+            records: self.records.clone(),
         }
     }
 }
@@ -44,6 +50,11 @@ impl SymbolTable {
 
     fn write(&self) -> RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The run's interned records and ADT values, and the declared record types.
+    pub fn records(&self) -> &RecordTable {
+        &self.records
     }
 
     /// The id of `s`, adding it if new.

@@ -31,6 +31,7 @@
 //! Soufflé's `std::string` does.
 
 use crate::ir::{BinOp, CmpOp, ColType, Functor, Predicate, UnaryOp, Value};
+use crate::records::RecordView;
 use crate::symbols::SymbolTable;
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -93,7 +94,7 @@ pub fn needs_symbols(op: CmpOp, ty: ColType) -> bool {
 pub fn compare(op: CmpOp, ty: ColType, a: Value, b: Value) -> bool {
     match ty {
         ColType::Number => cmp_result(op, as_i32(a), as_i32(b)),
-        ColType::Unsigned | ColType::Symbol => cmp_result(op, a, b),
+        ColType::Unsigned | ColType::Symbol | ColType::Record(_) => cmp_result(op, a, b),
         ColType::Float => cmp_result(op, as_f32(a), as_f32(b)),
     }
 }
@@ -126,7 +127,8 @@ pub fn compare_with_symbols(
 pub fn value_cmp(ty: ColType, a: Value, b: Value, strings: &[Arc<str>]) -> Ordering {
     match ty {
         ColType::Number => as_i32(a).cmp(&as_i32(b)),
-        ColType::Unsigned => a.cmp(&b),
+        // Ids (creation order); output orders records by value (`output_order`).
+        ColType::Unsigned | ColType::Record(_) => a.cmp(&b),
         ColType::Float => as_f32(a).total_cmp(&as_f32(b)),
         ColType::Symbol => {
             if a == b {
@@ -150,19 +152,27 @@ pub fn output_order(
     symbols: &SymbolTable,
 ) -> impl Fn(&[Value], &[Value]) -> Ordering + Send + Sync {
     let types = types.to_vec();
-    let strings = if types.contains(&ColType::Symbol) {
+    let has_records = types.iter().any(|t| matches!(t, ColType::Record(_)));
+    let strings = if has_records || types.contains(&ColType::Symbol) {
         symbols.snapshot()
     } else {
         Vec::new()
     };
+    let records = has_records.then(|| RecordView::new(symbols.records()));
     move |a: &[Value], b: &[Value]| {
+        let base = |t: ColType, x: Value, y: Value| value_cmp(t, x, y, &strings);
         for (i, &ty) in types.iter().enumerate() {
             let (x, y) = (a.get(i).copied(), b.get(i).copied());
             match (x, y) {
-                (Some(x), Some(y)) => match value_cmp(ty, x, y, &strings) {
-                    Ordering::Equal => {}
-                    o => return o,
-                },
+                (Some(x), Some(y)) => {
+                    let o = match (ty, &records) {
+                        (ColType::Record(rt), Some(view)) => view.compare(rt, x, y, &base),
+                        _ => base(ty, x, y),
+                    };
+                    if o != Ordering::Equal {
+                        return o;
+                    }
+                }
                 _ => return x.cmp(&y),
             }
         }
@@ -281,6 +291,8 @@ pub fn eval_binary(op: BinOp, ty: ColType, a: Value, b: Value) -> Option<Value> 
             };
             Some(from_f32(r))
         }
+        // The checker allows no arithmetic on records.
+        ColType::Record(_) => None,
         ColType::Unsigned | ColType::Symbol => Some(match op {
             BinOp::Add => a.wrapping_add(b),
             BinOp::Sub => a.wrapping_sub(b),
@@ -381,6 +393,8 @@ pub fn eval_functor(func: Functor, args: &[Value], symbols: &SymbolTable) -> Opt
         Functor::ToFloat => Some(convert(ColType::Number, ColType::Float, arg(0)?)),
         Functor::ToInteger => Some(convert(ColType::Float, ColType::Number, arg(0)?)),
         Functor::Convert(from, to) => convert_souffle(from, to, arg(0)?, symbols),
+        Functor::Pack(_) => symbols.records().pack(args),
+        Functor::Field(i, _) => symbols.records().field(arg(0)?, i as usize),
     }
 }
 
@@ -608,6 +622,11 @@ pub fn parse_value(text: &str, ty: ColType, symbols: &SymbolTable) -> Result<Val
             .map(from_f32)
             .map_err(|_| format!("`{text}` is not a valid float")),
         ColType::Symbol => Ok(symbols.intern(text)),
+        ColType::Record(rt) => {
+            crate::records::parse_record(text, rt, symbols.records(), &|t, ty| {
+                parse_value(t, ty, symbols)
+            })
+        }
     }
 }
 
@@ -670,7 +689,22 @@ pub fn write_value(out: &mut String, v: Value, ty: ColType, strings: &[Arc<str>]
                 let _ = write!(out, "<symbol {v}>");
             }
         },
+        // Writers that may see records use `write_record` (it needs the record table).
+        ColType::Record(_) => {
+            let _ = write!(out, "<record {v}>");
+        }
     }
+}
+
+/// Appends `v`, a value of the record or ADT type `ty` (see [`RecordView::write`]).
+pub fn write_record(
+    out: &mut String,
+    v: Value,
+    ty: crate::records::RecordTypeId,
+    strings: &[Arc<str>],
+    records: &RecordView,
+) {
+    records.write(out, ty, v, &mut |o, t, x| write_value(o, x, t, strings));
 }
 
 /// `v` printed as type `ty` (see [`write_value`]; this one resolves through the table).
@@ -683,6 +717,16 @@ pub fn format_value(v: Value, ty: ColType, symbols: &SymbolTable) -> String {
             } else {
                 let _ = write!(out, "<symbol {v}>");
             }
+        }
+        ColType::Record(rt) => {
+            let strings = symbols.snapshot();
+            write_record(
+                &mut out,
+                v,
+                rt,
+                &strings,
+                &RecordView::new(symbols.records()),
+            );
         }
         _ => write_value(&mut out, v, ty, &[]),
     }

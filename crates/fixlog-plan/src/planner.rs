@@ -474,6 +474,7 @@ impl RulePlanner<'_> {
                 Functor::ToUnsigned => ColType::Unsigned,
                 Functor::ToFloat => ColType::Float,
                 Functor::Convert(_, to) => *to,
+                Functor::Pack(t) | Functor::Field(_, t) => *t,
             }),
         }
     }

@@ -118,10 +118,29 @@ pub enum TypeDef {
     Subtype(Ident),
     /// `.type T = A` (one member) or `.type T = A | B | ...`
     Union(Vec<Ident>),
-    /// `.type T = [a: number, ...]`
-    Record(Span),
-    /// `.type T = A { ... } | B { ... }`
-    Adt(Span),
+    /// `.type T = [a: number, ...]`: the fields in order.
+    Record(Vec<Attribute>),
+    /// `.type T = A { ... } | B { ... }`: the branches in declaration order.
+    Adt(Vec<Branch>),
+}
+
+/// One branch of an algebraic data type: `A {x: number, y: T}` (`B {}` has no fields).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Branch {
+    pub name: Ident,
+    pub fields: Vec<Attribute>,
+}
+
+/// What a constructor term builds (see [`Expr::Constructor`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Constructor {
+    /// `[a, b, ...]`: a record of the type the context gives.
+    Record,
+    /// `nil`: the empty record of the type the context gives.
+    Nil,
+    /// `$Branch(a, ...)` or `$Branch`: a value of the algebraic data type that declares
+    /// the branch (branch names are unique in a program, as in Soufflé).
+    Branch(Ident),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -341,6 +360,12 @@ pub enum Expr {
         user: bool,
         span: Span,
     },
+    /// A record `[a, b]`, `nil` or an ADT branch `$A(a, b)`; `args` are the fields.
+    Constructor {
+        ctor: Constructor,
+        args: Vec<Expr>,
+        span: Span,
+    },
     /// `count : { body }`, `sum e : { body }`, `min e : r(x)`, ...
     Aggregate {
         kind: AggKind,
@@ -362,6 +387,7 @@ impl Expr {
             Expr::Unary { span, .. }
             | Expr::Binary { span, .. }
             | Expr::Call { span, .. }
+            | Expr::Constructor { span, .. }
             | Expr::Aggregate { span, .. } => *span,
         }
     }
@@ -390,7 +416,7 @@ impl Clone for Expr {
                             todo.push(Step::Visit(rhs));
                             todo.push(Step::Visit(lhs));
                         }
-                        Expr::Call { args, .. } => {
+                        Expr::Call { args, .. } | Expr::Constructor { args, .. } => {
                             todo.extend(args.iter().rev().map(Step::Visit));
                         }
                         _ => {}
@@ -430,6 +456,11 @@ impl Clone for Expr {
                             user: *user,
                             span: *span,
                         },
+                        Expr::Constructor { ctor, args, span } => Expr::Constructor {
+                            ctor: ctor.clone(),
+                            args: done.split_off(done.len().saturating_sub(args.len())),
+                            span: *span,
+                        },
                         Expr::Aggregate {
                             kind,
                             arg,
@@ -463,7 +494,7 @@ impl Drop for Expr {
                     out.push(std::mem::replace(&mut **lhs, hole()));
                     out.push(std::mem::replace(&mut **rhs, hole()));
                 }
-                Expr::Call { args, .. } => out.append(args),
+                Expr::Call { args, .. } | Expr::Constructor { args, .. } => out.append(args),
                 _ => {}
             }
         }

@@ -193,10 +193,6 @@ const MAX_DEPTH: usize = 256;
 /// Names that start a term of a Soufflé feature Fixlog lacks, with the feature (the
 /// error names what was used, not a neighbouring feature).
 const UNSUPPORTED_TERMS: &[(&str, &str)] = &[
-    (
-        "nil",
-        "`nil` (the empty record) is a record, and records are",
-    ),
     ("autoinc", "`autoinc()` (auto-increment counter) is"),
     ("as", "type casts (`as(value, Type)`) are"),
     (
@@ -569,22 +565,7 @@ impl<'t> Parser<'t> {
             names.push(self.ident("a relation name after `,`")?);
         }
         self.expect(TokenKind::LParen)?;
-        let mut attrs = Vec::new();
-        if self.eat(&TokenKind::RParen).is_none() {
-            loop {
-                let aname = self.ident("an attribute name")?;
-                self.expect(TokenKind::Colon)?;
-                let ty = self.qualified("a type name")?;
-                attrs.push(Attribute { name: aname, ty });
-                if self.eat(&TokenKind::Comma).is_some() {
-                    continue;
-                }
-                if self.eat(&TokenKind::RParen).is_some() {
-                    break;
-                }
-                return Err(self.expected("`,` or `)`"));
-            }
-        }
+        let attrs = self.attributes(TokenKind::RParen)?;
         let mut qualifiers = Vec::new();
         let mut choice_domains = Vec::new();
         while let TokenKind::Ident(q) = self.peek() {
@@ -647,22 +628,22 @@ impl<'t> Parser<'t> {
         let def = if self.eat(&TokenKind::Subtype).is_some() {
             TypeDef::Subtype(self.qualified("a base type after `<:`")?)
         } else if self.eat(&TokenKind::Eq).is_some() {
-            if self.at(&TokenKind::LBracket) {
-                let start = self.tok().span;
-                self.skip_balanced()?;
-                TypeDef::Record(self.span_from(start))
+            if self.eat(&TokenKind::LBracket).is_some() {
+                TypeDef::Record(self.attributes(TokenKind::RBracket)?)
             } else {
                 let first = self.qualified("a type name")?;
-                if self.at(&TokenKind::LBrace) {
-                    let start = first.span;
-                    self.skip_balanced()?;
+                if self.eat(&TokenKind::LBrace).is_some() {
+                    let mut branches = vec![Branch {
+                        name: first,
+                        fields: self.attributes(TokenKind::RBrace)?,
+                    }];
                     while self.eat(&TokenKind::Pipe).is_some() {
-                        self.ident("a constructor name")?;
-                        if self.at(&TokenKind::LBrace) {
-                            self.skip_balanced()?;
-                        }
+                        let name = self.ident("a branch name after `|`")?;
+                        self.expect(TokenKind::LBrace)?;
+                        let fields = self.attributes(TokenKind::RBrace)?;
+                        branches.push(Branch { name, fields });
                     }
-                    TypeDef::Adt(self.span_from(start))
+                    TypeDef::Adt(branches)
                 } else {
                     let mut members = vec![first];
                     while self.eat(&TokenKind::Pipe).is_some() {
@@ -679,6 +660,29 @@ impl<'t> Parser<'t> {
             def,
             span: self.span_from(kw),
         })
+    }
+
+    /// `name: type, ...` up to and including `close` (the opening bracket is already
+    /// read): the attributes of a `.decl`, the fields of a record type or of an ADT
+    /// branch.
+    fn attributes(&mut self, close: TokenKind) -> PResult<Vec<Attribute>> {
+        let mut attrs = Vec::new();
+        if self.eat(&close).is_some() {
+            return Ok(attrs);
+        }
+        loop {
+            let aname = self.ident("an attribute name")?;
+            self.expect(TokenKind::Colon)?;
+            let ty = self.qualified("a type name")?;
+            attrs.push(Attribute { name: aname, ty });
+            if self.eat(&TokenKind::Comma).is_some() {
+                continue;
+            }
+            if self.eat(&close).is_some() {
+                return Ok(attrs);
+            }
+            return Err(self.expected(&format!("`,` or {}", close.describe())));
+        }
     }
 
     /// Skip a bracketed group starting at the current `(`, `[` or `{`.
@@ -1102,6 +1106,8 @@ impl<'t> Parser<'t> {
                 | TokenKind::Str(_)
                 | TokenKind::Underscore
                 | TokenKind::LParen
+                | TokenKind::LBracket
+                | TokenKind::Dollar
                 | TokenKind::Minus
                 | TokenKind::At
         )
@@ -1178,21 +1184,44 @@ impl<'t> Parser<'t> {
             }
             TokenKind::Dollar => match self.peek_n(1) {
                 // `$Branch(args)` / `$Branch`: a constructor of an algebraic data type.
-                TokenKind::Ident(branch) if self.toks[self.pos + 1].span.start == t.span.end => {
-                    Err(Diagnostic::error(
-                        format!("algebraic data types are not supported (constructor `${branch}`)"),
-                        t.span.join(self.toks[self.pos + 1].span),
-                    ))
+                TokenKind::Ident(_) if self.toks[self.pos + 1].span.start == t.span.end => {
+                    self.bump();
+                    let name = self.ident("a branch name after `$`")?;
+                    let args = if self.at(&TokenKind::LParen) {
+                        self.args()?
+                    } else {
+                        Vec::new()
+                    };
+                    Ok(Expr::Constructor {
+                        ctor: Constructor::Branch(name),
+                        args,
+                        span: self.span_from(t.span),
+                    })
                 }
                 _ => Err(Diagnostic::error(
                     "`$` (auto-increment counter) is not supported",
                     t.span,
                 )),
             },
-            TokenKind::LBracket => Err(Diagnostic::error(
-                "records (`[...]`) are not supported",
-                t.span,
-            )),
+            TokenKind::LBracket => {
+                self.bump();
+                self.enter()?;
+                let args = self.record_fields();
+                self.depth -= 1;
+                Ok(Expr::Constructor {
+                    args: args?,
+                    ctor: Constructor::Record,
+                    span: self.span_from(t.span),
+                })
+            }
+            TokenKind::Ident(name) if name == "nil" => {
+                self.bump();
+                Ok(Expr::Constructor {
+                    ctor: Constructor::Nil,
+                    args: Vec::new(),
+                    span: t.span,
+                })
+            }
             TokenKind::Ident(name)
                 if (name == "nil" || self.peek_n(1) == &TokenKind::LParen)
                     && UNSUPPORTED_TERMS.iter().any(|(n, _)| n == name) =>
@@ -1266,6 +1295,24 @@ impl<'t> Parser<'t> {
                 }
             }
             _ => Err(self.expected("an expression")),
+        }
+    }
+
+    /// The fields of a record term after its `[`, up to and including the `]`.
+    fn record_fields(&mut self) -> PResult<Vec<Expr>> {
+        let mut args = Vec::new();
+        if self.eat(&TokenKind::RBracket).is_some() {
+            return Ok(args);
+        }
+        loop {
+            args.push(self.expr()?);
+            if self.eat(&TokenKind::Comma).is_some() {
+                continue;
+            }
+            if self.eat(&TokenKind::RBracket).is_some() {
+                return Ok(args);
+            }
+            return Err(self.expected("`,` or `]`"));
         }
     }
 

@@ -100,7 +100,7 @@ fn declarations_and_types() {
 }
 
 #[test]
-fn record_and_adt_types_parse_as_unsupported_forms() {
+fn record_and_adt_types_parse() {
     let p = parse_ok(
         ".type P = [a: number, b: symbol]\n.type E = A {x: number} | B {}\n.decl r(x: number)\n",
     );
@@ -119,6 +119,45 @@ fn record_and_adt_types_parse_as_unsupported_forms() {
         })
     ));
     assert!(matches!(&p.items[2], Item::Decl(_)));
+    let Item::Type(TypeDecl {
+        def: TypeDef::Adt(branches),
+        ..
+    }) = &p.items[1]
+    else {
+        panic!("{:?}", p.items[1]);
+    };
+    let names: Vec<(&str, usize)> = branches
+        .iter()
+        .map(|b| (b.name.name.as_str(), b.fields.len()))
+        .collect();
+    assert_eq!(names, [("A", 1), ("B", 0)]);
+}
+
+#[test]
+fn record_and_branch_terms() {
+    let p = parse_ok("a([x, [1, nil]], $A(y), $B, $C()) :- b(x, y).\n");
+    let Item::Clause(c) = &p.items[0] else {
+        panic!("{:?}", p.items[0]);
+    };
+    let args = &c.heads[0].args;
+    assert!(matches!(
+        &args[0],
+        Expr::Constructor { ctor: Constructor::Record, args, .. } if args.len() == 2
+    ));
+    assert!(matches!(
+        &args[1],
+        Expr::Constructor { ctor: Constructor::Branch(b), args, .. } if b.name == "A" && args.len() == 1
+    ));
+    assert!(matches!(
+        &args[2],
+        Expr::Constructor { ctor: Constructor::Branch(b), args, .. } if b.name == "B" && args.is_empty()
+    ));
+    assert!(matches!(
+        &args[3],
+        Expr::Constructor { ctor: Constructor::Branch(b), args, .. } if b.name == "C" && args.is_empty()
+    ));
+    let e = parse_errs("a(x) :- b(x), x = [1, 2.");
+    assert_eq!(e[0].0, "expected `,` or `]`, found `.`");
 }
 
 #[test]
@@ -638,31 +677,11 @@ fn error_unsupported_syntax() {
     let e = parse_errs("a(x) :- b(x), x = $.");
     assert_eq!(e[0].0, "`$` (auto-increment counter) is not supported");
     // Each error names the feature actually used.
-    let e = parse_errs("a(x) :- b(y), x = $Succ(y).");
-    assert_eq!(
-        e[0],
-        (
-            "algebraic data types are not supported (constructor `$Succ`)".to_string(),
-            "t.dl:1:19".to_string()
-        )
-    );
-    let e = parse_errs("a($Zero).");
-    assert_eq!(
-        e[0].0,
-        "algebraic data types are not supported (constructor `$Zero`)"
-    );
     let e = parse_errs("a(x) :- b(x), x = autoinc().");
     assert_eq!(
         e[0].0,
         "`autoinc()` (auto-increment counter) is not supported"
     );
-    let e = parse_errs("a(x) :- b(y), x = nil.");
-    assert_eq!(
-        e[0].0,
-        "`nil` (the empty record) is a record, and records are not supported"
-    );
-    let e = parse_errs("a(x) :- b(x), x = [1, 2].");
-    assert_eq!(e[0].0, "records (`[...]`) are not supported");
     let e = parse_errs("a(x) :- b(y), x = as(y, T).");
     assert_eq!(e[0].0, "type casts (`as(value, Type)`) are not supported");
     let e = parse_errs("a(x) :- x = range(1, 5).");

@@ -6,7 +6,8 @@
 use crate::error::Error;
 use crate::io;
 use fixlog_exec::driver::{DriverOptions, RunResult, Tuples};
-use fixlog_logical::{ColType, Program, RelId, Value};
+use fixlog_logical::records::RecordView;
+use fixlog_logical::{value, ColType, Program, RelId, Value};
 use fixlog_plan::{Plan, PlanOptions};
 use fixlog_syntax::SourceMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +20,9 @@ pub enum Datum {
     Unsigned(u32),
     Float(f32),
     Symbol(String),
+    /// A record or ADT value, in the text form of fact and output files (`[1, a]`,
+    /// `nil`, `$A(1)`).
+    Record(String),
 }
 
 /// Which backend evaluates a program.
@@ -209,6 +213,9 @@ impl Fixlog {
             (Datum::Unsigned(u), ColType::Unsigned) => Some(*u),
             (Datum::Float(f), ColType::Float) => Some(f.to_bits()),
             (Datum::Symbol(s), ColType::Symbol) => Some(self.program.symbols.intern(s)),
+            (Datum::Record(s), ColType::Record(_)) => {
+                io::parse_field(s, ty, &self.program.symbols).ok()
+            }
             _ => None,
         }
     }
@@ -438,6 +445,16 @@ impl Database {
         let rel = self.program.relation_id(relation)?;
         let types = self.program.relations[rel].types();
         let rows = io::output_rows(self.relations[rel].as_ref()?, &types, &self.symbols);
+        // One snapshot of the tables for all the relation's records.
+        let records = types
+            .iter()
+            .any(|t| matches!(t, ColType::Record(_)))
+            .then(|| {
+                (
+                    self.symbols.snapshot(),
+                    RecordView::new(self.symbols.records()),
+                )
+            });
         Some(
             rows.iter()
                 .map(|row| {
@@ -448,6 +465,13 @@ impl Database {
                             ColType::Unsigned => Datum::Unsigned(v),
                             ColType::Float => Datum::Float(f32::from_bits(v)),
                             ColType::Symbol => Datum::Symbol(self.symbols.resolve(v).to_string()),
+                            ColType::Record(rt) => {
+                                let mut text = String::new();
+                                if let Some((strings, view)) = &records {
+                                    value::write_record(&mut text, v, *rt, strings, view);
+                                }
+                                Datum::Record(text)
+                            }
                         })
                         .collect()
                 })

@@ -14,6 +14,7 @@
 
 use crate::error::Error;
 use fixlog_exec::driver::Tuples;
+use fixlog_logical::records::RecordView;
 use fixlog_logical::{value, ColType, IoDirective, Program, Relation, SymbolTable, Value};
 use fixlog_syntax::{Diagnostic, Diagnostics, SourceMap, Span};
 use rayon::prelude::*;
@@ -308,6 +309,12 @@ fn is_c_space(c: char) -> bool {
 pub fn parse_field(field: &str, ty: ColType, symbols: &SymbolTable) -> Result<Value, String> {
     match ty {
         ColType::Symbol => Ok(symbols.intern(field)),
+        // `[1, a]`, `nil`, `$A(1)`: as Soufflé reads records (see `records`).
+        ColType::Record(rt) => {
+            fixlog_logical::records::parse_record(field, rt, symbols.records(), &|text, t| {
+                parse_field(text, t, symbols)
+            })
+        }
         ColType::Number => {
             let t = field.trim_start_matches(is_c_space);
             let (neg, digits) = match t.as_bytes().first() {
@@ -518,11 +525,13 @@ pub fn format_tuples_into<E>(
     if tuples.arity == 0 {
         return sink(&"()\n".repeat(tuples.len));
     }
-    let strings = if types.contains(&ColType::Symbol) {
+    let has_records = types.iter().any(|t| matches!(t, ColType::Record(_)));
+    let strings = if has_records || types.contains(&ColType::Symbol) {
         symbols.snapshot()
     } else {
         Vec::new()
     };
+    let records = has_records.then(|| RecordView::new(symbols.records()));
     let a = tuples.arity;
     let index: Option<Vec<usize>> = if raw_order_is_output_order(tuples, types) {
         None
@@ -548,7 +557,12 @@ pub fn format_tuples_into<E>(
                 if c > 0 {
                     s.push_str(delimiter);
                 }
-                value::write_value(&mut s, v, ty, &strings);
+                match (ty, &records) {
+                    (ColType::Record(rt), Some(view)) => {
+                        value::write_record(&mut s, v, rt, &strings, view)
+                    }
+                    _ => value::write_value(&mut s, v, ty, &strings),
+                }
             }
             s.push('\n');
         }

@@ -169,3 +169,57 @@ fn explain_shows_where_each_operator_runs_on_the_gpu() {
     let cpu = text(&run(&["explain", "p.dl"]).stdout);
     assert!(!cpu.contains("[device]"), "{cpu}");
 }
+
+/// Records and ADT values live in the host's record table: the operators that build or
+/// read them run on the host, the others (including `=`/`!=` on record ids) on the
+/// device; with a GPU, both backends write the same files.
+#[test]
+fn records_run_on_the_host_parts_of_the_gpu_plan_with_the_same_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = ".type L = [h: number, t: L]\n.type T = A {x: number} | B {}\n\
+                   .decl l(x: L)\n.output l\nl([1, nil]).\n\
+                   l([h + 1, t]) :- l(t), t = [h, _], h < 4.\n\
+                   .decl n(x: L)\n.output n\nn(x) :- l(x), x != nil.\n\
+                   .decl t(x: T, k: number)\n.output t\nt($A(h), h) :- l([h, _]).\nt($B, 0).\n\
+                   .decl a(k: number)\n.output a\na(x) :- t($A(x), _).\n";
+    fs::write(dir.path().join("p.dl"), program).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fixlog"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let cuda = run(&["explain", "p.dl", "--backend", "cuda"]);
+    assert!(cuda.status.success(), "{}", text(&cuda.stderr));
+    let cuda = text(&cuda.stdout);
+    assert!(cuda.contains("[device]"), "{cuda}");
+    assert!(cuda.contains("needs the record table"), "{cuda}");
+    let want = "[1, nil]\n[2, [1, nil]]\n[3, [2, [1, nil]]]\n[4, [3, [2, [1, nil]]]]\n";
+    for backend in ["cpu", "cuda"] {
+        if backend == "cuda" && !gpu_available() {
+            continue;
+        }
+        let out = dir.path().join(format!("out-{backend}"));
+        fs::create_dir_all(&out).unwrap();
+        let o = run(&[
+            "run",
+            "p.dl",
+            "--backend",
+            backend,
+            "-D",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(fs::read_to_string(out.join("l.csv")).unwrap(), want);
+        assert_eq!(fs::read_to_string(out.join("n.csv")).unwrap(), want);
+        assert_eq!(
+            fs::read_to_string(out.join("t.csv")).unwrap(),
+            "$A(1)\t1\n$A(2)\t2\n$A(3)\t3\n$A(4)\t4\n$B\t0\n"
+        );
+        assert_eq!(
+            fs::read_to_string(out.join("a.csv")).unwrap(),
+            "1\n2\n3\n4\n"
+        );
+    }
+}

@@ -147,15 +147,134 @@ fn syntax_error() {
 }
 
 #[test]
-fn unsupported_feature_is_named() {
-    // An ADT constructor is reported as such (it was once called an auto-increment
-    // counter).
+fn unknown_adt_branch_is_named() {
+    // A constructor of no declared ADT is reported as an unknown branch (it was once
+    // called an auto-increment counter, then an unsupported ADT).
     let prog = ".decl n(x: number)\nn(1).\n.decl s(x: number)\ns(x) :- n(y), x = $Succ(y).\n";
     let o = run_program(&[("prog.dl", prog)]);
     assert_failed(&o);
-    assert_points_at(&o, "prog.dl", prog, 4, &["$Succ"]);
-    assert_mentions(&o, &[&["algebraic data type"], &["$Succ"]]);
+    assert_points_at(&o, "prog.dl", prog, 4, &["Succ"]);
+    assert_mentions(&o, &[&["unknown branch"], &["$Succ"]]);
     assert!(!o.stderr.contains("auto-increment"), "{}", o.stderr);
+    assert!(!o.stderr.contains("not supported"), "{}", o.stderr);
+}
+
+/// Record and ADT errors: each is located at its culprit and says what is wrong.
+#[test]
+fn record_and_adt_errors() {
+    let types = ".type P = [a: number, b: symbol]\n.type Q = [a: number, b: symbol]\n.type T = A {x: number} | B {}\n.decl p(x: P)\n.decl q(x: Q)\n.decl t(x: T)\n.decl n(x: number)\n";
+    // (rule line 8, the needle the error points at, words the message has)
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("p([1, \"a\", 2]).", "[1,", &["`P` has 2 fields", "has 3"]),
+        ("p([1]) :- n(1).", "[1]", &["`P` has 2 fields", "has 1"]),
+        ("p(x) :- q(x).", "x)", &["type mismatch", "`P`", "`Q`"]),
+        (
+            "n(1) :- nil = nil.",
+            "nil",
+            &["cannot tell the record type of `nil`"],
+        ),
+        ("p([x, \"a\"]) :- n(1).", "x", &["`x`", "bound"]),
+        ("t($A(1, 2)).", "$A", &["`$A` has 1 field", "2 arguments"]),
+        ("t($C(1)).", "C", &["unknown branch `$C`"]),
+        (
+            "n(1) :- p(x), p(y), x < y.",
+            "x < y",
+            &["only be compared with `=` and `!=`"],
+        ),
+        (
+            "n([1, \"a\"]).",
+            "[1",
+            &["record `[...]` is used where a `number` is expected"],
+        ),
+        ("t([1]).", "[1]", &["`T` is expected", "branch"]),
+        (
+            "n(x) :- p([x, _, _]).",
+            "[x",
+            &["pattern has 3 fields", "`P` has 2"],
+        ),
+        (
+            "n(x) :- t($A(x, 1)).",
+            "$A",
+            &["pattern has 2 fields", "`T` has 1"],
+        ),
+        (
+            "p(z) :- p(y), z = y + y.",
+            "y + y",
+            &["arithmetic on records"],
+        ),
+        (
+            "n(x) :- n(x), [x, \"a\"] = [x, \"a\"].",
+            "[x, \"a\"] =",
+            &["cannot tell the record type"],
+        ),
+        (
+            "n(1) :- [1, \"a\"] = [1, \"a\"].",
+            "[1",
+            &["cannot tell the record type"],
+        ),
+    ];
+    for (rule, needle, words) in cases {
+        let prog = format!("{types}{rule}\n");
+        let o = run_program(&[("prog.dl", &prog)]);
+        assert_failed(&o);
+        assert_points_at(&o, "prog.dl", &prog, 8, &[needle]);
+        assert_mentions(&o, &[*words]);
+        for w in *words {
+            assert!(o.stderr.contains(w), "{rule}: no {w:?} in\n{}", o.stderr);
+        }
+    }
+    // Field types must exist; branch names are unique.
+    let prog = ".type P = [a: number, b: nosuch]\n.decl p(x: P)\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 1, &["nosuch"]);
+    assert_mentions(&o, &[&["unknown type `nosuch`"]]);
+    let prog = ".type T = A {} | B {}\n.type U = B {x: number}\n.decl t(x: T)\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 2, &["B"]);
+    assert_mentions(&o, &[&["branch `B` is declared more than once"]]);
+    // A union of record types is rejected, as in Soufflé.
+    let prog = ".type P = [a: number]\n.type U = P | number\n.decl u(x: U)\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 2, &["P |"]);
+    assert_mentions(&o, &[&["unions of record types are not supported"]]);
+}
+
+/// A malformed record in a fact file is an error at `file:line`.
+#[test]
+fn record_fact_file_errors() {
+    let prog = ".type P = [a: number, b: symbol]\n.type T = A {x: number} | B {}\n.decl p(x: P)\n.input p\n.output p\n.decl t(x: T)\n.input t\n.output t\n";
+    for (file, line, words) in [
+        (
+            "p.facts",
+            "[1, a]\n[2, b\n",
+            &["p.facts:2", "end of the record"][..],
+        ),
+        ("p.facts", "[1, a]\n[x, b]\n", &["p.facts:2", "x"][..]),
+        ("p.facts", "[1, a] extra\n", &["p.facts:1", "extra"][..]),
+        (
+            "t.facts",
+            "$A(1)\n$C\n",
+            &["t.facts:2", "`$C` is not a branch of the type `T`"][..],
+        ),
+    ] {
+        let other = if file == "p.facts" {
+            "t.facts"
+        } else {
+            "p.facts"
+        };
+        let o = run_program(&[
+            ("prog.dl", prog),
+            (&format!("facts/{file}"), line),
+            (&format!("facts/{other}"), ""),
+        ]);
+        assert_failed(&o);
+        for w in words {
+            assert!(o.stderr.contains(w), "no {w:?} in\n{}", o.stderr);
+        }
+    }
 }
 
 #[test]

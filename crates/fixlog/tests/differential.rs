@@ -24,6 +24,10 @@ enum Key {
     Uns(u32),
     Flt(u32),
     Sym(String),
+    /// A record of numbers (the generated programs' records): `nil` orders first, then
+    /// field by field, as the output does.
+    Nil,
+    Rec(Vec<Key>),
 }
 
 fn key_of_datum(d: &Datum) -> Key {
@@ -32,7 +36,41 @@ fn key_of_datum(d: &Datum) -> Key {
         Datum::Unsigned(u) => Key::Uns(*u),
         Datum::Float(f) => Key::Flt(f.to_bits()),
         Datum::Symbol(s) => Key::Sym(s.clone()),
+        Datum::Record(text) => record_key(text),
     }
+}
+
+/// The key of a record of numbers and records written as `[1, [2, 3]]` or `nil`.
+fn record_key(text: &str) -> Key {
+    let mut stack: Vec<Vec<Key>> = vec![Vec::new()];
+    let mut number = String::new();
+    let flush = |number: &mut String, stack: &mut Vec<Vec<Key>>| {
+        if !number.is_empty() {
+            let n = number.parse().expect("a number field");
+            stack.last_mut().unwrap().push(Key::Num(n));
+            number.clear();
+        }
+    };
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix("nil") {
+            stack.last_mut().unwrap().push(Key::Nil);
+            rest = after;
+            continue;
+        }
+        match c {
+            '[' => stack.push(Vec::new()),
+            ']' => {
+                flush(&mut number, &mut stack);
+                let fields = stack.pop().unwrap();
+                stack.last_mut().unwrap().push(Key::Rec(fields));
+            }
+            ',' | ' ' => flush(&mut number, &mut stack),
+            c => number.push(c),
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    stack.pop().unwrap().pop().expect("a record")
 }
 
 fn key_of_value(v: Value, ty: ColType, symbols: &SymbolTable) -> Key {
@@ -41,6 +79,24 @@ fn key_of_value(v: Value, ty: ColType, symbols: &SymbolTable) -> Key {
         ColType::Unsigned => Key::Uns(v),
         ColType::Float => Key::Flt(v),
         ColType::Symbol => Key::Sym(symbols.resolve(v).to_string()),
+        ColType::Record(t) => {
+            let Some(fields) = symbols.records().unpack(v) else {
+                return Key::Nil;
+            };
+            let types = symbols.records().types();
+            let Some(fixlog_logical::records::RecordShape::Record(fts)) =
+                types.get(t as usize).map(|r| r.shape.clone())
+            else {
+                panic!("the generated programs only have record types");
+            };
+            Key::Rec(
+                fields
+                    .iter()
+                    .zip(&fts)
+                    .map(|(&x, f)| key_of_value(x, f.ty, symbols))
+                    .collect(),
+            )
+        }
     }
 }
 
@@ -53,12 +109,12 @@ struct Tally {
     /// Some relation of a recursive stratum was non-empty.
     recursive: usize,
     /// Per feature of [`FEATURES`], the programs that used it.
-    features: [usize; 12],
+    features: [usize; 13],
     /// Programs whose plan with worst-case-optimal joins forced has an intersection.
     intersections: usize,
 }
 
-const FEATURES: [&str; 12] = [
+const FEATURES: [&str; 13] = [
     "rec",
     "neg",
     "agg",
@@ -71,6 +127,7 @@ const FEATURES: [&str; 12] = [
     "eqrel",
     "choice",
     "subsumption",
+    "records",
 ];
 
 /// Runs `check_inner`, turning a panic (in the engine or the reference) into a failure
@@ -119,6 +176,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
                     Datum::Unsigned(u) => *u,
                     Datum::Float(f) => f.to_bits(),
                     Datum::Symbol(s) => symbols.intern(s),
+                    Datum::Record(_) => unreachable!("the generator inserts no records"),
                 })
                 .collect();
             extra.push((id, tuple));
@@ -245,6 +303,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
         f.eqrel,
         f.choice,
         f.subsumption,
+        f.records,
     ];
     for (count, on) in t.features.iter_mut().zip(used) {
         *count += usize::from(on);

@@ -223,6 +223,7 @@ fn check(bytes: &[u8], tally: &Tally) -> Result<(), TestCaseError> {
                         ColType::Unsigned => Datum::Unsigned(i as u32),
                         ColType::Float => Datum::Float(i as f32),
                         ColType::Symbol => Datum::Symbol(["a", "b"][i as usize].into()),
+                        ColType::Record(_) => Datum::Record("nil".into()),
                     })
                     .collect()
             })

@@ -403,7 +403,9 @@ impl<'a> Lower<'a> {
                     | Functor::Substr
                     | Functor::ToNumber
                     | Functor::ToString
-                    | Functor::Convert(..) => {
+                    | Functor::Convert(..)
+                    | Functor::Pack(_)
+                    | Functor::Field(..) => {
                         return Err(format!("functor {func:?} cannot run on the device"))
                     }
                 }
@@ -513,7 +515,7 @@ fn binary_fn(op: BinOp, ty: ColType) -> Result<(&'static str, bool), String> {
     let t = match ty {
         ColType::Number => T::N,
         // Arithmetic on symbol ids treats them as unsigned.
-        ColType::Unsigned | ColType::Symbol => T::U,
+        ColType::Unsigned | ColType::Symbol | ColType::Record(_) => T::U,
         ColType::Float => T::F,
     };
     Ok(match (op, t) {
@@ -563,6 +565,7 @@ fn compare_fn(op: CmpOp, ty: ColType) -> Result<&'static str, String> {
         (_, ColType::Symbol) => {
             return Err("ordering symbols compares their strings (host only)".into())
         }
+        (_, ColType::Record(_)) => return Err("records are only compared with `=`/`!=`".into()),
         (Lt, ColType::Number) => "lt_n",
         (Le, ColType::Number) => "le_n",
         (Gt, ColType::Number) => "gt_n",

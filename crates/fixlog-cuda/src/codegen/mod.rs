@@ -150,6 +150,13 @@ pub fn expr_host_reason(e: &PExpr) -> Option<String> {
                         "conversions other than number<->float/unsigned run on the host".into(),
                     )
                 }
+                // Records live in the run's record table, on the host.
+                Functor::Pack(_) => {
+                    return Some("building a record or ADT value needs the record table".into())
+                }
+                Functor::Field(..) => {
+                    return Some("reading a record's field needs the record table".into())
+                }
             };
             if let Some(name) = name {
                 return Some(format!("`{name}` needs the symbol table"));

@@ -157,6 +157,24 @@ impl RuleCx<'_, '_> {
         match l {
             ast::Literal::Atom(a) => self.lower_atom(a, false, a.span, scope, out),
             ast::Literal::Negation { atom, span } => self.lower_atom(atom, true, *span, scope, out),
+            ast::Literal::Compare {
+                op: ast::CmpOp::Eq,
+                lhs,
+                rhs,
+                span,
+            } if !self.fact_mode
+                && [lhs, rhs]
+                    .iter()
+                    .any(|e| matches!(e, ast::Expr::Constructor { .. }) && !is_const(e)) =>
+            {
+                let (whole, ctor) =
+                    if matches!(rhs, ast::Expr::Constructor { .. }) && !is_const(rhs) {
+                        (lhs, rhs)
+                    } else {
+                        (rhs, lhs)
+                    };
+                self.lower_record_equality(whole, ctor, *span, scope, out);
+            }
             ast::Literal::Compare { op, lhs, rhs, span } => {
                 let l = self.lower_expr(lhs, scope, out);
                 let r = self.lower_expr(rhs, scope, out);
@@ -225,6 +243,12 @@ impl RuleCx<'_, '_> {
         let Some(rel) = self.ck.resolve_atom(a) else {
             return;
         };
+        let partial_record =
+            |e: &ast::Expr| matches!(e, ast::Expr::Constructor { .. }) && records::has_wildcard(e);
+        if negated && a.args.iter().any(partial_record) {
+            self.lower_negated_pattern(rel, a, span, scope, out);
+            return;
+        }
         let mut args = Vec::new();
         for e in &a.args {
             let t = match e {
@@ -236,6 +260,12 @@ impl RuleCx<'_, '_> {
                     }
                 },
                 ast::Expr::Wildcard(_) => LTerm::Wild,
+                ast::Expr::Constructor { span, .. } if !negated && !is_const(e) => {
+                    // A pattern: a fresh variable for the value, matched field by field.
+                    let v = self.fresh_var("");
+                    self.destructure(v, e, scope, out);
+                    LTerm::Var(v, *span)
+                }
                 e if is_const(e) => {
                     self.const_context += 1;
                     let x = self.lower_expr(e, scope, out);
@@ -306,6 +336,9 @@ impl RuleCx<'_, '_> {
             ast::Expr::Unsigned(v, s) => LExpr::Unsigned(*v, *s),
             ast::Expr::Float(v, s) => LExpr::Float(*v, *s),
             ast::Expr::Str(v, s) => LExpr::Str(v.clone(), *s),
+            ast::Expr::Constructor { ctor, args, span } => {
+                return self.lower_constructor(ctor, args, *span, scope, out)
+            }
             ast::Expr::Unary { op, arg, span } => {
                 if let (ast::UnaryOp::Neg, ast::Expr::Int(v, _)) = (op, arg.as_ref()) {
                     return Some(LExpr::Int(-i128::from(*v), *span));

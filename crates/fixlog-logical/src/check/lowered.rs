@@ -56,6 +56,30 @@ pub(super) enum LExpr {
     Unary(ir::UnaryOp, Box<LExpr>, Span),
     Binary(ir::BinOp, Box<LExpr>, Box<LExpr>, Span),
     Call(Builtin, &'static str, Vec<LExpr>, Span),
+    /// `[a, b]`: a record of the type the context gives.
+    Record(Vec<LExpr>, Span),
+    /// `nil`: the empty record of the type the context gives.
+    Nil(Span),
+    /// `$B(a, b)`: branch `.1` of the ADT `.0` (a `ColType::Record` index).
+    Branch(u32, usize, Vec<LExpr>, Span),
+    /// A part of the record the expression (a variable) holds, read by a pattern.
+    Access(Access, Box<LExpr>, Span),
+}
+
+/// What a pattern reads from a record or ADT value (see `RuleCx::destructure`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Access {
+    /// Field `index` of a record, matched by a pattern of `arity` fields.
+    Field { index: usize, arity: usize },
+    /// Field `index` of branch `branch` of an ADT (the branch has `arity` in the
+    /// pattern).
+    BranchField {
+        branch: usize,
+        index: usize,
+        arity: usize,
+    },
+    /// The branch index of an ADT value (an `unsigned`).
+    Tag,
 }
 
 impl LExpr {
@@ -68,7 +92,11 @@ impl LExpr {
             | LExpr::Str(_, s)
             | LExpr::Unary(_, _, s)
             | LExpr::Binary(_, _, _, s)
-            | LExpr::Call(_, _, _, s) => *s,
+            | LExpr::Call(_, _, _, s)
+            | LExpr::Record(_, s)
+            | LExpr::Nil(s)
+            | LExpr::Branch(_, _, _, s)
+            | LExpr::Access(_, _, s) => *s,
         }
     }
 
@@ -84,7 +112,10 @@ impl LExpr {
                     stack.push(b);
                     stack.push(a);
                 }
-                LExpr::Call(_, _, args, _) => stack.extend(args.iter().rev()),
+                LExpr::Call(_, _, args, _)
+                | LExpr::Record(args, _)
+                | LExpr::Branch(_, _, args, _) => stack.extend(args.iter().rev()),
+                LExpr::Access(_, a, _) => stack.push(a),
                 _ => {}
             }
         }
@@ -102,7 +133,10 @@ impl LExpr {
                     stack.push((a, d + 1));
                     stack.push((b, d + 1));
                 }
-                LExpr::Call(_, _, args, _) => stack.extend(args.iter().map(|a| (a, d + 1))),
+                LExpr::Call(_, _, args, _)
+                | LExpr::Record(args, _)
+                | LExpr::Branch(_, _, args, _) => stack.extend(args.iter().map(|a| (a, d + 1))),
+                LExpr::Access(_, a, _) => stack.push((a, d + 1)),
                 _ => {}
             }
         }
@@ -121,7 +155,10 @@ impl Drop for LExpr {
                     out.push(std::mem::replace(&mut **a, hole()));
                     out.push(std::mem::replace(&mut **b, hole()));
                 }
-                LExpr::Call(_, _, args, _) => out.append(args),
+                LExpr::Call(_, _, args, _)
+                | LExpr::Record(args, _)
+                | LExpr::Branch(_, _, args, _) => out.append(args),
+                LExpr::Access(_, a, _) => out.push(std::mem::replace(&mut **a, hole())),
                 _ => {}
             }
         }
@@ -246,7 +283,9 @@ pub(super) fn expr_parts<'e>(
                 stack.push(rhs);
                 stack.push(lhs);
             }
-            ast::Expr::Call { args, .. } => stack.extend(args.iter().rev()),
+            ast::Expr::Call { args, .. } | ast::Expr::Constructor { args, .. } => {
+                stack.extend(args.iter().rev())
+            }
             ast::Expr::Aggregate { .. } => aggs.push(e),
             _ => {}
         }
@@ -358,6 +397,7 @@ pub(super) fn is_const(e: &ast::Expr) -> bool {
                 }
                 stack.extend(args.iter());
             }
+            ast::Expr::Constructor { args, .. } => stack.extend(args.iter()),
             ast::Expr::Var(_) | ast::Expr::Wildcard(_) | ast::Expr::Aggregate { .. } => {
                 return false
             }

@@ -30,6 +30,7 @@
 mod lower;
 mod lowered;
 mod range;
+mod records;
 mod relation_kinds;
 mod typing;
 
@@ -89,6 +90,8 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         relations: Vec::new(),
         rel_ids: HashMap::new(),
         symbols: SymbolTable::new(),
+        record_types: Vec::new(),
+        branches: HashMap::new(),
         facts: Vec::new(),
         rules: Vec::new(),
         subsumptions: Vec::new(),
@@ -100,6 +103,9 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
     }
     let strata = stratify_with(&ck.relations, &ck.rules, &ck.subsumptions)
         .map_err(|e| finish_errors(e.0))?;
+    ck.symbols
+        .records()
+        .set_types(std::mem::take(&mut ck.record_types));
     let warnings = finish_errors(ck.warnings).0;
     Ok(ir::Program {
         relations: ck.relations,
@@ -148,6 +154,7 @@ fn functor_result(f: ir::Functor) -> ColType {
         ir::Functor::ToUnsigned => ColType::Unsigned,
         ir::Functor::ToFloat => ColType::Float,
         ir::Functor::Convert(_, to) => to,
+        ir::Functor::Pack(t) | ir::Functor::Field(_, t) => t,
     }
 }
 
@@ -158,6 +165,7 @@ pub fn type_name(t: ColType) -> &'static str {
         ColType::Unsigned => "unsigned",
         ColType::Float => "float",
         ColType::Symbol => "symbol",
+        ColType::Record(_) => "record",
     }
 }
 
@@ -200,6 +208,10 @@ struct Checker<'a> {
     relations: Vec<ir::Relation>,
     rel_ids: HashMap<String, RelId>,
     symbols: SymbolTable,
+    /// The record and ADT types, indexed by `ColType::Record`'s id.
+    record_types: Vec<crate::records::RecordType>,
+    /// ADT branch name -> (its type's id, its index, where it is declared).
+    branches: HashMap<String, (u32, usize, Span)>,
     facts: Vec<ir::Fact>,
     rules: Vec<ir::Rule>,
     /// See [`ir::Program::subsumptions`].
@@ -364,6 +376,17 @@ impl<'a> Checker<'a> {
                 }
                 if failed {
                     None
+                } else if let Some((m, _)) =
+                    found.iter().find(|(_, t)| matches!(t, ColType::Record(_)))
+                {
+                    self.error(Diagnostic::error(
+                        format!(
+                            "union type `{}` has the record or ADT type `{}` as a member: unions of record types are not supported (as in Soufflé)",
+                            decl.name.name, m.name
+                        ),
+                        m.span,
+                    ));
+                    None
                 } else if let Some(&(m2, t2)) = found.iter().find(|(_, t)| *t != found[0].1) {
                     let (m1, t1) = found[0];
                     self.error(Diagnostic::error(
@@ -382,23 +405,7 @@ impl<'a> Checker<'a> {
                     found.first().map(|f| f.1)
                 }
             }
-            ast::TypeDef::Record(span) => {
-                self.error(Diagnostic::error(
-                    format!("record types are not supported (type `{}`)", decl.name.name),
-                    *span,
-                ));
-                None
-            }
-            ast::TypeDef::Adt(span) => {
-                self.error(Diagnostic::error(
-                    format!(
-                        "algebraic data types are not supported (type `{}`)",
-                        decl.name.name
-                    ),
-                    *span,
-                ));
-                None
-            }
+            ast::TypeDef::Record(_) | ast::TypeDef::Adt(_) => return self.record_type(decl),
         };
         self.type_state
             .insert(name.name.clone(), TypeState::Done(t));

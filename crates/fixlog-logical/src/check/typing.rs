@@ -32,8 +32,8 @@ impl RuleCx<'_, '_> {
                                 let d = Diagnostic::error(
                                     format!(
                                         "type mismatch: variable `{name}` is used as a `{}` here ({why}) but as a `{}` at {}",
-                                        type_name(cty),
-                                        type_name(t),
+                                        self.ck.type_label(cty),
+                                        self.ck.type_label(t),
                                         self.describe_origin(*v)
                                     ),
                                     *s,
@@ -71,6 +71,9 @@ impl RuleCx<'_, '_> {
                     .or_else(|| rhs.iter().rev().find_map(|b| self.infer(b)))
             }
             LExpr::Call(b, _, _, _) => Some(b.result()),
+            LExpr::Record(..) | LExpr::Nil(_) | LExpr::Branch(..) | LExpr::Access(..) => {
+                self.infer_record(e).flatten()
+            }
         }
     }
 
@@ -106,6 +109,7 @@ impl RuleCx<'_, '_> {
                 }
                 changed
             }
+            LExpr::Record(..) | LExpr::Branch(..) => self.propagate_record(e, expected),
             _ => false,
         }
     }
@@ -158,12 +162,9 @@ impl RuleCx<'_, '_> {
     }
 
     pub(super) fn mismatch(&mut self, span: Span, what: &str, found: ColType, expected: ColType) {
+        let (found, expected) = (self.ck.type_label(found), self.ck.type_label(expected));
         self.error(Diagnostic::error(
-            format!(
-                "type mismatch: {what} is a `{}` but a `{}` is expected here",
-                type_name(found),
-                type_name(expected)
-            ),
+            format!("type mismatch: {what} is a `{found}` but a `{expected}` is expected here"),
             span,
         ));
     }
@@ -191,6 +192,16 @@ impl RuleCx<'_, '_> {
                 }
             },
             ColType::Float => Some((v as f32).to_bits()),
+            ColType::Record(_) => {
+                let label = self.ck.type_label(ty);
+                self.error(Diagnostic::error(
+                    format!(
+                        "type mismatch: the number `{v}` is used where a `{label}` is expected"
+                    ),
+                    span,
+                ));
+                None
+            }
             ColType::Symbol => {
                 self.error(
                     Diagnostic::error(
@@ -293,6 +304,9 @@ impl RuleCx<'_, '_> {
                 ))
             }
             LExpr::Binary(..) => self.emit_chain(e, expected),
+            LExpr::Record(..) | LExpr::Nil(_) | LExpr::Branch(..) | LExpr::Access(..) => {
+                self.emit_record(e, expected)
+            }
             LExpr::Call(bi, name, args, s) => {
                 let (func, arg_tys): (Option<ir::Functor>, Vec<ColType>) = match bi {
                     Builtin::Cat => (Some(ir::Functor::Cat), vec![ColType::Symbol; args.len()]),
@@ -315,6 +329,16 @@ impl RuleCx<'_, '_> {
                                 .and_then(|a| self.infer(a))
                                 .unwrap_or(ColType::Number),
                         };
+                        if let ColType::Record(_) = at {
+                            let label = self.ck.type_label(at);
+                            self.error(Diagnostic::error(
+                                format!(
+                                    "`{name}` cannot convert a value of the record type `{label}`"
+                                ),
+                                *s,
+                            ));
+                            return None;
+                        }
                         (conversion(at, target), vec![at])
                     }
                 };
@@ -380,6 +404,18 @@ impl RuleCx<'_, '_> {
         while let LExpr::Binary(op, a, b, s) = leaf {
             spine.push((*op, b, *s));
             leaf = a;
+        }
+        if let ColType::Record(_) = t {
+            let (op, _, s) = spine[0];
+            let label = self.ck.type_label(t);
+            self.error(Diagnostic::error(
+                format!(
+                    "arithmetic on records: `{}` is applied to a `{label}` value",
+                    binop_name(op)
+                ),
+                s,
+            ));
+            return None;
         }
         if t == ColType::Symbol {
             let (op, _, s) = spine[0];
@@ -504,14 +540,30 @@ impl RuleCx<'_, '_> {
                 let (li, ri) = (self.infer(lhs), self.infer(rhs));
                 if let (Some(a), Some(b)) = (li, ri) {
                     if a != b {
+                        let (a, b) = (self.ck.type_label(a), self.ck.type_label(b));
                         self.error(Diagnostic::error(
-                            format!("cannot compare a `{}` with a `{}`", type_name(a), type_name(b)),
+                            format!("cannot compare a `{a}` with a `{b}`"),
                             *span,
                         ).with_help("convert one side, e.g. with `to_number`, `to_string` or `to_float`"));
                         return None;
                     }
                 }
+                let untyped_record = |e: &LExpr| matches!(e, LExpr::Record(..) | LExpr::Nil(_));
+                if li.or(ri).is_none() && (untyped_record(lhs) || untyped_record(rhs)) {
+                    // `nil = nil`, `[1] = [1]`: no side says which record type.
+                    let culprit = if untyped_record(lhs) { lhs } else { rhs };
+                    let _ = self.emit_expr(culprit, None);
+                    return None;
+                }
                 let t = li.or(ri).unwrap_or(ColType::Number);
+                if matches!(t, ColType::Record(_)) && !matches!(op, ir::CmpOp::Eq | ir::CmpOp::Ne) {
+                    let label = self.ck.type_label(t);
+                    self.error(Diagnostic::error(
+                        format!("values of the record type `{label}` can only be compared with `=` and `!=`"),
+                        *span,
+                    ));
+                    return None;
+                }
                 let x = self.emit_expr(lhs, Some(t));
                 let y = self.emit_expr(rhs, Some(t));
                 let ((lhs, _), (rhs, _)) = (x?, y?);
@@ -556,7 +608,7 @@ impl RuleCx<'_, '_> {
                             .infer(a)
                             .or(self.vars[*out].ty)
                             .unwrap_or(ColType::Number);
-                        if t == ColType::Symbol {
+                        if t == ColType::Symbol || matches!(t, ColType::Record(_)) {
                             let kw = match f {
                                 ir::AggFunc::Sum => "sum",
                                 ir::AggFunc::Min => "min",
@@ -564,7 +616,10 @@ impl RuleCx<'_, '_> {
                                 _ => "mean",
                             };
                             self.error(Diagnostic::error(
-                                format!("`{kw}` needs a numeric expression, found a `symbol`"),
+                                format!(
+                                    "`{kw}` needs a numeric expression, found a `{}`",
+                                    self.ck.type_label(t)
+                                ),
                                 a.span(),
                             ));
                             return None;

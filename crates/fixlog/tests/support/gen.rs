@@ -54,6 +54,9 @@ impl Chooser {
 pub enum Ty {
     Num,
     Sym,
+    /// A record column (only in the relations of `Gen::records`, which get no random
+    /// facts).
+    Record,
 }
 
 #[derive(Clone, Debug)]
@@ -88,6 +91,9 @@ pub struct Features {
     pub choice: bool,
     /// A subsumptive clause.
     pub subsumption: bool,
+    /// Records: packed in heads and equalities, unpacked in atoms (nested too), in
+    /// recursion, negation and `=`/`!=`.
+    pub records: bool,
 }
 
 #[derive(Clone)]
@@ -230,12 +236,88 @@ impl Gen {
                 self.rule(&layer_rels, layer, allow_rec);
             }
         }
+        if self.c.chance(50) {
+            self.records(n_layers + 1);
+        }
         Generated {
             text: self.text,
             relations: self.rels,
             inserts,
             features: self.features,
         }
+    }
+
+    /// Relations over records, read from a relation with two numeric columns (if any):
+    /// packing in heads and in `p = [a, _]`, unpacking in atoms (nested), recursion
+    /// through records (bounded: `a < 5`), negation of a record atom, `=`/`!=`, `nil`.
+    fn records(&mut self, layer: usize) {
+        let sources: Vec<Rel> = self
+            .rels
+            .iter()
+            .filter(|r| r.types.contains(&Ty::Num))
+            .cloned()
+            .collect();
+        if sources.is_empty() {
+            return;
+        }
+        let src = sources[self.c.below(sources.len())].clone();
+        self.features.records = true;
+        // The source atom binds `x` (its first numeric column) and `y` (its second, or
+        // `x` again when it has one).
+        let mut names = ["x", "y"].into_iter();
+        let args: Vec<&str> = src
+            .types
+            .iter()
+            .map(|t| match t {
+                Ty::Num => names.next().unwrap_or("_"),
+                _ => "_",
+            })
+            .collect();
+        let y = if args.contains(&"y") { "y" } else { "x" };
+        let atom = format!("{}({})", src.name, args.join(", "));
+        let decls: [(&str, Vec<Ty>); 9] = [
+            ("rp", vec![Ty::Record]),
+            ("ru", vec![Ty::Num, Ty::Num]),
+            ("rq", vec![Ty::Record]),
+            ("rf", vec![Ty::Num, Ty::Num, Ty::Num]),
+            ("rc", vec![Ty::Record]),
+            ("rn", vec![Ty::Num, Ty::Num]),
+            ("re", vec![Ty::Record, Ty::Record]),
+            ("rnil", vec![Ty::Record]),
+            ("rw", vec![Ty::Num]),
+        ];
+        for (name, types) in decls {
+            self.rels.push(Rel {
+                name: name.to_string(),
+                types,
+                layer,
+            });
+        }
+        self.text.push_str(&format!(
+            ".type P = [a: number, b: number]
+.type Q = [p: P, n: number]
+.decl rp(p: P)
+.decl ru(a: number, b: number)
+.decl rq(q: Q)
+.decl rf(a: number, b: number, n: number)
+.decl rc(p: P)
+.decl rn(x: number, y: number)
+.decl re(p: P, q: P)
+.decl rnil(p: P)
+.decl rw(x: number)
+rp([x, {y}]) :- {atom}.
+ru(b, a) :- rp([a, b]).
+rq([p, a]) :- rp(p), p = [a, _].
+rf(a, b, n) :- rq([[a, b], n]).
+rc(p) :- rp(p).
+rc([b, a + 1]) :- rc([a, b]), a < 5.
+rn(x, {y}) :- {atom}, !rp([{y}, x]).
+re(p, q) :- rc(p), rc(q), p != q, p = [a, _], q = [_, a].
+rnil(nil).
+rnil(p) :- rc(p), p = [0, _].
+rw(x) :- {atom}, !rc([_, x]).
+"
+        ));
     }
 
     fn new_rel(&mut self, name: String, layer: usize) -> Rel {
@@ -282,6 +364,7 @@ impl Gen {
                     match t {
                         Ty::Num => "number",
                         Ty::Sym => "symbol",
+                        Ty::Record => unreachable!("new_rel makes no record columns"),
                     }
                 )
             })
@@ -339,6 +422,7 @@ impl Gen {
         match ty {
             Ty::Num => Val::Num(self.c.below(DOMAIN) as i32),
             Ty::Sym => Val::Sym(SYMS[self.c.below(SYMS.len())]),
+            Ty::Record => unreachable!("record relations get no random facts"),
         }
     }
 

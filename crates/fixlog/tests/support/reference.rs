@@ -451,6 +451,7 @@ fn expr_type(e: &Expr, rule: &Rule) -> ColType {
             Functor::ToUnsigned => ColType::Unsigned,
             Functor::ToFloat => ColType::Float,
             Functor::Convert(_, to) => *to,
+            Functor::Pack(t) | Functor::Field(_, t) => *t,
         },
     }
 }
@@ -460,7 +461,7 @@ fn as_f64(x: Value, ty: ColType) -> f64 {
         ColType::Number => x as i32 as f64,
         ColType::Unsigned => x as f64,
         ColType::Float => f32::from_bits(x) as f64,
-        ColType::Symbol => panic!("mean over symbols"),
+        ColType::Symbol | ColType::Record(_) => panic!("mean over symbols or records"),
     }
 }
 
