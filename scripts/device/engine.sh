@@ -108,7 +108,7 @@ for s in "${STEPS[@]}"; do
             r=$(timeout ${T_MATCH:-120} "$C/fixlog" match --edges "$f" --undirected --backend $b --stats "$pat" 2>"$OUT/match-$g-$q-$b.err")
             rc=$?; t1=$(date +%s.%N)
             m=$(grep -o "match [0-9.]* s" "$OUT/match-$g-$q-$b.err" | head -1)
-            line="$line | $b rc=$rc count=$r ${m} process $(echo "$t1 - $t0" | bc) s"
+            line="$line | $b rc=$rc count=$r ${m} process $(awk "BEGIN{printf \"%.3f\", $t1 - $t0}") s"
           done
           echo "$line"; summary+=("match: $line")
         done

@@ -166,8 +166,12 @@ impl GpuMatcher {
             });
         }
         let mut uploaded = self.uploaded.borrow_mut();
-        let reuse = matches!(&*uploaded, Some((have, _))
-            if have.len() == wanted.len() && have.iter().zip(&wanted).all(|(a, b)| Arc::ptr_eq(a, b)));
+        // The same adjacencies (held, so their addresses cannot be reused) of a graph
+        // of the same size: the device copy is still right.
+        let reuse = matches!(&*uploaded, Some((have, device))
+            if device.node_count() == graph.node_count()
+                && have.len() == wanted.len()
+                && have.iter().zip(&wanted).all(|(a, b)| Arc::ptr_eq(a, b)));
         if !reuse {
             *uploaded = None; // give the device memory back first
             let offsets: Vec<Vec<u64>> = wanted
