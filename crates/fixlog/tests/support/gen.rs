@@ -291,6 +291,8 @@ impl Gen {
                 name: name.to_string(),
                 types,
                 layer,
+                // Record relations get no subsumptive clauses or qualifiers.
+                kept_in_shape: true,
             });
         }
         self.text.push_str(&format!(
