@@ -15,6 +15,11 @@
 #   output       the same with outputs written (end-to-end), on OUTPUT_GRAPHS (TC)
 #   cpu          the same graphs on the CPU backend of this machine (16 cores)
 #   cspa         CSPA on generated facts (CSPA_PRESETS, default httpd), GPU against CPU
+#   profile      CSPA (PROFILE_PRESET, default httpd) under Nsight Systems when present:
+#                the GPU kernels' time by name, and the CUDA API calls (syncs, copies)
+#   bigmatch     triangles and 4-cliques of a large random power-law graph made here
+#                (BIG_NODES, BIG_EDGES; default 4M nodes, 32M undirected edges), GPU
+#                against CPU (BIG_BACKENDS), edges per second
 # Step time limits: T_CONF (240 s), T_TESTS (400 s), T_ENGINE (400 s), T_CSPA (300 s).
 set -u
 ROOT=$PWD
@@ -87,6 +92,57 @@ for s in "${STEPS[@]}"; do
         if diff -rq $d/out-gpu $d/out-cpu > /dev/null; then same=identical; else same=DIFFERENT; fi
         echo "cspa $p: outputs $same"; grep -E "^[A-Za-z]+\s[0-9]+$|total|peak|phases|Maximum resident" "$OUT/cspa-$p-gpu.log" "$OUT/cspa-$p-cpu.log"
         summary+=("cspa $p: GPU vs CPU outputs $same")
+      done;;
+    profile)
+      p=${PROFILE_PRESET:-httpd}; d=/tmp/cspa-$p; mkdir -p $d/out-prof
+      [ -f $d/assign.facts ] || "$C/cspa_gen" --preset $p --out $d > /dev/null
+      NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+      if [ -z "$NSYS" ]; then echo "no nsys here"; ls /usr/local/cuda*/bin | head -50; else
+        timeout ${T_CSPA:-300} "$NSYS" profile -t cuda -o "$OUT/cspa-$p" --force-overwrite true \
+          "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-prof --backend cuda --stats > "$OUT/profile-$p.log" 2>&1; echo "nsys rc=$?"
+        grep -E "total|phases|join|dedup|merge" "$OUT/profile-$p.log" | head
+        "$NSYS" stats -r cuda_gpu_kern_sum --format csv -o "$OUT/kern" "$OUT/cspa-$p.nsys-rep" > /dev/null 2>&1
+        "$NSYS" stats -r cuda_api_sum --format csv -o "$OUT/api" "$OUT/cspa-$p.nsys-rep" > /dev/null 2>&1
+        for f in "$OUT"/kern*.csv "$OUT"/api*.csv; do
+          echo "-- $f"; python3 - "$f" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows[:18]:
+    name = r.get("Name", "")[:70]
+    print(f'{r.get("Time (%)","")[:5]:>6}% {float(r.get("Total Time (ns)", 0))/1e6:10.1f} ms {r.get("Instances", r.get("Num Calls","")):>8}  {name}')
+PY
+        done
+        rm -f "$OUT"/cspa-$p.nsys-rep "$OUT"/*.sqlite
+      fi;;
+    bigmatch)
+      n=${BIG_NODES:-4000000}; m=${BIG_EDGES:-32000000}; f=/tmp/big-$n-$m.tsv
+      [ -f $f ] || python3 - $n $m $f <<'PY'
+import sys, numpy as np
+n, m, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+rng = np.random.default_rng(7)
+# Chung-Lu style power-law graph: endpoints drawn with weight ~ rank^-0.6, plus locality
+w = (np.arange(1, n + 1, dtype=np.float64)) ** -0.6; w /= w.sum()
+perm = rng.permutation(n)
+a = perm[rng.choice(n, size=m, p=w)]
+b = perm[rng.choice(n, size=m, p=w)]
+# half of the edges close local triangles: b near a in a random order
+loc = rng.random(m) < 0.5
+b[loc] = (a[loc] + rng.integers(1, 64, size=loc.sum())) % n
+keep = a != b
+np.savetxt(path, np.stack([a[keep], b[keep]], 1), fmt="%d", delimiter="\t")
+PY
+      echo "graph $f: $(wc -l < $f) lines"
+      for q in tri clique4; do
+        case $q in
+          tri) pat='MATCH (a)--(b)--(c)--(a) WHERE id(a) < id(b) AND id(b) < id(c) RETURN count(*)';;
+          clique4) pat='MATCH (a)--(b)--(c)--(a), (a)--(d), (b)--(d), (c)--(d) WHERE id(a) < id(b) AND id(b) < id(c) AND id(c) < id(d) RETURN count(*)';;
+        esac
+        line="big $q"
+        for b in ${BIG_BACKENDS:-cuda cpu}; do
+          r=$(timeout ${T_MATCH:-120} "$C/fixlog" match --edges "$f" --undirected --backend $b --stats "$pat" 2>"$OUT/big-$q-$b.err"); rc=$?
+          line="$line | $b rc=$rc count=$r $(grep "fixlog match:" "$OUT/big-$q-$b.err" | sed 's/fixlog match: //')"
+        done
+        echo "$line"; summary+=("$line")
       done;;
     match)
       # `fixlog match` on the GPU against the CPU (16 cores): counts must agree; time of
