@@ -129,7 +129,11 @@ b = perm[rng.choice(n, size=m, p=w)]
 loc = rng.random(m) < 0.5
 b[loc] = (a[loc] + rng.integers(1, 64, size=loc.sum())) % n
 keep = a != b
-np.savetxt(path, np.stack([a[keep], b[keep]], 1), fmt="%d", delimiter="\t")
+try:
+    import pandas as pd
+    pd.DataFrame({"a": a[keep], "b": b[keep]}).to_csv(path, sep="\t", header=False, index=False)
+except ImportError:
+    np.savetxt(path, np.stack([a[keep], b[keep]], 1), fmt="%d", delimiter="\t")
 PY
       echo "graph $f: $(wc -l < $f) lines"
       for q in tri clique4; do
