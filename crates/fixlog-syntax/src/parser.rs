@@ -14,6 +14,7 @@
 use crate::ast::*;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::lexer::{lex, Token, TokenKind};
+use crate::preprocess::{preprocess, PreprocessOptions};
 use crate::source::{FileId, SourceFile, SourceMap, Span};
 use std::path::{Path, PathBuf};
 
@@ -54,10 +55,23 @@ pub fn parse_text(file: FileId, text: &str) -> (Program, Vec<Diagnostic>) {
 /// included (a cycle), is an error pointing at the directive. Includes are resolved
 /// relative to the directory of the including file.
 pub fn parse_file(path: &Path, sources: &mut SourceMap) -> Result<Program, Diagnostics> {
+    parse_file_with(path, sources, &PreprocessOptions::default())
+}
+
+/// [`parse_file`] with preprocessing options (every file, `.include`d ones too, goes
+/// through the preprocessor first).
+pub fn parse_file_with(
+    path: &Path,
+    sources: &mut SourceMap,
+    options: &PreprocessOptions,
+) -> Result<Program, Diagnostics> {
     let text = read_source(path)
         .map_err(|e| Diagnostic::without_span(format!("cannot read `{}`: {e}", path.display())))?;
     let file = sources.add(SourceFile::new(path.display().to_string(), path, text));
-    let mut loader = Loader { errors: Vec::new() };
+    let mut loader = Loader {
+        errors: Vec::new(),
+        options,
+    };
     let mut stack = vec![std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())];
     let items = loader.load(file, sources, &mut stack);
     loader.finish(items)
@@ -66,8 +80,21 @@ pub fn parse_file(path: &Path, sources: &mut SourceMap) -> Result<Program, Diagn
 /// Parse program text named `name` (used in messages); `.include`s are resolved relative
 /// to the directory part of `name` (the current directory if it has none).
 pub fn parse_str(name: &str, text: &str, sources: &mut SourceMap) -> Result<Program, Diagnostics> {
+    parse_str_with(name, text, sources, &PreprocessOptions::default())
+}
+
+/// [`parse_str`] with preprocessing options.
+pub fn parse_str_with(
+    name: &str,
+    text: &str,
+    sources: &mut SourceMap,
+    options: &PreprocessOptions,
+) -> Result<Program, Diagnostics> {
     let file = sources.add_text(name, text);
-    let mut loader = Loader { errors: Vec::new() };
+    let mut loader = Loader {
+        errors: Vec::new(),
+        options,
+    };
     let mut stack = Vec::new();
     let items = loader.load(file, sources, &mut stack);
     loader.finish(items)
@@ -84,11 +111,12 @@ fn read_source(path: &Path) -> std::io::Result<String> {
     })
 }
 
-struct Loader {
+struct Loader<'o> {
     errors: Vec<Diagnostic>,
+    options: &'o PreprocessOptions,
 }
 
-impl Loader {
+impl Loader<'_> {
     fn finish(self, items: Vec<Item>) -> Result<Program, Diagnostics> {
         if self.errors.is_empty() {
             Ok(Program { items })
@@ -103,7 +131,14 @@ impl Loader {
         sources: &mut SourceMap,
         stack: &mut Vec<PathBuf>,
     ) -> Vec<Item> {
-        let (program, errors) = parse_text(file, &sources.file(file).text);
+        let text_file = match preprocess(sources, file, self.options) {
+            Ok(f) => f,
+            Err(errors) => {
+                self.errors.extend(errors);
+                return Vec::new();
+            }
+        };
+        let (program, errors) = parse_text(text_file, &sources.file(text_file).text);
         self.errors.extend(errors);
         let dir = sources
             .file(file)
