@@ -720,26 +720,6 @@ impl<'t> Parser<'t> {
         }
     }
 
-    /// Skip a bracketed group starting at the current `(`, `[` or `{`.
-    fn skip_balanced(&mut self) -> PResult<()> {
-        let mut depth = 0usize;
-        loop {
-            match self.peek() {
-                TokenKind::LParen | TokenKind::LBracket | TokenKind::LBrace => depth += 1,
-                TokenKind::RParen | TokenKind::RBracket | TokenKind::RBrace => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        self.bump();
-                        return Ok(());
-                    }
-                }
-                TokenKind::Eof => return Err(self.expected("a closing bracket")),
-                _ => {}
-            }
-            self.bump();
-        }
-    }
-
     fn directive(&mut self, kw: Span, kind: DirectiveKind) -> PResult<Item> {
         let mut relations =
             vec![self.qualified(&format!("a relation name after `{}`", kind.keyword()))?];
@@ -779,19 +759,38 @@ impl<'t> Parser<'t> {
 
     fn functor(&mut self, kw: Span) -> PResult<Item> {
         let name = self.ident("a functor name after `.functor`")?;
-        if !self.at(&TokenKind::LParen) {
-            return Err(self.expected("`(`"));
+        self.expect(TokenKind::LParen)?;
+        let mut params = Vec::new();
+        if self.eat(&TokenKind::RParen).is_none() {
+            loop {
+                // `x: T` or just `T`.
+                let first = self.qualified("a parameter type")?;
+                let ty = if self.eat(&TokenKind::Colon).is_some() {
+                    self.qualified("a parameter type")?
+                } else {
+                    first
+                };
+                params.push(ty);
+                if self.eat(&TokenKind::Comma).is_none() {
+                    self.expect(TokenKind::RParen)?;
+                    break;
+                }
+            }
         }
-        self.skip_balanced()?;
         self.expect(TokenKind::Colon)?;
-        self.ident("a result type")?;
+        let result = self.qualified("a result type")?;
+        let mut stateful = false;
         if let TokenKind::Ident(s) = self.peek() {
             if s == "stateful" {
                 self.bump();
+                stateful = true;
             }
         }
         Ok(Item::Functor {
             name,
+            params,
+            result,
+            stateful,
             span: self.span_from(kw),
         })
     }

@@ -17,6 +17,8 @@ pub(super) enum Builtin {
     ToFloat,
     /// `itou`, `ftoi`, ...: conversion from a fixed type to another.
     Fixed(ColType, ColType),
+    /// `@f(...)`: user-defined functor `index` (of `Checker::functors`) and its result.
+    User(u32, ColType),
 }
 
 impl Builtin {
@@ -27,6 +29,7 @@ impl Builtin {
             Builtin::ToUnsigned => ColType::Unsigned,
             Builtin::ToFloat => ColType::Float,
             Builtin::Fixed(_, to) => to,
+            Builtin::User(_, result) => result,
         }
     }
 
@@ -41,6 +44,8 @@ impl Builtin {
             }),
             Builtin::Fixed(from, _) => Some(from),
             Builtin::ToNumber | Builtin::ToString | Builtin::ToUnsigned | Builtin::ToFloat => None,
+            // Given by the declaration (`RuleCx::propagate` and `emit_expr` read it).
+            Builtin::User(..) => None,
         }
     }
 }
