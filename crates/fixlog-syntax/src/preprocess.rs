@@ -306,7 +306,12 @@ impl Pre<'_> {
         let name = sources.file(file).name.clone();
         let mut conds: Vec<Cond> = Vec::new();
         let mut in_comment = false;
-        for (lineno, line) in logical_lines(&text).iter().enumerate() {
+        // The physical line (0-based) where the logical line starts.
+        let mut lineno = 0;
+        for line in &logical_lines(&text) {
+            let this = lineno;
+            lineno += line.pieces.len();
+            let lineno = this;
             if self.errors.len() > 100 || self.out.text.len() > MAX_OUTPUT_BYTES {
                 if self.errors.is_empty() {
                     self.err(
@@ -1282,6 +1287,9 @@ mod tests {
     fn undef_and_continuation() {
         let t = "#define L(x) x + \\\n  x\n#undef NOTHING\nL(1)\n#undef L\nL(1)\n";
         assert_eq!(squash(&pp(t).unwrap()), "1 + 1 L(1)");
+        // `__LINE__` counts physical lines.
+        let t = "#define A 1 + \\\n 2\n__LINE__ A\n";
+        assert_eq!(squash(&pp(t).unwrap()), "3 1 + 2");
     }
 
     #[test]
