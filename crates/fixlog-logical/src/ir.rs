@@ -303,7 +303,10 @@ pub enum Functor {
     /// `@f(...)`: the user-defined functor [`Program::functors`]`[index]`, giving a
     /// value of type `result`; its implementation (a function of a shared library) is
     /// bound by [`SymbolTable::set_functors`] and runs on the host.
-    User { index: u32, result: ColType },
+    User {
+        index: u32,
+        result: ColType,
+    },
 }
 
 /// A user-defined functor as declared: `.functor name(params): result [stateful]`.

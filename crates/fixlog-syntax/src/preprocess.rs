@@ -495,7 +495,8 @@ impl Pre<'_> {
                         args.len()
                     ));
                 }
-                let mut raw: Vec<String> = args[..fixed].iter().map(|a| a.trim().to_string()).collect();
+                let mut raw: Vec<String> =
+                    args[..fixed].iter().map(|a| a.trim().to_string()).collect();
                 let mut names = params.clone();
                 if m.variadic {
                     names.push("__VA_ARGS__".into());
@@ -663,16 +664,17 @@ impl Pre<'_> {
             }
             "line" => {}
             "include" => {
-                let arg_span = at(line.text.len() - args.len().min(line.text.len()), args.len().max(1));
+                let arg_span = at(
+                    line.text.len() - args.len().min(line.text.len()),
+                    args.len().max(1),
+                );
                 let path = match (args.chars().next(), args.chars().last()) {
                     (Some('"'), Some('"')) | (Some('<'), Some('>')) if args.len() >= 2 => {
                         &args[1..args.len() - 1]
                     }
                     _ => {
-                        return self.err(
-                            "expected `\"file\"` or `<file>` after `#include`",
-                            arg_span,
-                        )
+                        return self
+                            .err("expected `\"file\"` or `<file>` after `#include`", arg_span)
                     }
                 };
                 if depth >= MAX_INCLUDE_DEPTH {
@@ -692,10 +694,7 @@ impl Pre<'_> {
                 let candidates = std::iter::once(dir.join(path))
                     .chain(self.options.include_dirs.iter().map(|d| d.join(path)));
                 let Some(full) = candidates.into_iter().find(|p| p.is_file()) else {
-                    return self.err(
-                        format!("cannot find included file `{path}`"),
-                        arg_span,
-                    );
+                    return self.err(format!("cannot find included file `{path}`"), arg_span);
                 };
                 let canonical = std::fs::canonicalize(&full).unwrap_or_else(|_| full.clone());
                 if self.once.contains(&canonical) {
@@ -714,10 +713,7 @@ impl Pre<'_> {
                 self.file(sources, id, depth + 1);
             }
             _ if name.is_empty() && rest.starts_with(|c: char| c.is_ascii_digit()) => {}
-            _ => self.err(
-                format!("unknown preprocessor directive `#{name}`"),
-                span,
-            ),
+            _ => self.err(format!("unknown preprocessor directive `#{name}`"), span),
         }
     }
 
@@ -733,7 +729,10 @@ impl Pre<'_> {
         }
         let (params, variadic, body) = if b.get(n) == Some(&b'(') {
             let Some(close) = args[n..].find(')') else {
-                return self.err(format!("unterminated parameter list of macro `{name}`"), span);
+                return self.err(
+                    format!("unterminated parameter list of macro `{name}`"),
+                    span,
+                );
             };
             let list = &args[n + 1..n + close];
             let mut params = Vec::new();
@@ -805,7 +804,11 @@ impl Pre<'_> {
                     if !is_ident(mac) {
                         return Err("`defined` needs a macro name".into());
                     }
-                    s.push_str(if self.macros.contains_key(mac) { " 1 " } else { " 0 " });
+                    s.push_str(if self.macros.contains_key(mac) {
+                        " 1 "
+                    } else {
+                        " 0 "
+                    });
                     i = j;
                 } else {
                     s.push_str(&args[st..i]);
@@ -818,7 +821,11 @@ impl Pre<'_> {
         let mut budget = MAX_EXPANSION_BYTES;
         let expanded = self.expand(&s, &mut Vec::new(), 0, &mut budget)?;
         let toks = cond_tokens(&expanded)?;
-        let mut p = CondParser { toks, pos: 0, depth: 0 };
+        let mut p = CondParser {
+            toks,
+            pos: 0,
+            depth: 0,
+        };
         let v = p.ternary()?;
         if p.pos != p.toks.len() {
             return Err(format!("unexpected `{}` in `#if` condition", p.toks[p.pos]));
@@ -1084,8 +1091,9 @@ impl CondParser {
                 let inner = t.trim_matches('\'');
                 inner.chars().next().map_or(0, |c| c as i64)
             }
-            t if t.as_bytes()[0].is_ascii_digit() => parse_int(t)
-                .ok_or_else(|| format!("`{t}` is not an integer in `#if` condition"))?,
+            t if t.as_bytes()[0].is_ascii_digit() => {
+                parse_int(t).ok_or_else(|| format!("`{t}` is not an integer in `#if` condition"))?
+            }
             t if is_ident(t) => 0,
             t => return Err(format!("unexpected `{t}` in `#if` condition")),
         };
@@ -1160,7 +1168,9 @@ fn external(sources: &mut SourceMap, file: FileId, cmd: &str) -> Result<FileId, 
             cur = match fname {
                 None if n == 0 => cur,
                 None => cur.map(|(f, _)| (f, n)),
-                Some(fname) if fname == name || fname == "<stdin>" || fname == "-" || fname.is_empty() => {
+                Some(fname)
+                    if fname == name || fname == "<stdin>" || fname == "-" || fname.is_empty() =>
+                {
                     Some((file, n))
                 }
                 Some(fname) => {
@@ -1311,7 +1321,10 @@ mod tests {
         let e = pp("a.\n#error stop here\n").unwrap_err();
         assert_eq!(e, "t.dl:2:1: #error stop here");
         let e = pp("\n  #frobnicate\n").unwrap_err();
-        assert!(e.starts_with("t.dl:2:3: unknown preprocessor directive `#frobnicate`"), "{e}");
+        assert!(
+            e.starts_with("t.dl:2:3: unknown preprocessor directive `#frobnicate`"),
+            "{e}"
+        );
         let e = pp("#if 1\n").unwrap_err();
         assert!(e.contains("t.dl:1:1: `#if` without `#endif`"), "{e}");
         let e = pp("#endif\n").unwrap_err();
@@ -1319,9 +1332,15 @@ mod tests {
         let e = pp("#if 1/0\n#endif\n").unwrap_err();
         assert!(e.contains("division by zero"), "{e}");
         let e = pp("#define F(a) a\nx F(1, 2)\n").unwrap_err();
-        assert!(e.contains("t.dl:2:3: macro `F` takes 1 argument, given 2"), "{e}");
+        assert!(
+            e.contains("t.dl:2:3: macro `F` takes 1 argument, given 2"),
+            "{e}"
+        );
         let e = pp("#include \"nope.dl\"\n").unwrap_err();
-        assert!(e.contains("t.dl:1:10: cannot find included file `nope.dl`"), "{e}");
+        assert!(
+            e.contains("t.dl:1:10: cannot find included file `nope.dl`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1366,7 +1385,11 @@ mod tests {
         std::fs::write(d.join("inc/i.h"), "i.\n#error in include\n").unwrap();
         std::fs::write(d.join("self.h"), "#include \"self.h\"\n").unwrap();
         let main = d.join("m.dl");
-        std::fs::write(&main, "#include \"g.h\"\n#include \"g.h\"\n#include \"o.h\"\n#include <o.h>\nm.\n").unwrap();
+        std::fs::write(
+            &main,
+            "#include \"g.h\"\n#include \"g.h\"\n#include \"o.h\"\n#include <o.h>\nm.\n",
+        )
+        .unwrap();
         let mut sm = SourceMap::new();
         let text = std::fs::read_to_string(&main).unwrap();
         let f = sm.add(SourceFile::new(main.display().to_string(), &main, text));
@@ -1377,23 +1400,38 @@ mod tests {
         o.include_dirs.push(d.join("inc"));
         std::fs::write(&main, "#include <i.h>\n").unwrap();
         let mut sm = SourceMap::new();
-        let f = sm.add(SourceFile::new("m.dl", &main, std::fs::read_to_string(&main).unwrap()));
+        let f = sm.add(SourceFile::new(
+            "m.dl",
+            &main,
+            std::fs::read_to_string(&main).unwrap(),
+        ));
         let e = preprocess(&mut sm, f, &o).unwrap_err();
         let loc = sm.location(e[0].span.unwrap());
         assert!(loc.ends_with("inc/i.h:2:1"), "{loc}");
 
         std::fs::write(&main, "#include \"self.h\"\n").unwrap();
         let mut sm = SourceMap::new();
-        let f = sm.add(SourceFile::new("m.dl", &main, std::fs::read_to_string(&main).unwrap()));
+        let f = sm.add(SourceFile::new(
+            "m.dl",
+            &main,
+            std::fs::read_to_string(&main).unwrap(),
+        ));
         let e = preprocess(&mut sm, f, &o).unwrap_err();
-        assert!(e[0].message.contains("nested more than"), "{}", e[0].message);
+        assert!(
+            e[0].message.contains("nested more than"),
+            "{}",
+            e[0].message
+        );
     }
 
     #[test]
     fn no_directives_is_unchanged() {
         let mut sm = SourceMap::new();
         let f = sm.add_text("t.dl", "r(1).\n");
-        assert_eq!(preprocess(&mut sm, f, &PreprocessOptions::default()).unwrap(), f);
+        assert_eq!(
+            preprocess(&mut sm, f, &PreprocessOptions::default()).unwrap(),
+            f
+        );
     }
 
     #[test]

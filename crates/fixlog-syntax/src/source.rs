@@ -98,7 +98,9 @@ impl SourceFile {
 
     /// Byte offset of the start of a 1-based line.
     pub fn line_start(&self, line: usize) -> Option<usize> {
-        line.checked_sub(1).and_then(|l| self.line_starts.get(l)).copied()
+        line.checked_sub(1)
+            .and_then(|l| self.line_starts.get(l))
+            .copied()
     }
 
     /// The text of a 1-based line, without its line terminator (empty for a line that
@@ -157,7 +159,15 @@ impl SourceMap {
         let map = |o: u32| {
             let i = segs.partition_point(|s| s.out <= o).checked_sub(1)?;
             let s = segs[i];
-            Some((s.file, if s.exact { s.orig + (o - s.out) } else { s.orig }, s.exact))
+            Some((
+                s.file,
+                if s.exact {
+                    s.orig + (o - s.out)
+                } else {
+                    s.orig
+                },
+                s.exact,
+            ))
         };
         let Some((file, start, exact)) = map(span.start) else {
             return span;

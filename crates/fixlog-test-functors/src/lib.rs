@@ -83,7 +83,12 @@ pub struct SymbolTable {
 
 /// `.functor tag(s: symbol, n: number): symbol stateful` — `s` + "#" + `n`.
 #[no_mangle]
-pub unsafe extern "C" fn tag(st: *const SymbolTable, _records: *const c_void, s: i32, n: i32) -> i32 {
+pub unsafe extern "C" fn tag(
+    st: *const SymbolTable,
+    _records: *const c_void,
+    s: i32,
+    n: i32,
+) -> i32 {
     let st = &*st;
     let name = text((st.decode)(st.ctx, s));
     let out = CString::new(format!("{name}#{n}")).unwrap_or_default();

@@ -109,7 +109,10 @@ impl Fixlog {
     }
 
     /// [`Fixlog::from_file`] with preprocessing and functor-library options.
-    pub fn from_file_with(path: impl AsRef<Path>, options: &CompileOptions) -> Result<Fixlog, Error> {
+    pub fn from_file_with(
+        path: impl AsRef<Path>,
+        options: &CompileOptions,
+    ) -> Result<Fixlog, Error> {
         let mut sources = SourceMap::new();
         let mut program =
             fixlog_logical::compile_file_with(path.as_ref(), &mut sources, &options.preprocess)
@@ -120,7 +123,11 @@ impl Fixlog {
     }
 
     /// [`Fixlog::from_source`] with preprocessing and functor-library options.
-    pub fn from_source_with(name: &str, text: &str, options: &CompileOptions) -> Result<Fixlog, Error> {
+    pub fn from_source_with(
+        name: &str,
+        text: &str,
+        options: &CompileOptions,
+    ) -> Result<Fixlog, Error> {
         let mut sources = SourceMap::new();
         let mut program =
             fixlog_logical::compile_str_with(name, text, &mut sources, &options.preprocess)

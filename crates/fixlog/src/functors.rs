@@ -40,8 +40,38 @@ pub const MAX_INT_ARGS: usize = 6;
 /// Most `float` arguments of a call.
 pub const MAX_FLOAT_ARGS: usize = 8;
 
-type IntFn = unsafe extern "C" fn(u64, u64, u64, u64, u64, u64, f32, f32, f32, f32, f32, f32, f32, f32) -> u64;
-type FloatFn = unsafe extern "C" fn(u64, u64, u64, u64, u64, u64, f32, f32, f32, f32, f32, f32, f32, f32) -> f32;
+type IntFn = unsafe extern "C" fn(
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    f32,
+    f32,
+    f32,
+    f32,
+    f32,
+    f32,
+    f32,
+    f32,
+) -> u64;
+type FloatFn = unsafe extern "C" fn(
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    f32,
+    f32,
+    f32,
+    f32,
+    f32,
+    f32,
+    f32,
+    f32,
+) -> f32;
 
 /// The symbol table as a stateful functor sees it (`fixlog_symbol_table` in the header).
 #[repr(C)]
@@ -171,11 +201,16 @@ fn find_library(name: &str, dirs: &[PathBuf]) -> Result<PathBuf, String> {
         })
 }
 
-fn bind_one(decl: &FunctorDecl, libs: &[(String, Arc<Library>)]) -> Result<Arc<FunctorFn>, Diagnostic> {
+fn bind_one(
+    decl: &FunctorDecl,
+    libs: &[(String, Arc<Library>)],
+) -> Result<Arc<FunctorFn>, Diagnostic> {
     let name = &decl.name;
     if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         return Err(Diagnostic::error(
-            format!("functor `{name}`: user-defined functors are only supported on x86-64 and AArch64"),
+            format!(
+                "functor `{name}`: user-defined functors are only supported on x86-64 and AArch64"
+            ),
             decl.span,
         ));
     }
@@ -215,7 +250,9 @@ fn bind_one(decl: &FunctorDecl, libs: &[(String, Arc<Library>)]) -> Result<Arc<F
             ),
             decl.span,
         )
-        .with_help(format!("export `{name}` from the library with C linkage (`extern \"C\"`)")));
+        .with_help(format!(
+            "export `{name}` from the library with C linkage (`extern \"C\"`)"
+        )));
     };
     let params = decl.params.clone();
     let result = decl.result;

@@ -38,7 +38,7 @@ pub mod io;
 pub use api::{
     BackendChoice, BackendKind, CompileOptions, Database, Datum, Fixlog, RunOptions, RunStats,
 };
-pub use fixlog_syntax::{PreprocessOptions, Preprocessor};
-pub use functors::FunctorLibraries;
 pub use error::Error;
 pub use fixlog_plan::{JoinStrategy, PlanOptions};
+pub use fixlog_syntax::{PreprocessOptions, Preprocessor};
+pub use functors::FunctorLibraries;

@@ -16,7 +16,14 @@ fn library_dir() -> &'static Path {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixlog-test-functors/src/lib.rs");
         let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
         let out = Command::new(rustc)
-            .args(["--edition", "2021", "--crate-type", "cdylib", "-O", "--crate-name"])
+            .args([
+                "--edition",
+                "2021",
+                "--crate-type",
+                "cdylib",
+                "-O",
+                "--crate-name",
+            ])
             .arg("fixlog_test_functors")
             .arg("--out-dir")
             .arg(&dir)
@@ -71,7 +78,9 @@ r3(x, @shout(x)) :- s(x).
 r4(@umax(3, 9), @half(5.0), @mixed(1, 0.5, \"abc\", 2, 0.25)) :- n(1).
 .decl r5(x: number)
 r5(y) :- n(x), y = @add1(@add1(x)), y > 0.
-.output r1, r2, r3, r4, r5
+.decl r6(x: number, s: symbol)
+r6(@add1(10), @greet(\"a\", \"b\")).
+.output r1, r2, r3, r4, r5, r6
 ";
 
 fn setup(program: &str) -> tempfile::TempDir {
@@ -85,7 +94,18 @@ fn run_ok(dir: &Path, backend: &str) {
     let lib = library_dir().to_str().unwrap().to_string();
     let out = fixlog(
         dir,
-        &["run", "p.dl", "-D", "out", "-L", &lib, "-l", "fixlog_test_functors", "--backend", backend],
+        &[
+            "run",
+            "p.dl",
+            "-D",
+            "out",
+            "-L",
+            &lib,
+            "-l",
+            "fixlog_test_functors",
+            "--backend",
+            backend,
+        ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
@@ -102,18 +122,25 @@ fn functors_compute_what_the_library_says() {
         run_ok(dir.path(), backend);
         let read = |f: &str| std::fs::read_to_string(dir.path().join("out").join(f)).unwrap();
         assert_eq!(read("r1.csv"), "-5\t-4\t-10\n1\t2\t2\n41\t42\t82\n");
-        assert_eq!(read("r2.csv"), "\thi, \t0\t#7\na\thi, a\t1\ta#7\nbob\thi, bob\t3\tbob#7\n");
+        assert_eq!(
+            read("r2.csv"),
+            "\thi, \t0\t#7\na\thi, a\t1\ta#7\nbob\thi, bob\t3\tbob#7\n"
+        );
         // `shout` returns NULL for "": no tuple.
         assert_eq!(read("r3.csv"), "a\tA\nbob\tBOB\n");
         // 1 + 0.5 + strlen("abc") + 2 + 10 * 0.25 = 9.
         assert_eq!(read("r4.csv"), "9\t2.5\t9\n");
         assert_eq!(read("r5.csv"), "3\n43\n");
+        // A fact calling functors.
+        assert_eq!(read("r6.csv"), "11\ta, b\n");
     }
 }
 
 #[test]
 fn library_found_in_the_working_directory_by_default_name() {
-    let dir = setup(".functor add1(x: number): number\n.decl r(x: number)\nr(@add1(1)) :- true.\n.output r\n");
+    let dir = setup(
+        ".functor add1(x: number): number\n.decl r(x: number)\nr(@add1(1)) :- true.\n.output r\n",
+    );
     std::fs::copy(
         library_dir().join("libfixlog_test_functors.so"),
         dir.path().join("libfunctors.so"),
@@ -130,11 +157,23 @@ fn explain_cuda_says_functors_run_on_the_host() {
     let lib = library_dir().to_str().unwrap().to_string();
     let out = fixlog(
         dir.path(),
-        &["explain", "p.dl", "--backend", "cuda", "-L", &lib, "-l", "fixlog_test_functors"],
+        &[
+            "explain",
+            "p.dl",
+            "--backend",
+            "cuda",
+            "-L",
+            &lib,
+            "-l",
+            "fixlog_test_functors",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = text(&out.stdout);
-    assert!(s.contains("a user-defined functor (`@f`) is called on the host"), "{s}");
+    assert!(
+        s.contains("a user-defined functor (`@f`) is called on the host"),
+        "{s}"
+    );
 }
 
 fn run_err(program: &str, args: &[&str]) -> String {
@@ -155,14 +194,23 @@ fn errors_are_clear_and_located() {
     let decl = ".functor add1(x: number): number\n";
     // A missing library names the library and where it was looked for.
     let e = run_err(&format!("{decl}{tail}"), &["-l", "nosuchlib"]);
-    assert!(e.contains("cannot find the functor library `libnosuchlib.so`"), "{e}");
+    assert!(
+        e.contains("cannot find the functor library `libnosuchlib.so`"),
+        "{e}"
+    );
     assert!(e.contains("p.dl:1:1"), "{e}");
     // A missing symbol names the functor and the library.
     let e = run_err(
-        &format!(".functor nosuch(x: number): number\n{}", tail.replace("add1", "nosuch")),
+        &format!(
+            ".functor nosuch(x: number): number\n{}",
+            tail.replace("add1", "nosuch")
+        ),
         &["-l", "fixlog_test_functors"],
     );
-    assert!(e.contains("user-defined functor `nosuch` is not defined in"), "{e}");
+    assert!(
+        e.contains("user-defined functor `nosuch` is not defined in"),
+        "{e}"
+    );
     assert!(e.contains("libfixlog_test_functors.so"), "{e}");
     // Type errors, unknown functors, arity.
     let e = run_err(
@@ -170,19 +218,40 @@ fn errors_are_clear_and_located() {
         &["-l", "fixlog_test_functors"],
     );
     assert!(e.contains("@add1") && e.contains("p.dl:3:3"), "{e}");
-    let e = run_err(&format!("{decl}{}", tail.replace("@add1(1)", "@add1(\"x\")")), &[]);
+    let e = run_err(
+        &format!("{decl}{}", tail.replace("@add1(1)", "@add1(\"x\")")),
+        &[],
+    );
     assert!(e.contains("p.dl:3:9"), "{e}");
-    let e = run_err(&format!("{decl}{}", tail.replace("@add1(1)", "@add2(1)")), &[]);
-    assert!(e.contains("unknown user-defined functor `@add2`") && e.contains("did you mean `@add1`"), "{e}");
-    let e = run_err(&format!("{decl}{}", tail.replace("@add1(1)", "@add1(1, 2)")), &[]);
-    assert!(e.contains("`@add1` takes 1 argument but 2 were given"), "{e}");
+    let e = run_err(
+        &format!("{decl}{}", tail.replace("@add1(1)", "@add2(1)")),
+        &[],
+    );
+    assert!(
+        e.contains("unknown user-defined functor `@add2`") && e.contains("did you mean `@add1`"),
+        "{e}"
+    );
+    let e = run_err(
+        &format!("{decl}{}", tail.replace("@add1(1)", "@add1(1, 2)")),
+        &[],
+    );
+    assert!(
+        e.contains("`@add1` takes 1 argument but 2 were given"),
+        "{e}"
+    );
     let e = run_err(
         &format!(".type P = [a: number]\n.functor f(p: P): number\n{tail}"),
         &[],
     );
-    assert!(e.contains("record and ADT types") && e.contains("p.dl:2:15"), "{e}");
+    assert!(
+        e.contains("record and ADT types") && e.contains("p.dl:2:15"),
+        "{e}"
+    );
     let e = run_err(&format!("{decl}{decl}{tail}"), &[]);
-    assert!(e.contains("functor `add1` is declared more than once"), "{e}");
+    assert!(
+        e.contains("functor `add1` is declared more than once"),
+        "{e}"
+    );
     let e = run_err(
         ".functor f(a: number, b: number, c: number, d: number, e: number, f: number, g: number): number\n.decl r(x: number)\n",
         &["-l", "fixlog_test_functors"],

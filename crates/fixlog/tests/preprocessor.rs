@@ -40,19 +40,33 @@ const MAIN: &str = "#define N 2\n#include \"lib/a.dl\"\n.decl r(x: number)\nr(N)
 fn errors_inside_included_files_name_them() {
     // A checker error inside an included file, after macro expansion.
     fails_with(
-        &[("p.dl", MAIN), ("lib/a.dl", "// a\n.decl q(x: number)\nq(x) :- nope(x).\n")],
+        &[
+            ("p.dl", MAIN),
+            ("lib/a.dl", "// a\n.decl q(x: number)\nq(x) :- nope(x).\n"),
+        ],
         &["run", "p.dl", "-D", "-"],
-        &["unknown relation `nope`", "--> lib/a.dl:3:9", "3 | q(x) :- nope(x)."],
+        &[
+            "unknown relation `nope`",
+            "--> lib/a.dl:3:9",
+            "3 | q(x) :- nope(x).",
+        ],
     );
     // A syntax error in the main file after an include and a macro.
     fails_with(
-        &[("p.dl", "#include \"lib/a.dl\"\n#define X 1\nr(X) :- .\n"), ("lib/a.dl", ".decl r(x: number)\n")],
+        &[
+            ("p.dl", "#include \"lib/a.dl\"\n#define X 1\nr(X) :- .\n"),
+            ("lib/a.dl", ".decl r(x: number)\n"),
+        ],
         &["run", "p.dl", "-D", "-"],
         &["p.dl:3:9"],
     );
     // `#error` inside a nested include.
     fails_with(
-        &[("p.dl", MAIN), ("lib/a.dl", "\n#include \"b.dl\"\n"), ("lib/b.dl", "\n\n  #error no B here\n")],
+        &[
+            ("p.dl", MAIN),
+            ("lib/a.dl", "\n#include \"b.dl\"\n"),
+            ("lib/b.dl", "\n\n  #error no B here\n"),
+        ],
         &["run", "p.dl", "-D", "-"],
         &["#error no B here", "lib/b.dl:3:3"],
     );
@@ -83,30 +97,60 @@ fn errors_inside_included_files_name_them() {
 #[test]
 fn macros_and_include_dirs_from_the_command_line() {
     let files = [
-        ("p.dl", "#include <defs.dl>\n.decl r(x: number)\nr(N + M).\n.output r\n"),
+        (
+            "p.dl",
+            "#include <defs.dl>\n.decl r(x: number)\nr(N + M).\n.output r\n",
+        ),
         ("inc/defs.dl", "#ifndef N\n#error N is needed\n#endif\n"),
     ];
-    let (out, _d) = run(&files, &["run", "p.dl", "-D", "-", "-I", "inc", "-M", "N=40 M"]);
+    let (out, _d) = run(
+        &files,
+        &["run", "p.dl", "-D", "-", "-I", "inc", "-M", "N=40 M"],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("41"), "{}", text(&out.stdout));
-    fails_with(&files, &["run", "p.dl", "-D", "-", "-I", "inc"], &["#error N is needed", "defs.dl:2:1"]);
-    fails_with(&files, &["run", "p.dl", "-D", "-", "-M", "1N=2"], &["-M `1N=2`"]);
+    fails_with(
+        &files,
+        &["run", "p.dl", "-D", "-", "-I", "inc"],
+        &["#error N is needed", "defs.dl:2:1"],
+    );
+    fails_with(
+        &files,
+        &["run", "p.dl", "-D", "-", "-M", "1N=2"],
+        &["-M `1N=2`"],
+    );
 }
 
 #[test]
 fn external_and_no_preprocessor() {
     let files = [("p.dl", ".decl r(x: number)\nr(N).\n.output r\n")];
-    let (out, _d) = run(&files, &["run", "p.dl", "-D", "-", "--preprocessor", "sed s/N/5/"]);
+    let (out, _d) = run(
+        &files,
+        &["run", "p.dl", "-D", "-", "--preprocessor", "sed s/N/5/"],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains('5'), "{}", text(&out.stdout));
     fails_with(
         &files,
-        &["run", "p.dl", "-D", "-", "--preprocessor", "echo broken >&2; exit 2"],
-        &["the preprocessor `echo broken >&2; exit 2` failed", "broken"],
+        &[
+            "run",
+            "p.dl",
+            "-D",
+            "-",
+            "--preprocessor",
+            "echo broken >&2; exit 2",
+        ],
+        &[
+            "the preprocessor `echo broken >&2; exit 2` failed",
+            "broken",
+        ],
     );
     fails_with(
         &[("p.dl", "#define N 1\n")],
         &["run", "p.dl", "-D", "-", "--no-preprocessor"],
-        &["C preprocessor directives are not read without the preprocessor", "p.dl:1:1"],
+        &[
+            "C preprocessor directives are not read without the preprocessor",
+            "p.dl:1:1",
+        ],
     );
 }

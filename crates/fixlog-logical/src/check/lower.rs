@@ -497,7 +497,12 @@ impl RuleCx<'_, '_> {
     }
 
     /// `@f(args)`: a call of a functor declared with `.functor`.
-    fn lower_user_call(&mut self, name: &ast::Ident, args: Vec<LExpr>, span: Span) -> Option<LExpr> {
+    fn lower_user_call(
+        &mut self,
+        name: &ast::Ident,
+        args: Vec<LExpr>,
+        span: Span,
+    ) -> Option<LExpr> {
         let n = name.name.as_str();
         let Some(&k) = self.ck.functor_ids.get(n) else {
             let d = Diagnostic::error(format!("unknown user-defined functor `@{n}`"), name.span);
@@ -523,7 +528,12 @@ impl RuleCx<'_, '_> {
             return None;
         }
         let result = decl.result;
-        Some(LExpr::Call(Builtin::User(k, result), "a user-defined functor", args, span))
+        Some(LExpr::Call(
+            Builtin::User(k, result),
+            "a user-defined functor",
+            args,
+            span,
+        ))
     }
 
     pub(super) fn lower_call(

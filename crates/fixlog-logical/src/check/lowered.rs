@@ -382,6 +382,26 @@ pub(super) fn aggregate_names(a: &ast::Expr) -> (HashSet<&str>, HashSet<&str>) {
     (all, target)
 }
 
+/// Whether an expression calls a user-defined functor (`@f(...)`), iteratively.
+pub(super) fn calls_user_functor(e: &ast::Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            ast::Expr::Call { user: true, .. } => return true,
+            ast::Expr::Unary { arg, .. } => stack.push(arg),
+            ast::Expr::Binary { lhs, rhs, .. } => {
+                stack.push(rhs);
+                stack.push(lhs);
+            }
+            ast::Expr::Call { args, .. } | ast::Expr::Constructor { args, .. } => {
+                stack.extend(args.iter())
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Whether an expression is made of constants only (iterative, like [`expr_parts`]).
 pub(super) fn is_const(e: &ast::Expr) -> bool {
     let mut stack = vec![e];

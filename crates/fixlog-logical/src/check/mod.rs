@@ -697,6 +697,18 @@ impl<'a> Checker<'a> {
         let Some(rel) = self.resolve_atom(head) else {
             return;
         };
+        // A fact calling a user-defined functor is computed when the program runs (the
+        // library is bound after checking): a rule with an empty body.
+        if head.args.iter().any(calls_user_functor) {
+            let before = self.errors.len();
+            let mut cx = RuleCx::new(self, false);
+            if let Some(rule) = cx.rule(head, rel, &[], span) {
+                if self.errors.len() == before {
+                    self.rules.push(rule);
+                }
+            }
+            return;
+        }
         let types = self.relations[rel].types();
         let mut cx = RuleCx::new(self, true);
         let mut values = Vec::new();
