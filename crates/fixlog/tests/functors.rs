@@ -173,7 +173,8 @@ fn explain_cuda_says_functors_run_on_the_host() {
     assert!(
         s.contains("a user-defined functor (`@f`) is called on the host"),
         "{s}"
-    );
+    ); // Plans name the functors.
+    assert!(s.contains("@add1(#0)"), "{s}");
 }
 
 fn run_err(program: &str, args: &[&str]) -> String {
@@ -257,4 +258,32 @@ fn errors_are_clear_and_located() {
         &["-l", "fixlog_test_functors"],
     );
     assert!(e.contains("too many parameters"), "{e}");
+}
+
+#[test]
+fn library_api_takes_compile_options() {
+    let mut options = fixlog::CompileOptions::default();
+    options.functors.dirs.push(library_dir().to_path_buf());
+    options.functors.libs.push("fixlog_test_functors".into());
+    options.preprocess.add_macro_arg("START=4").unwrap();
+    let program = fixlog::Fixlog::from_source_with(
+        "api.dl",
+        ".functor add1(x: number): number\n.decl r(x: number)\nr(@add1(START)).\n",
+        &options,
+    )
+    .unwrap();
+    let db = program.run(&fixlog::RunOptions::default()).unwrap();
+    assert_eq!(
+        db.relation("r").unwrap(),
+        vec![vec![fixlog::Datum::Number(5)]]
+    );
+    // Without the library: an error naming it, not a panic.
+    let err = fixlog::Fixlog::from_source_with(
+        "api.dl",
+        ".functor add1(x: number): number\n.decl r(x: number)\nr(@add1(1)).\n",
+        &fixlog::CompileOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("libfunctors.so"), "{err}");
 }
