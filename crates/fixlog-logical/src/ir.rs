@@ -300,6 +300,25 @@ pub enum Functor {
     /// ADT value: 0 is the branch, the fields follow); fails on `nil`, so a pattern
     /// never matches it.
     Field(u32, ColType),
+    /// `@f(...)`: the user-defined functor [`Program::functors`]`[index]`, giving a
+    /// value of type `result`; its implementation (a function of a shared library) is
+    /// bound by [`SymbolTable::set_functors`] and runs on the host.
+    User {
+        index: u32,
+        result: ColType,
+    },
+}
+
+/// A user-defined functor as declared: `.functor name(params): result [stateful]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctorDecl {
+    pub name: String,
+    pub params: Vec<ColType>,
+    pub result: ColType,
+    /// Soufflé's `stateful`: called with the symbol and record tables and every value
+    /// as its 32-bit id (see `crates/fixlog/include/fixlog_functors.h`).
+    pub stateful: bool,
+    pub span: fixlog_syntax::Span,
 }
 
 /// A stratum: a strongly connected component of the predicate dependency graph (or a
@@ -332,6 +351,8 @@ pub struct Program {
     /// rule, a relation without rules or facts that is not an input), located, in
     /// source order. They do not stop a run; the CLI prints them unless `-w`.
     pub warnings: Vec<fixlog_syntax::Diagnostic>,
+    /// The user-defined functors (`.functor`), indexed by [`Functor::User`]'s index.
+    pub functors: Vec<FunctorDecl>,
 }
 
 impl Program {

@@ -17,6 +17,8 @@ pub(super) enum Builtin {
     ToFloat,
     /// `itou`, `ftoi`, ...: conversion from a fixed type to another.
     Fixed(ColType, ColType),
+    /// `@f(...)`: user-defined functor `index` (of `Checker::functors`) and its result.
+    User(u32, ColType),
 }
 
 impl Builtin {
@@ -27,6 +29,7 @@ impl Builtin {
             Builtin::ToUnsigned => ColType::Unsigned,
             Builtin::ToFloat => ColType::Float,
             Builtin::Fixed(_, to) => to,
+            Builtin::User(_, result) => result,
         }
     }
 
@@ -41,6 +44,8 @@ impl Builtin {
             }),
             Builtin::Fixed(from, _) => Some(from),
             Builtin::ToNumber | Builtin::ToString | Builtin::ToUnsigned | Builtin::ToFloat => None,
+            // Given by the declaration (`RuleCx::propagate` and `emit_expr` read it).
+            Builtin::User(..) => None,
         }
     }
 }
@@ -375,6 +380,26 @@ pub(super) fn aggregate_names(a: &ast::Expr) -> (HashSet<&str>, HashSet<&str>) {
         all.extend(inner.difference(&inner_target).copied());
     }
     (all, target)
+}
+
+/// Whether an expression calls a user-defined functor (`@f(...)`), iteratively.
+pub(super) fn calls_user_functor(e: &ast::Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            ast::Expr::Call { user: true, .. } => return true,
+            ast::Expr::Unary { arg, .. } => stack.push(arg),
+            ast::Expr::Binary { lhs, rhs, .. } => {
+                stack.push(rhs);
+                stack.push(lhs);
+            }
+            ast::Expr::Call { args, .. } | ast::Expr::Constructor { args, .. } => {
+                stack.extend(args.iter())
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Whether an expression is made of constants only (iterative, like [`expr_parts`]).
