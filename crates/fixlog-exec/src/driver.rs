@@ -38,7 +38,7 @@ use crate::backend::{
 };
 use crate::maintain::Maintained;
 use crate::runs::{push_run, RunPolicy};
-use fixlog_logical::{Program, RelId, SymbolTable};
+use fixlog_logical::{ColType, Program, RelId, SymbolTable};
 use fixlog_plan::{Op, PExpr, Plan, RulePlan, Version};
 use std::time::{Duration, Instant};
 
@@ -187,6 +187,11 @@ enum POp {
     },
     Filter {
         code: usize,
+    },
+    /// `Op::Range`, run by `Backend::range` (no code).
+    Range {
+        ty: ColType,
+        step: bool,
     },
     Aggregate {
         sub: Vec<POp>,
@@ -338,6 +343,13 @@ impl Lowering<'_> {
                         a,
                     )
                 }
+                Op::Range { ty, step } => (
+                    POp::Range {
+                        ty: *ty,
+                        step: *step,
+                    },
+                    need_input()? + 1,
+                ),
                 Op::Filter { filters, project } => {
                     let spec = OpSpec::Filter {
                         arity: need_input()?,
@@ -958,6 +970,7 @@ impl<B: Backend> Driver<'_, B> {
                     b.antijoin(current(&batch, input)?, self.index(*index)?, code(*c)?, ctx)?
                 }
                 POp::Filter { code: c } => b.filter(current(&batch, input)?, code(*c)?, ctx)?,
+                POp::Range { ty, step } => b.range(current(&batch, input)?, *ty, *step)?,
                 POp::Aggregate {
                     sub,
                     code: c,

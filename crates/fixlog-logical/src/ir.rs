@@ -166,6 +166,15 @@ pub enum Literal {
         negated: bool,
         span: Span,
     },
+    /// `out = range(from, to[, step])` (`args` has 2 or 3 expressions over bound
+    /// variables, of type `ty`): binds `out` to every value of the range in turn (see
+    /// [`crate::value::range_values`]).
+    Range {
+        out: VarId,
+        ty: ColType,
+        args: Vec<Expr>,
+        span: Span,
+    },
     /// `out = func arg : { body }`. Binds `out`.
     ///
     /// Variables of `body` that also occur outside the aggregate (in the rest of the
@@ -352,7 +361,8 @@ impl Program {
                 match l {
                     Literal::Atom(a) | Literal::Negation(a) => out.push(a.rel),
                     Literal::Aggregate { body, .. } => body_reads(body, out),
-                    Literal::Compare { .. } | Literal::Predicate { .. } => {}
+                    Literal::Compare { .. } | Literal::Predicate { .. } | Literal::Range { .. } => {
+                    }
                 }
             }
         }

@@ -37,7 +37,7 @@ fn body_edges(head: RelId, body: &[Literal], in_agg: Option<Span>, out: &mut Vec
                 body_edges(head, body, Some(in_agg.unwrap_or(*span)), out);
                 continue;
             }
-            Literal::Compare { .. } | Literal::Predicate { .. } => continue,
+            Literal::Compare { .. } | Literal::Predicate { .. } | Literal::Range { .. } => continue,
         };
         let (kind, span) = match in_agg {
             Some(agg_span) => (EdgeKind::Aggregate, agg_span),

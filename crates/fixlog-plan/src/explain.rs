@@ -236,6 +236,17 @@ fn write_ops(
                     index_name(plan, ix)
                 );
             }
+            Op::Range { ty, step } => {
+                let args = if *step {
+                    "the last three columns (from, to, step)"
+                } else {
+                    "the last two columns (from, to)"
+                };
+                let _ = writeln!(
+                    out,
+                    "{pad}range ({ty:?}) over {args}: input ++ [each value]{mark}"
+                );
+            }
             Op::Filter { filters, project } => {
                 let _ = writeln!(
                     out,

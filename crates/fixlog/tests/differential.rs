@@ -109,12 +109,12 @@ struct Tally {
     /// Some relation of a recursive stratum was non-empty.
     recursive: usize,
     /// Per feature of [`FEATURES`], the programs that used it.
-    features: [usize; 13],
+    features: [usize; 15],
     /// Programs whose plan with worst-case-optimal joins forced has an intersection.
     intersections: usize,
 }
 
-const FEATURES: [&str; 13] = [
+const FEATURES: [&str; 15] = [
     "rec",
     "neg",
     "agg",
@@ -128,6 +128,8 @@ const FEATURES: [&str; 13] = [
     "choice",
     "subsumption",
     "records",
+    "range",
+    "cast",
 ];
 
 /// Runs `check_inner`, turning a panic (in the engine or the reference) into a failure
@@ -304,6 +306,8 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
         f.choice,
         f.subsumption,
         f.records,
+        f.range,
+        f.cast,
     ];
     for (count, on) in t.features.iter_mut().zip(used) {
         *count += usize::from(on);

@@ -17,6 +17,8 @@ pub(super) enum Builtin {
     ToFloat,
     /// `itou`, `ftoi`, ...: conversion from a fixed type to another.
     Fixed(ColType, ColType),
+    /// `as(value, T)`: the value's bits read as a `T` (no conversion, as in Soufflé).
+    Cast(ColType),
 }
 
 impl Builtin {
@@ -26,7 +28,7 @@ impl Builtin {
             Builtin::Strlen | Builtin::Ord | Builtin::ToNumber => ColType::Number,
             Builtin::ToUnsigned => ColType::Unsigned,
             Builtin::ToFloat => ColType::Float,
-            Builtin::Fixed(_, to) => to,
+            Builtin::Fixed(_, to) | Builtin::Cast(to) => to,
         }
     }
 
@@ -40,7 +42,11 @@ impl Builtin {
                 ColType::Number
             }),
             Builtin::Fixed(from, _) => Some(from),
-            Builtin::ToNumber | Builtin::ToString | Builtin::ToUnsigned | Builtin::ToFloat => None,
+            Builtin::ToNumber
+            | Builtin::ToString
+            | Builtin::ToUnsigned
+            | Builtin::ToFloat
+            | Builtin::Cast(_) => None,
         }
     }
 }
@@ -206,6 +212,12 @@ pub(super) enum LLit {
         outer: HashSet<VarId>,
         span: Span,
     },
+    /// `out = range(args)`: binds `out` once the arguments are bound.
+    Range {
+        out: VarId,
+        args: Vec<LExpr>,
+        span: Span,
+    },
     False(Span),
 }
 
@@ -227,6 +239,12 @@ impl LLit {
                 rhs.vars(out);
             }
             LLit::Pred { args, .. } => args.iter().for_each(|a| a.vars(out)),
+            LLit::Range {
+                out: o, args, span, ..
+            } => {
+                out.push((*o, *span));
+                args.iter().for_each(|a| a.vars(out));
+            }
             LLit::Agg {
                 out: o,
                 arg,

@@ -94,6 +94,10 @@ pub struct Features {
     /// Records: packed in heads and equalities, unpacked in atoms (nested too), in
     /// recursion, negation and `=`/`!=`.
     pub records: bool,
+    /// `z = range(..)` (a generator).
+    pub range: bool,
+    /// `as(x, T)` casts.
+    pub cast: bool,
 }
 
 #[derive(Clone)]
@@ -587,7 +591,19 @@ rw(x) :- {atom}, !rc([_, x]).
                     lits.push(format!("{z} < {}", DOMAIN));
                 } else {
                     let y = self.c.pick(&nums).clone();
-                    let expr = match self.c.below(8) {
+                    let expr = match self.c.below(16) {
+                        8 | 9 => {
+                            self.features.range = true;
+                            format!("range({x} % 7, {y} % 7)")
+                        }
+                        10 | 11 => {
+                            self.features.range = true;
+                            format!("range({y} % 7, {x} % 7, {})", self.c.below(5) as i32 - 2)
+                        }
+                        12.. => {
+                            self.features.cast = true;
+                            format!("as(as({x}, unsigned) + 1u, number)")
+                        }
                         0 => format!("{x} + {y}"),
                         1 => format!("{x} - {}", self.c.below(4)),
                         2 => format!("{x} * {y}"),

@@ -1,0 +1,134 @@
+//! Checker tests for `as`, `range`, aggregate witnesses and `autoinc()`: what they
+//! become in the logical IR and their located errors.
+
+use fixlog_logical::*;
+use fixlog_syntax::{Diagnostics, SourceMap};
+
+fn compile(text: &str) -> Program {
+    let mut sm = SourceMap::new();
+    match compile_str("t.dl", text, &mut sm) {
+        Ok(p) => p,
+        Err(e) => panic!("unexpected errors:\n{}", e.render(&sm)),
+    }
+}
+
+/// (message, "line:col") of every error.
+fn errs(text: &str) -> Vec<(String, String)> {
+    let mut sm = SourceMap::new();
+    match compile_str("t.dl", text, &mut sm) {
+        Ok(_) => panic!("expected an error"),
+        Err(Diagnostics(ds)) => ds
+            .iter()
+            .map(|d| {
+                let loc = d
+                    .span
+                    .map(|s| sm.location(s).trim_start_matches("t.dl:").to_string())
+                    .unwrap_or_default();
+                (d.message.clone(), loc)
+            })
+            .collect(),
+    }
+}
+
+fn err1(text: &str) -> (String, String) {
+    let e = errs(text);
+    assert_eq!(e.len(), 1, "expected exactly one error, got {e:?}");
+    e.into_iter().next().unwrap()
+}
+
+fn e(msg: &str, loc: &str) -> (String, String) {
+    (msg.to_string(), loc.to_string())
+}
+
+const DECLS: &str = ".decl n(x: number)\n.decl s(x: symbol)\n.decl f(x: float)\n";
+
+// ---- as ------------------------------------------------------------------------------
+
+#[test]
+fn casts_keep_the_bits() {
+    let p = compile(&format!(
+        "{DECLS}.decl u(x: unsigned)\nu(as(x, unsigned)) :- n(x).\nf(as(-1, float)).\n"
+    ));
+    // No functor: the head is the variable itself.
+    let rule = &p.rules[0];
+    assert_eq!(rule.head.args, vec![Expr::Var(0)]);
+    let f = p.relation_id("f").unwrap();
+    let fact = p.facts.iter().find(|x| x.rel == f).unwrap();
+    assert_eq!(fact.values, vec![u32::MAX]);
+}
+
+#[test]
+fn cast_errors_are_located() {
+    assert_eq!(
+        err1(&format!("{DECLS}n(as(x, number)) :- s(x).\n")),
+        e(
+            "`as` cannot reinterpret a `symbol` value as a `number`",
+            "4:3"
+        )
+    );
+    assert_eq!(
+        err1(&format!("{DECLS}s(as(x, symbol)) :- n(x).\n")),
+        e(
+            "`as` cannot reinterpret a `number` value as a `symbol`",
+            "4:3"
+        )
+    );
+    assert_eq!(
+        err1(&format!("{DECLS}n(as(x, Nope)) :- n(x).\n")).0,
+        "unknown type `Nope`"
+    );
+    assert_eq!(
+        err1(&format!(
+            "{DECLS}.type P = [a: number]\nn(as(x, P)) :- n(x).\n"
+        )),
+        e("`as` cannot reinterpret a `number` value as a `P`", "5:3")
+    );
+    // The result has the cast's type.
+    assert_eq!(
+        err1(&format!("{DECLS}n(as(x, float)) :- n(x).\n")),
+        e(
+            "type mismatch: the result of `as` is a `float` but a `number` is expected here",
+            "4:3"
+        )
+    );
+}
+
+// ---- range ---------------------------------------------------------------------------
+
+#[test]
+fn range_is_a_literal_that_binds() {
+    let p = compile(&format!(
+        "{DECLS}n(x) :- x = range(1, 10).\nf(y) :- y = range(0.0, 1.0, 0.25).\n"
+    ));
+    let has_range = |r: &Rule, t: ColType| {
+        r.body
+            .iter()
+            .any(|l| matches!(l, Literal::Range { ty, args, .. } if *ty == t && args.len() >= 2))
+    };
+    assert!(has_range(&p.rules[0], ColType::Number));
+    assert!(has_range(&p.rules[1], ColType::Float));
+}
+
+#[test]
+fn range_errors_are_located() {
+    assert_eq!(
+        err1(&format!("{DECLS}n(x) :- x = range(1).\n")),
+        e(
+            "`range` takes 2 or 3 arguments (from, to[, step]) but 1 was given",
+            "4:13"
+        )
+    );
+    assert_eq!(
+        err1(&format!("{DECLS}s(x) :- x = range(\"a\", \"b\").\n")),
+        e(
+            "`range` counts in `number`, `unsigned` or `float`, not in `symbol`",
+            "4:13"
+        )
+    );
+    assert_eq!(
+        err1(&format!("{DECLS}n(range(1, 3)).\n")),
+        e("`range` cannot be used in a fact", "4:3")
+    );
+    assert!(errs(&format!("{DECLS}n(x) :- x = range(1, y).\n"))
+        .contains(&e("variable `y` is not bound", "4:22")));
+}
