@@ -132,3 +132,29 @@ fn range_errors_are_located() {
     assert!(errs(&format!("{DECLS}n(x) :- x = range(1, y).\n"))
         .contains(&e("variable `y` is not bound", "4:22")));
 }
+
+// ---- witnesses -----------------------------------------------------------------------
+
+#[test]
+fn min_and_max_ground_their_witnesses() {
+    let p = compile(
+        ".decl f(p: symbol, a: number)\n.decl y(p: symbol, a: number)\n\
+         y(p, n) :- n = min a : f(p, a).\n",
+    );
+    // The aggregate (over every `p`) and, outside, the body again with `a' = n`.
+    let body = &p.rules[0].body;
+    assert!(body
+        .iter()
+        .any(|l| matches!(l, Literal::Aggregate { body, .. } if body.len() == 1)));
+    assert!(body.iter().any(|l| matches!(l, Literal::Atom(_))));
+}
+
+#[test]
+fn other_aggregates_have_no_witnesses() {
+    let text = ".decl f(p: symbol, a: number)\n.decl y(p: symbol, a: number)\n\
+                y(p, n) :- n = count : f(p, _).\n";
+    assert_eq!(
+        err1(text),
+        e("variable `p` in the head is not bound in the body", "3:3")
+    );
+}

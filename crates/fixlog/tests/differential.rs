@@ -109,12 +109,12 @@ struct Tally {
     /// Some relation of a recursive stratum was non-empty.
     recursive: usize,
     /// Per feature of [`FEATURES`], the programs that used it.
-    features: [usize; 15],
+    features: [usize; 16],
     /// Programs whose plan with worst-case-optimal joins forced has an intersection.
     intersections: usize,
 }
 
-const FEATURES: [&str; 15] = [
+const FEATURES: [&str; 16] = [
     "rec",
     "neg",
     "agg",
@@ -130,6 +130,7 @@ const FEATURES: [&str; 15] = [
     "records",
     "range",
     "cast",
+    "witness",
 ];
 
 /// Runs `check_inner`, turning a panic (in the engine or the reference) into a failure
@@ -308,6 +309,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
         f.records,
         f.range,
         f.cast,
+        f.witness,
     ];
     for (count, on) in t.features.iter_mut().zip(used) {
         *count += usize::from(on);

@@ -505,10 +505,11 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             }
         }
         let head_exprs: Vec<&ast::Expr> = head.args.iter().collect();
-        let (body, head_args) = self.lower_scope(conj, &head_exprs, &HashMap::new());
+        let (mut body, head_args) = self.lower_scope(conj, &head_exprs, &HashMap::new());
         if self.ck.errors.len() != before {
             return None;
         }
+        self.ground_witnesses(&mut body);
         let head_args: Vec<LExpr> = head_args.into_iter().flatten().collect();
         self.range_check(&body, &head_args, &HashSet::new(), false);
         // Types.

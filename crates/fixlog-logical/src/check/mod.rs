@@ -33,6 +33,7 @@ mod range;
 mod records;
 mod relation_kinds;
 mod typing;
+mod witness;
 
 use crate::ground::Grounding;
 use crate::ir::{self, ColType, RelId, Value, VarId};

@@ -98,6 +98,8 @@ pub struct Features {
     pub range: bool,
     /// `as(x, T)` casts.
     pub cast: bool,
+    /// A local of a `min`/`max` aggregate usable outside it (a witness).
+    pub witness: bool,
 }
 
 #[derive(Clone)]
@@ -799,7 +801,25 @@ rw(x) :- {atom}, !rc([_, x]).
                 let other = self.c.pick(&locals).clone();
                 arg = format!("{arg} + {other}");
             }
-            match self.c.below(4) {
+            let kind = self.c.below(4);
+            // A witness: a local of a `min`/`max` body (not of the aggregated
+            // expression, whose names are always local) made usable outside.
+            let mut witnesses: Vec<String> = locals
+                .iter()
+                .filter(|l| **l != out && !arg.split(" + ").any(|a| a == l.as_str()))
+                .cloned()
+                .collect();
+            if kind >= 2 && witnesses.is_empty() && self.c.chance(50) {
+                let w = vars.fresh("a");
+                body = format!("{body}, {w} = {} + 1", locals[0]);
+                witnesses.push(w);
+            }
+            if kind >= 2 && !witnesses.is_empty() && self.c.chance(60) {
+                self.features.witness = true;
+                let w = self.c.pick(&witnesses).clone();
+                vars.other_bound.push((w, Ty::Num));
+            }
+            match kind {
                 0 => "count".to_string(),
                 1 => format!("sum {arg}"),
                 2 => format!("min {arg}"),
