@@ -158,3 +158,47 @@ fn other_aggregates_have_no_witnesses() {
         e("variable `p` in the head is not bound in the body", "3:3")
     );
 }
+
+// ---- autoinc -------------------------------------------------------------------------
+
+#[test]
+fn autoinc_splits_the_rule() {
+    let p = compile(".decl e(x: number, y: number)\n.decl r(x: number, n: number)\nr(x, autoinc()) :- e(x, _).\n");
+    assert_eq!(p.autoincs.len(), 1);
+    let a = &p.autoincs[0];
+    // The source has every binding of the body (`_` named): (x, y).
+    assert_eq!(p.relations[a.source].arity(), 2);
+    assert_eq!(p.relations[a.target].arity(), 3);
+    assert_eq!(a.per_tuple, 1);
+    // No warning for the hidden relations.
+    assert!(
+        p.warnings.iter().all(|w| !w.message.contains('$')),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn autoinc_errors_are_located() {
+    const D: &str = ".decl e(x: number)\n.decl r(x: number, n: number)\n";
+    assert_eq!(
+        err1(&format!("{D}r(x, n) :- e(x), n = autoinc().\n")),
+        e("`autoinc()` can only be used in the head of a rule", "3:22")
+    );
+    assert_eq!(
+        err1(&format!("{D}r(1, autoinc()).\n")),
+        e("`autoinc()` cannot be used in a fact", "3:6")
+    );
+    assert_eq!(
+        err1(&format!("{D}r(x, autoinc()) :- e(x).\ne(n) :- r(_, n).\n")),
+        e("`autoinc()` cannot be used in a recursive rule", "3:6")
+    );
+    assert_eq!(
+        err1(&format!("{D}r(x, autoinc(x)) :- e(x).\n")),
+        e("`autoinc` takes no arguments but 1 were given", "3:6")
+    );
+    assert_eq!(
+        err1(".decl e(x: number)\n.decl r(x: unsigned)\nr(autoinc()) :- e(_).\n").1,
+        "3:3"
+    );
+}

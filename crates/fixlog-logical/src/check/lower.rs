@@ -555,6 +555,27 @@ impl RuleCx<'_, '_> {
                 }
                 return Some(acc);
             }
+            "autoinc" => {
+                if !args.is_empty() {
+                    self.error(Diagnostic::error(
+                        format!("`autoinc` takes no arguments but {} were given", args.len()),
+                        span,
+                    ));
+                    return None;
+                }
+                if self.fact_mode {
+                    self.error(
+                        Diagnostic::error("`autoinc()` cannot be used in a fact", span)
+                            .with_help("write a rule: `r(autoinc()) :- true.`"),
+                    );
+                    return None;
+                }
+                let v = self.fresh_var("autoinc");
+                self.vars[v].ty = Some(ColType::Number);
+                self.vars[v].origin = Some((span, "the result of `autoinc()`".to_string()));
+                self.autoinc.push((v, span));
+                return Some(LExpr::Var(v, span));
+            }
             "range" => {
                 if self.fact_mode {
                     self.error(

@@ -282,6 +282,9 @@ pub(super) struct RuleCx<'c, 'a> {
     /// node), the names that refer to the enclosing scope (see
     /// [`RuleCx::aggregate_scopes`]).
     pub(super) injected: HashMap<usize, HashSet<String>>,
+    /// The variables standing for the `autoinc()`s lowered so far (see
+    /// [`ir::AutoInc`]), with their places.
+    pub(super) autoinc: Vec<(VarId, Span)>,
 }
 
 /// The variable names of an expression left to right (not those inside aggregates) and
@@ -465,6 +468,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             fact_mode,
             const_context: 0,
             injected: HashMap::new(),
+            autoinc: Vec::new(),
         }
     }
 
@@ -510,6 +514,40 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             return None;
         }
         self.ground_witnesses(&mut body);
+        if !self.autoinc.is_empty() {
+            let mut in_body = Vec::new();
+            body.iter().for_each(|l| l.vars(&mut in_body));
+            for &(v, s) in &self.autoinc.clone() {
+                if in_body.iter().any(|x| x.0 == v) {
+                    self.error(
+                        Diagnostic::error("`autoinc()` can only be used in the head of a rule", s)
+                            .with_help("number the tuples in the head: `r(x, autoinc()) :- ...`"),
+                    );
+                }
+            }
+            if self.ck.errors.len() != before {
+                return None;
+            }
+            // Every binding of the body gets a number: name the `_` of positive atoms.
+            for l in body.iter_mut() {
+                if let LLit::Atom {
+                    args,
+                    negated: false,
+                    span,
+                    ..
+                } = l
+                {
+                    let span = *span;
+                    for a in args.iter_mut() {
+                        if matches!(a, LTerm::Wild) {
+                            self.fresh += 1;
+                            let v = self.new_var(format!("$_{}", self.fresh));
+                            *a = LTerm::Var(v, span);
+                        }
+                    }
+                }
+            }
+        }
         let head_args: Vec<LExpr> = head_args.into_iter().flatten().collect();
         self.range_check(&body, &head_args, &HashSet::new(), false);
         // Types.

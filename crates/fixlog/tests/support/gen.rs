@@ -100,6 +100,8 @@ pub struct Features {
     pub cast: bool,
     /// A local of a `min`/`max` aggregate usable outside it (a witness).
     pub witness: bool,
+    /// `autoinc()` in a head.
+    pub autoinc: bool,
 }
 
 #[derive(Clone)]
@@ -499,6 +501,11 @@ rw(x) :- {atom}, !rc([_, x]).
                 };
                 args.push(arg);
             }
+            // Soufflé allows `autoinc()` only in rules that are not recursive.
+            if !recursive && head.types.first() == Some(&Ty::Num) && self.c.chance(8) {
+                self.features.autoinc = true;
+                args[0] = "autoinc()".to_string();
+            }
             head_atoms.push(format!("{}({})", head.name, args.join(", ")));
         }
         self.text
@@ -557,7 +564,7 @@ rw(x) :- {atom}, !rc([_, x]).
         }
         // Sometimes an atom over variables the others bound only: it often closes a
         // cycle (a triangle, a square), which the planner joins worst-case-optimally.
-        if n_atoms >= 2 && self.c.chance(25) {
+        if n_atoms >= 2 && self.c.chance(32) {
             let pool: Vec<Rel> = if allow_rec && self.c.chance(30) {
                 recursive = true;
                 same.clone()
@@ -809,12 +816,12 @@ rw(x) :- {atom}, !rc([_, x]).
                 .filter(|l| **l != out && !arg.split(" + ").any(|a| a == l.as_str()))
                 .cloned()
                 .collect();
-            if kind >= 2 && witnesses.is_empty() && self.c.chance(50) {
+            if kind >= 2 && witnesses.is_empty() && self.c.chance(70) {
                 let w = vars.fresh("a");
                 body = format!("{body}, {w} = {} + 1", locals[0]);
                 witnesses.push(w);
             }
-            if kind >= 2 && !witnesses.is_empty() && self.c.chance(60) {
+            if kind >= 2 && !witnesses.is_empty() && self.c.chance(80) {
                 self.features.witness = true;
                 let w = self.c.pick(&witnesses).clone();
                 vars.other_bound.push((w, Ty::Num));

@@ -58,7 +58,28 @@ pub fn evaluate(
     for (rel, new) in facts.into_iter().enumerate() {
         add_round(program, rel, &mut rels, new, symbols);
     }
+    let mut counter: Value = 0;
     for stratum in &program.strata {
+        // `autoinc()`: the source's tuples in output order, numbered from a counter
+        // shared by the run, in stratum order.
+        for a in program
+            .autoincs
+            .iter()
+            .filter(|a| stratum.relations.contains(&a.target))
+        {
+            let types = program.relations[a.source].types();
+            let order = value::output_order(&types, symbols);
+            let mut tuples: Vec<&Vec<Value>> = rels[a.source].iter().collect();
+            tuples.sort_by(|x, y| order(x, y));
+            let mut numbered = Tuples::new();
+            for t in tuples {
+                let mut row = vec![counter];
+                row.extend_from_slice(t);
+                numbered.insert(row);
+                counter = counter.wrapping_add(a.per_tuple);
+            }
+            rels[a.target] = numbered;
+        }
         let in_stratum = |r: RelId| stratum.relations.contains(&r);
         let first: Vec<usize> = stratum
             .rules
