@@ -203,7 +203,10 @@ pub fn range_values(
         ColType::Float => {
             let (a, b) = (as_f32(from), as_f32(to));
             let s = step.map_or(if a <= b { 1.0 } else { -1.0 }, as_f32);
-            if s > 0.0 || s < 0.0 {
+            if matches!(
+                s.partial_cmp(&0.0),
+                Some(Ordering::Less | Ordering::Greater)
+            ) {
                 let mut x = a;
                 while (s > 0.0 && x < b) || (s < 0.0 && b < x) {
                     if !emit(from_f32(x)) {
