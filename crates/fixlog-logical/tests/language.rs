@@ -202,3 +202,13 @@ fn autoinc_errors_are_located() {
         "3:3"
     );
 }
+
+#[test]
+fn autoinc_is_not_for_subsumption() {
+    let text = ".decl a(x: number)\na(1).\na(autoinc()) <= a(y) :- y > 0.\n";
+    assert_eq!(
+        err1(text),
+        // (The dominated atom is read in the body of the rules it becomes.)
+        e("`autoinc()` can only be used in the head of a rule", "3:3")
+    );
+}
