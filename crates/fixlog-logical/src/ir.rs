@@ -309,6 +309,25 @@ pub enum Functor {
     /// ADT value: 0 is the branch, the fields follow); fails on `nil`, so a pattern
     /// never matches it.
     Field(u32, ColType),
+    /// `@f(...)`: the user-defined functor [`Program::functors`]`[index]`, giving a
+    /// value of type `result`; its implementation (a function of a shared library) is
+    /// bound by [`SymbolTable::set_functors`] and runs on the host.
+    User {
+        index: u32,
+        result: ColType,
+    },
+}
+
+/// A user-defined functor as declared: `.functor name(params): result [stateful]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctorDecl {
+    pub name: String,
+    pub params: Vec<ColType>,
+    pub result: ColType,
+    /// Soufflé's `stateful`: called with the symbol and record tables and every value
+    /// as its 32-bit id (see `crates/fixlog/include/fixlog_functors.h`).
+    pub stateful: bool,
+    pub span: fixlog_syntax::Span,
 }
 
 /// A stratum: a strongly connected component of the predicate dependency graph (or a
@@ -363,6 +382,8 @@ pub struct Program {
     /// The `autoinc()` relations, in the order their numbers are drawn (the order of
     /// their target's strata).
     pub autoincs: Vec<AutoInc>,
+    /// The user-defined functors (`.functor`), indexed by [`Functor::User`]'s index.
+    pub functors: Vec<FunctorDecl>,
 }
 
 impl Program {

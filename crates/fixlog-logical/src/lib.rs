@@ -21,12 +21,32 @@ pub use check::{check, expr_type, type_name};
 pub use ir::*;
 pub use symbols::SymbolTable;
 
-use fixlog_syntax::{Diagnostics, SourceMap};
+use fixlog_syntax::{Diagnostics, PreprocessOptions, SourceMap};
 use std::path::Path;
 
 /// Read the program in `path` (and its `.include`s), check and stratify it.
 pub fn compile_file(path: &Path, sources: &mut SourceMap) -> Result<ir::Program, Diagnostics> {
-    let ast = fixlog_syntax::parse_file(path, sources)?;
+    compile_file_with(path, sources, &PreprocessOptions::default())
+}
+
+/// [`compile_file`] with preprocessing options (`-M`, `-I`, another preprocessor).
+pub fn compile_file_with(
+    path: &Path,
+    sources: &mut SourceMap,
+    options: &PreprocessOptions,
+) -> Result<ir::Program, Diagnostics> {
+    let ast = fixlog_syntax::parse_file_with(path, sources, options)?;
+    check::check(&ast, sources)
+}
+
+/// [`compile_str`] with preprocessing options.
+pub fn compile_str_with(
+    name: &str,
+    text: &str,
+    sources: &mut SourceMap,
+    options: &PreprocessOptions,
+) -> Result<ir::Program, Diagnostics> {
+    let ast = fixlog_syntax::parse_str_with(name, text, sources, options)?;
     check::check(&ast, sources)
 }
 

@@ -472,6 +472,7 @@ pub fn eval_functor(func: Functor, args: &[Value], symbols: &SymbolTable) -> Opt
         Functor::Convert(from, to) => convert_souffle(from, to, arg(0)?, symbols),
         Functor::Pack(_) => symbols.records().pack(args),
         Functor::Field(i, _) => symbols.records().field(arg(0)?, i as usize),
+        Functor::User { index, .. } => symbols.call_functor(index, args),
     }
 }
 

@@ -20,6 +20,9 @@ pub fn explain_with_notes(
     sources: &SourceMap,
     note: &dyn Fn(&Op) -> Option<String>,
 ) -> String {
+    FUNCTOR_NAMES.with(|n| {
+        *n.borrow_mut() = program.functors.iter().map(|f| f.name.clone()).collect();
+    });
     let mut out = String::new();
     for (n, stratum) in plan.strata.iter().enumerate() {
         let names: Vec<&str> = stratum
@@ -338,6 +341,11 @@ fn cond(c: &Cond) -> String {
     }
 }
 
+thread_local! {
+    /// The user-defined functors' names of the program being explained.
+    static FUNCTOR_NAMES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn expr(e: &PExpr) -> String {
     match e {
         PExpr::Col(c) => format!("#{c}"),
@@ -354,6 +362,17 @@ fn expr(e: &PExpr) -> String {
                 other => return format!("{other:?}({}, {})", expr(lhs), expr(rhs)),
             };
             format!("({} {sym} {})", expr(lhs), expr(rhs))
+        }
+        PExpr::Functor {
+            func: logical::Functor::User { index, .. },
+            args,
+        } => {
+            let name = FUNCTOR_NAMES.with(|n| n.borrow().get(*index as usize).cloned());
+            format!(
+                "@{}{}",
+                name.unwrap_or_else(|| index.to_string()),
+                exprs(args)
+            )
         }
         PExpr::Functor { func, args } => format!("{func:?}{}", exprs(args)),
     }

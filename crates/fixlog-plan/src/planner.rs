@@ -522,6 +522,7 @@ impl RulePlanner<'_> {
                 Functor::ToFloat => ColType::Float,
                 Functor::Convert(_, to) => *to,
                 Functor::Pack(t) | Functor::Field(_, t) => *t,
+                Functor::User { result, .. } => *result,
             }),
         }
     }

@@ -84,6 +84,15 @@ pub struct RunOptions {
 
 pub use fixlog_exec::driver::RunStats;
 
+/// How a program is read: its preprocessing (`-M`, `-I`, `--preprocessor`,
+/// `--no-preprocessor`) and where its user-defined functors are loaded from (`-L`,
+/// `-l`).
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    pub preprocess: fixlog_syntax::PreprocessOptions,
+    pub functors: crate::functors::FunctorLibraries,
+}
+
 /// A checked and planned program, plus facts added from memory.
 pub struct Fixlog {
     sources: SourceMap,
@@ -96,18 +105,41 @@ pub struct Fixlog {
 impl Fixlog {
     /// Reads, checks and plans a program file (and its `.include`s).
     pub fn from_file(path: impl AsRef<Path>) -> Result<Fixlog, Error> {
+        Fixlog::from_file_with(path, &CompileOptions::default())
+    }
+
+    /// [`Fixlog::from_file`] with preprocessing and functor-library options.
+    pub fn from_file_with(
+        path: impl AsRef<Path>,
+        options: &CompileOptions,
+    ) -> Result<Fixlog, Error> {
         let mut sources = SourceMap::new();
-        let program = fixlog_logical::compile_file(path.as_ref(), &mut sources)
+        let mut program =
+            fixlog_logical::compile_file_with(path.as_ref(), &mut sources, &options.preprocess)
+                .map_err(|d| program_error(d, &sources))?;
+        crate::functors::bind(&mut program, &options.functors)
+            .map_err(|d| program_error(d, &sources))?;
+        Fixlog::new(sources, program)
+    }
+
+    /// [`Fixlog::from_source`] with preprocessing and functor-library options.
+    pub fn from_source_with(
+        name: &str,
+        text: &str,
+        options: &CompileOptions,
+    ) -> Result<Fixlog, Error> {
+        let mut sources = SourceMap::new();
+        let mut program =
+            fixlog_logical::compile_str_with(name, text, &mut sources, &options.preprocess)
+                .map_err(|d| program_error(d, &sources))?;
+        crate::functors::bind(&mut program, &options.functors)
             .map_err(|d| program_error(d, &sources))?;
         Fixlog::new(sources, program)
     }
 
     /// Checks and plans a program given as text; `name` is used in messages.
     pub fn from_source(name: &str, text: &str) -> Result<Fixlog, Error> {
-        let mut sources = SourceMap::new();
-        let program = fixlog_logical::compile_str(name, text, &mut sources)
-            .map_err(|d| program_error(d, &sources))?;
-        Fixlog::new(sources, program)
+        Fixlog::from_source_with(name, text, &CompileOptions::default())
     }
 
     fn new(sources: SourceMap, program: Program) -> Result<Fixlog, Error> {

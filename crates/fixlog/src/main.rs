@@ -69,6 +69,8 @@ enum Command {
         /// `pairwise` force one (for tests and benchmarks).
         #[arg(long, value_enum, default_value = "auto")]
         join: JoinArg,
+        #[command(flatten)]
+        front: FrontArgs,
     },
     /// Count or list the matches of a graph pattern (a Cypher subset) in a graph.
     #[command(
@@ -119,7 +121,53 @@ enum Command {
         /// How rule bodies are joined (as for `run`).
         #[arg(long, value_enum, default_value = "auto")]
         join: JoinArg,
+        #[command(flatten)]
+        front: FrontArgs,
     },
+}
+
+/// How the program is read: preprocessing and user-defined functor libraries.
+#[derive(clap::Args)]
+struct FrontArgs {
+    /// Define a macro for the preprocessor: `NAME=VALUE` or `NAME` (value 1); several
+    /// may be given in one argument, separated by spaces (Soufflé's `-M`).
+    #[arg(short = 'M', long = "macro", value_name = "NAME=VALUE")]
+    macros: Vec<String>,
+    /// A directory searched for `#include`d files (after the including file's own).
+    #[arg(short = 'I', long = "include-dir", value_name = "DIR")]
+    include_dirs: Vec<PathBuf>,
+    /// Preprocess with this shell command (run with `sh -c`, program on standard input,
+    /// e.g. `mcpp -P -W0` or `cpp -P`) instead of Fixlog's own preprocessor.
+    #[arg(long, value_name = "CMD", conflicts_with = "no_preprocessor")]
+    preprocessor: Option<String>,
+    /// Do not preprocess (`#` lines other than `#include "file"` are then errors).
+    #[arg(long)]
+    no_preprocessor: bool,
+    /// A directory searched for functor libraries (before the working directory).
+    #[arg(short = 'L', long = "library-dir", value_name = "DIR")]
+    library_dirs: Vec<PathBuf>,
+    /// A library of user-defined functors: `-l NAME` loads `libNAME.so` (default:
+    /// `functors`, as Soufflé).
+    #[arg(short = 'l', long = "library", value_name = "NAME")]
+    libraries: Vec<String>,
+}
+
+impl FrontArgs {
+    fn options(&self) -> Result<fixlog::CompileOptions, Error> {
+        let mut o = fixlog::CompileOptions::default();
+        for m in &self.macros {
+            o.preprocess.add_macro_arg(m).map_err(Error::BadInput)?;
+        }
+        o.preprocess.include_dirs = self.include_dirs.clone();
+        o.preprocess.preprocessor = match (&self.preprocessor, self.no_preprocessor) {
+            (_, true) => fixlog::Preprocessor::Off,
+            (Some(cmd), _) => fixlog::Preprocessor::External(cmd.clone()),
+            (None, false) => fixlog::Preprocessor::Builtin,
+        };
+        o.functors.dirs = self.library_dirs.clone();
+        o.functors.libs = self.libraries.clone();
+        Ok(o)
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -358,10 +406,11 @@ fn run(cli: Cli) -> Result<(), Error> {
             program,
             backend,
             join,
+            front,
         } => {
             phase("compiling", &program);
             let path = program;
-            let mut program = Fixlog::from_file(&path)?;
+            let mut program = Fixlog::from_file_with(&path, &front.options()?)?;
             if !matches!(join, JoinArg::Auto) {
                 program.set_plan_options(&join.into())?;
             }
@@ -392,6 +441,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             quiet,
             no_warn,
             join,
+            front,
         } => {
             fixlog_logical::value::set_runtime_warnings(!no_warn);
             if jobs == Some(0) {
@@ -408,7 +458,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             let start = Instant::now();
             phase("compiling", &program);
             let path = program;
-            let mut program = Fixlog::from_file(&path)?;
+            let mut program = Fixlog::from_file_with(&path, &front.options()?)?;
             if !matches!(join, JoinArg::Auto) {
                 program.set_plan_options(&join.into())?;
             }

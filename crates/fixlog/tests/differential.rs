@@ -369,7 +369,7 @@ fn differential() {
     );
     for (name, n) in FEATURES.iter().zip(t.features) {
         assert!(
-            n * 20 >= t.cases,
+            n * 40 >= t.cases,
             "feature {name} appeared in only {n} of {} programs",
             t.cases
         );

@@ -383,14 +383,7 @@ impl RuleCx<'_, '_> {
                 user,
                 span,
             } => {
-                if *user {
-                    self.error(Diagnostic::error(
-                        format!("user-defined functors (`@{}`) are not supported", name.name),
-                        *span,
-                    ));
-                    return None;
-                }
-                if name.name == "as" {
+                if !*user && name.name == "as" {
                     // The parser gives the type's name as a string constant.
                     let (Some(value), Some(ast::Expr::Str(ty, ty_span)), 2) =
                         (args.first(), args.get(1), args.len())
@@ -413,6 +406,9 @@ impl RuleCx<'_, '_> {
                     .map(|a| self.lower_expr(a, scope, out))
                     .collect();
                 let args: Vec<LExpr> = lowered.into_iter().collect::<Option<Vec<_>>>()?;
+                if *user {
+                    return self.lower_user_call(name, args, *span);
+                }
                 return self.lower_call(name, args, *span, out);
             }
             ast::Expr::Aggregate {
@@ -516,6 +512,46 @@ impl RuleCx<'_, '_> {
             span,
         });
         (LExpr::Var(v, span), 1)
+    }
+
+    /// `@f(args)`: a call of a functor declared with `.functor`.
+    fn lower_user_call(
+        &mut self,
+        name: &ast::Ident,
+        args: Vec<LExpr>,
+        span: Span,
+    ) -> Option<LExpr> {
+        let n = name.name.as_str();
+        let Some(&k) = self.ck.functor_ids.get(n) else {
+            let d = Diagnostic::error(format!("unknown user-defined functor `@{n}`"), name.span);
+            let d = match suggest(n, self.ck.functor_ids.keys().map(String::as_str)) {
+                Some(s) => d.with_help(format!("did you mean `@{s}`?")),
+                None => d.with_help(format!("declare it with `.functor {n}(...): type`")),
+            };
+            self.error(d);
+            return None;
+        };
+        let decl = &self.ck.functors[k as usize];
+        let arity = decl.params.len();
+        if args.len() != arity {
+            self.error(Diagnostic::error(
+                format!(
+                    "`@{n}` takes {arity} argument{} but {} {} given",
+                    if arity == 1 { "" } else { "s" },
+                    args.len(),
+                    if args.len() == 1 { "was" } else { "were" }
+                ),
+                span,
+            ));
+            return None;
+        }
+        let result = decl.result;
+        Some(LExpr::Call(
+            Builtin::User(k, result),
+            "a user-defined functor",
+            args,
+            span,
+        ))
     }
 
     pub(super) fn lower_call(

@@ -19,6 +19,8 @@ pub(super) enum Builtin {
     Fixed(ColType, ColType),
     /// `as(value, T)`: the value's bits read as a `T` (no conversion, as in Soufflé).
     Cast(ColType),
+    /// `@f(...)`: user-defined functor `index` (of `Checker::functors`) and its result.
+    User(u32, ColType),
 }
 
 impl Builtin {
@@ -29,6 +31,7 @@ impl Builtin {
             Builtin::ToUnsigned => ColType::Unsigned,
             Builtin::ToFloat => ColType::Float,
             Builtin::Fixed(_, to) | Builtin::Cast(to) => to,
+            Builtin::User(_, result) => result,
         }
     }
 
@@ -47,6 +50,8 @@ impl Builtin {
             | Builtin::ToUnsigned
             | Builtin::ToFloat
             | Builtin::Cast(_) => None,
+            // Given by the declaration (`RuleCx::propagate` and `emit_expr` read it).
+            Builtin::User(..) => None,
         }
     }
 }
@@ -396,6 +401,26 @@ pub(super) fn aggregate_names(a: &ast::Expr) -> (HashSet<&str>, HashSet<&str>) {
         all.extend(inner.difference(&inner_target).copied());
     }
     (all, target)
+}
+
+/// Whether an expression calls a user-defined functor (`@f(...)`), iteratively.
+pub(super) fn calls_user_functor(e: &ast::Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            ast::Expr::Call { user: true, .. } => return true,
+            ast::Expr::Unary { arg, .. } => stack.push(arg),
+            ast::Expr::Binary { lhs, rhs, .. } => {
+                stack.push(rhs);
+                stack.push(lhs);
+            }
+            ast::Expr::Call { args, .. } | ast::Expr::Constructor { args, .. } => {
+                stack.extend(args.iter())
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Whether an expression is made of constants only (iterative, like [`expr_parts`]).

@@ -98,6 +98,8 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         subsumptions: Vec::new(),
         warnings: Vec::new(),
         autoincs: Vec::new(),
+        functors: Vec::new(),
+        functor_ids: HashMap::new(),
     };
     ck.run(program);
     if !ck.errors.is_empty() {
@@ -137,6 +139,7 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         symbols: ck.symbols,
         warnings,
         autoincs: ck.autoincs,
+        functors: ck.functors,
     })
 }
 
@@ -177,6 +180,7 @@ fn functor_result(f: ir::Functor) -> ColType {
         ir::Functor::ToFloat => ColType::Float,
         ir::Functor::Convert(_, to) => to,
         ir::Functor::Pack(t) | ir::Functor::Field(_, t) => t,
+        ir::Functor::User { result, .. } => result,
     }
 }
 
@@ -241,6 +245,9 @@ struct Checker<'a> {
     /// Soufflé's warnings (see [`ir::Program::warnings`]).
     warnings: Vec<Diagnostic>,
     autoincs: Vec<ir::AutoInc>,
+    /// User-defined functors (`.functor`) and their indexes by name.
+    functors: Vec<ir::FunctorDecl>,
+    functor_ids: HashMap<String, u32>,
 }
 
 fn builtin_type(name: &str) -> Option<ColType> {
@@ -319,10 +326,13 @@ impl<'a> Checker<'a> {
         for item in &program.items {
             match item {
                 ast::Item::Decl(d) => self.decl(d),
-                ast::Item::Functor { span, .. } => self.error(Diagnostic::error(
-                    "user-defined functors (`.functor`) are not supported",
-                    *span,
-                )),
+                ast::Item::Functor {
+                    name,
+                    params,
+                    result,
+                    stateful,
+                    span,
+                } => self.functor_decl(name, params, result, *stateful, *span),
                 _ => {}
             }
         }
@@ -355,6 +365,61 @@ impl<'a> Checker<'a> {
                 ));
             }
         }
+    }
+
+    /// A `.functor` declaration: its types must be (subtypes of) the four base types.
+    fn functor_decl(
+        &mut self,
+        name: &ast::Ident,
+        params: &[ast::Ident],
+        result: &ast::Ident,
+        stateful: bool,
+        span: Span,
+    ) {
+        if let Some(&prev) = self.functor_ids.get(&name.name) {
+            let loc = self.sources.location(self.functors[prev as usize].span);
+            self.error(
+                Diagnostic::error(
+                    format!("functor `{}` is declared more than once", name.name),
+                    name.span,
+                )
+                .with_note(format!("first declared at {loc}")),
+            );
+            return;
+        }
+        let mut ok = true;
+        let mut ty = |ck: &mut Self, t: &ast::Ident| match ck.resolve_type(t) {
+            Some(ColType::Record(_)) => {
+                ck.error(Diagnostic::error(
+                    format!(
+                        "functor `{}`: record and ADT types (`{}`) cannot be passed to or returned by user-defined functors",
+                        name.name, t.name
+                    ),
+                    t.span,
+                ));
+                ok = false;
+                ColType::Number
+            }
+            Some(c) => c,
+            None => {
+                ok = false;
+                ColType::Number
+            }
+        };
+        let params: Vec<ColType> = params.iter().map(|p| ty(self, p)).collect();
+        let result = ty(self, result);
+        if !ok {
+            return;
+        }
+        self.functor_ids
+            .insert(name.name.clone(), self.functors.len() as u32);
+        self.functors.push(ir::FunctorDecl {
+            name: name.name.clone(),
+            params,
+            result,
+            stateful,
+            span,
+        });
     }
 
     fn resolve_type(&mut self, name: &ast::Ident) -> Option<ColType> {
@@ -663,6 +728,18 @@ impl<'a> Checker<'a> {
         let Some(rel) = self.resolve_atom(head) else {
             return;
         };
+        // A fact calling a user-defined functor is computed when the program runs (the
+        // library is bound after checking): a rule with an empty body.
+        if head.args.iter().any(calls_user_functor) {
+            let before = self.errors.len();
+            let mut cx = RuleCx::new(self, false);
+            if let Some(rule) = cx.rule(head, rel, &[], span) {
+                if self.errors.len() == before {
+                    self.rules.push(rule);
+                }
+            }
+            return;
+        }
         let types = self.relations[rel].types();
         let mut cx = RuleCx::new(self, true);
         let mut values = Vec::new();

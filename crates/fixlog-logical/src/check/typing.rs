@@ -105,7 +105,11 @@ impl RuleCx<'_, '_> {
                 // pushed into it, so a variable bound elsewhere (`x = 2.5`,
                 // `m = mean ...`) keeps its type, as in Soufflé.
                 for (i, a) in args.iter().enumerate() {
-                    changed |= self.propagate(a, bi.arg_type(i));
+                    let t = match bi {
+                        Builtin::User(k, _) => self.ck.functors[*k as usize].params.get(i).copied(),
+                        _ => bi.arg_type(i),
+                    };
+                    changed |= self.propagate(a, t);
                 }
                 changed
             }
@@ -346,6 +350,13 @@ impl RuleCx<'_, '_> {
             }
             LExpr::Call(bi, name, args, s) => {
                 let (func, arg_tys): (Option<ir::Functor>, Vec<ColType>) = match bi {
+                    Builtin::User(k, result) => (
+                        Some(ir::Functor::User {
+                            index: *k,
+                            result: *result,
+                        }),
+                        self.ck.functors[*k as usize].params.clone(),
+                    ),
                     Builtin::Cat => (Some(ir::Functor::Cat), vec![ColType::Symbol; args.len()]),
                     Builtin::Strlen => (Some(ir::Functor::Strlen), vec![ColType::Symbol]),
                     Builtin::Ord => (Some(ir::Functor::Ord), vec![ColType::Symbol]),
@@ -393,7 +404,11 @@ impl RuleCx<'_, '_> {
                     return None;
                 }
                 if let Some(x) = expected.filter(|x| *x != result) {
-                    self.mismatch(*s, &format!("the result of `{name}`"), result, x);
+                    let shown = match bi {
+                        Builtin::User(k, _) => format!("@{}", self.ck.functors[*k as usize].name),
+                        _ => name.to_string(),
+                    };
+                    self.mismatch(*s, &format!("the result of `{shown}`"), result, x);
                     return None;
                 }
                 let Some(func) = func else {

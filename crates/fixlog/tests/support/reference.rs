@@ -494,6 +494,7 @@ fn expr_type(e: &Expr, rule: &Rule) -> ColType {
             Functor::ToFloat => ColType::Float,
             Functor::Convert(_, to) => *to,
             Functor::Pack(t) | Functor::Field(_, t) => *t,
+            Functor::User { result, .. } => *result,
         },
     }
 }
