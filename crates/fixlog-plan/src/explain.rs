@@ -45,7 +45,18 @@ pub fn explain_with_notes(
                 let _ = writeln!(out, "  {line}");
             }
         }
-        if stratum.init.is_empty() && stratum.recursive_rules.is_empty() {
+        let mut numbered = false;
+        for a in &program.autoincs {
+            if stratum.relations.contains(&a.target) {
+                numbered = true;
+                let _ = writeln!(
+                    out,
+                    "  {}: autoinc() numbers, on the host (every backend): the driver numbers the tuples of {} in output order from the run's counter",
+                    plan.relations[a.target].name, plan.relations[a.source].name
+                );
+            }
+        }
+        if stratum.init.is_empty() && stratum.recursive_rules.is_empty() && !numbered {
             let _ = writeln!(out, "  (no rules: facts and inputs only)");
         }
         for (title, rules, logical_rules) in [
@@ -237,6 +248,17 @@ fn write_ops(
                     plan.relations[ix.rel].name,
                     exprs(key),
                     index_name(plan, ix)
+                );
+            }
+            Op::Range { ty, step } => {
+                let args = if *step {
+                    "the last three columns (from, to, step)"
+                } else {
+                    "the last two columns (from, to)"
+                };
+                let _ = writeln!(
+                    out,
+                    "{pad}range ({ty:?}) over {args}: input ++ [each value]{mark}"
                 );
             }
             Op::Filter { filters, project } => {

@@ -227,18 +227,10 @@ const MAX_DEPTH: usize = 256;
 
 /// Names that start a term of a Soufflé feature Fixlog lacks, with the feature (the
 /// error names what was used, not a neighbouring feature).
-const UNSUPPORTED_TERMS: &[(&str, &str)] = &[
-    ("autoinc", "`autoinc()` (auto-increment counter) is"),
-    ("as", "type casts (`as(value, Type)`) are"),
-    (
-        "range",
-        "`range(from, to)` (a functor with several results) is",
-    ),
-    (
-        "__ITERATION__",
-        "`__ITERATION__` (the iteration counter) is",
-    ),
-];
+const UNSUPPORTED_TERMS: &[(&str, &str)] = &[(
+    "__ITERATION__",
+    "`__ITERATION__` (the iteration counter) is",
+)];
 
 /// `.decl` qualifiers that are recognised (and, except `eqrel`, ignored by the checker).
 const QUALIFIERS: &[&str] = &[
@@ -1235,7 +1227,8 @@ impl<'t> Parser<'t> {
                 _ => Err(Diagnostic::error(
                     "`$` (auto-increment counter) is not supported",
                     t.span,
-                )),
+                )
+                .with_help("write `autoinc()`")),
             },
             TokenKind::LBracket => {
                 self.bump();
@@ -1315,6 +1308,21 @@ impl<'t> Parser<'t> {
                             return self.aggregate(kind, Some(Box::new(arg)), t.span);
                         }
                         Ok(Expr::Var(ident))
+                    }
+                    // `as(value, Type)`: the type name is kept as a string constant
+                    // (it is no variable).
+                    "as" if self.at(&TokenKind::LParen) => {
+                        self.bump();
+                        let value = self.expr()?;
+                        self.expect(TokenKind::Comma)?;
+                        let ty = self.ident("a type name")?;
+                        self.expect(TokenKind::RParen)?;
+                        Ok(Expr::Call {
+                            name: ident,
+                            args: vec![value, Expr::Str(ty.name, ty.span)],
+                            user: false,
+                            span: self.span_from(t.span),
+                        })
                     }
                     _ if self.at(&TokenKind::LParen) => {
                         let args = self.args()?;

@@ -383,6 +383,24 @@ impl RuleCx<'_, '_> {
                 user,
                 span,
             } => {
+                if !*user && name.name == "as" {
+                    // The parser gives the type's name as a string constant.
+                    let (Some(value), Some(ast::Expr::Str(ty, ty_span)), 2) =
+                        (args.first(), args.get(1), args.len())
+                    else {
+                        self.error(Diagnostic::error(
+                            "`as` takes a value and a type: `as(value, Type)`",
+                            *span,
+                        ));
+                        return None;
+                    };
+                    let ty = self.ck.resolve_type(&ast::Ident {
+                        name: ty.clone(),
+                        span: *ty_span,
+                    });
+                    let value = self.lower_expr(value, scope, out)?;
+                    return Some(LExpr::Call(Builtin::Cast(ty?), "as", vec![value], *span));
+                }
                 let lowered: Vec<Option<LExpr>> = args
                     .iter()
                     .map(|a| self.lower_expr(a, scope, out))
@@ -572,6 +590,50 @@ impl RuleCx<'_, '_> {
                     acc = LExpr::Binary(op, Box::new(a), Box::new(x), span);
                 }
                 return Some(acc);
+            }
+            "autoinc" => {
+                if !args.is_empty() {
+                    self.error(Diagnostic::error(
+                        format!("`autoinc` takes no arguments but {} were given", args.len()),
+                        span,
+                    ));
+                    return None;
+                }
+                if self.fact_mode {
+                    self.error(
+                        Diagnostic::error("`autoinc()` cannot be used in a fact", span)
+                            .with_help("write a rule: `r(autoinc()) :- true.`"),
+                    );
+                    return None;
+                }
+                let v = self.fresh_var("autoinc");
+                self.vars[v].ty = Some(ColType::Number);
+                self.vars[v].origin = Some((span, "the result of `autoinc()`".to_string()));
+                self.autoinc.push((v, span));
+                return Some(LExpr::Var(v, span));
+            }
+            "range" => {
+                if self.fact_mode {
+                    self.error(
+                        Diagnostic::error("`range` cannot be used in a fact", span)
+                            .with_help("write a rule: `r(x) :- x = range(from, to).`"),
+                    );
+                    return None;
+                }
+                if !(2..=3).contains(&args.len()) {
+                    self.error(Diagnostic::error(
+                        format!(
+                            "`range` takes 2 or 3 arguments (from, to[, step]) but {} {} given",
+                            args.len(),
+                            if args.len() == 1 { "was" } else { "were" }
+                        ),
+                        span,
+                    ));
+                    return None;
+                }
+                let v = self.fresh_var("range");
+                out.push(LLit::Range { out: v, args, span });
+                return Some(LExpr::Var(v, span));
             }
             "cat" => {
                 if args.is_empty() {

@@ -33,10 +33,11 @@ mod range;
 mod records;
 mod relation_kinds;
 mod typing;
+mod witness;
 
 use crate::ground::Grounding;
 use crate::ir::{self, ColType, RelId, Value, VarId};
-use crate::stratify::stratify_with;
+use crate::stratify::stratify_autoinc;
 use crate::symbols::SymbolTable;
 use crate::value;
 use fixlog_syntax::ast;
@@ -96,6 +97,7 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         rules: Vec::new(),
         subsumptions: Vec::new(),
         warnings: Vec::new(),
+        autoincs: Vec::new(),
         functors: Vec::new(),
         functor_ids: HashMap::new(),
     };
@@ -103,8 +105,27 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
     if !ck.errors.is_empty() {
         return Err(finish_errors(ck.errors));
     }
-    let strata = stratify_with(&ck.relations, &ck.rules, &ck.subsumptions)
+    let reads: Vec<(RelId, RelId, Span)> = ck
+        .autoincs
+        .iter()
+        .map(|a| (a.target, a.source, a.span))
+        .collect();
+    let strata = stratify_autoinc(&ck.relations, &ck.rules, &ck.subsumptions, &reads)
         .map_err(|e| finish_errors(e.0))?;
+    // Soufflé rejects `autoinc()` in recursive rules; numbers are drawn in stratum order.
+    let stratum_of = |rel: RelId| strata.iter().position(|s| s.relations.contains(&rel));
+    for a in &ck.autoincs {
+        if stratum_of(a.target).is_some_and(|s| strata[s].recursive) {
+            ck.errors.push(
+                Diagnostic::error("`autoinc()` cannot be used in a recursive rule", a.span)
+                    .with_help("as in Soufflé: derive the tuples first, then number them in a rule that reads them"),
+            );
+        }
+    }
+    if !ck.errors.is_empty() {
+        return Err(finish_errors(ck.errors));
+    }
+    ck.autoincs.sort_by_key(|a| stratum_of(a.target));
     ck.symbols
         .records()
         .set_types(std::mem::take(&mut ck.record_types));
@@ -117,6 +138,7 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         strata,
         symbols: ck.symbols,
         warnings,
+        autoincs: ck.autoincs,
         functors: ck.functors,
     })
 }
@@ -222,6 +244,7 @@ struct Checker<'a> {
     subsumptions: Vec<ir::Rule>,
     /// Soufflé's warnings (see [`ir::Program::warnings`]).
     warnings: Vec<Diagnostic>,
+    autoincs: Vec<ir::AutoInc>,
     /// User-defined functors (`.functor`) and their indexes by name.
     functors: Vec<ir::FunctorDecl>,
     functor_ids: HashMap<String, u32>,
@@ -332,7 +355,10 @@ impl<'a> Checker<'a> {
         }
         // Soufflé's warning for relations that nothing fills.
         for rel in &self.relations {
-            if rel.inputs.is_empty() && !has_clauses.contains(rel.name.as_str()) {
+            if rel.inputs.is_empty()
+                && !has_clauses.contains(rel.name.as_str())
+                && !rel.name.starts_with('$')
+            {
                 self.warnings.push(Diagnostic::error(
                     format!("no rules/facts defined for relation `{}`", rel.name),
                     rel.span,
@@ -684,9 +710,14 @@ impl<'a> Checker<'a> {
                 let before = self.errors.len();
                 let mut cx = RuleCx::new(self, false);
                 let rule = cx.rule(head, rel, conj, c.span);
+                let autoinc = std::mem::take(&mut cx.autoinc);
                 if let Some(rule) = rule {
                     if self.errors.len() == before {
-                        self.rules.push(rule);
+                        if autoinc.is_empty() {
+                            self.rules.push(rule);
+                        } else {
+                            self.split_autoinc(rule, &autoinc);
+                        }
                     }
                 }
             }
@@ -781,5 +812,134 @@ fn dnf(b: &ast::Body, limit: usize) -> Result<Vec<Vec<&ast::Literal>>, ()> {
             }
             Ok(acc)
         }
+    }
+}
+
+impl Checker<'_> {
+    /// Writes a rule with `autoinc()` in its head as the two rules of [`ir::AutoInc`].
+    fn split_autoinc(&mut self, rule: ir::Rule, autoinc: &[(VarId, Span)]) {
+        fn expr_vars(e: &ir::Expr, out: &mut std::collections::BTreeSet<VarId>) {
+            match e {
+                ir::Expr::Var(v) => {
+                    out.insert(*v);
+                }
+                ir::Expr::Const(_) => {}
+                ir::Expr::Unary { arg, .. } => expr_vars(arg, out),
+                ir::Expr::Binary { lhs, rhs, .. } => {
+                    expr_vars(lhs, out);
+                    expr_vars(rhs, out);
+                }
+                ir::Expr::Functor { args, .. } => args.iter().for_each(|a| expr_vars(a, out)),
+            }
+        }
+        // The body's variables (an aggregate's correlated ones occur outside it too).
+        let mut vs = std::collections::BTreeSet::new();
+        for l in &rule.body {
+            match l {
+                ir::Literal::Atom(a) | ir::Literal::Negation(a) => {
+                    for t in &a.args {
+                        if let ir::Term::Var(v) = t {
+                            vs.insert(*v);
+                        }
+                    }
+                }
+                ir::Literal::Compare { lhs, rhs, .. } => {
+                    expr_vars(lhs, &mut vs);
+                    expr_vars(rhs, &mut vs);
+                }
+                ir::Literal::Predicate { args, .. } => {
+                    args.iter().for_each(|a| expr_vars(a, &mut vs));
+                }
+                ir::Literal::Range { out, args, .. } => {
+                    vs.insert(*out);
+                    args.iter().for_each(|a| expr_vars(a, &mut vs));
+                }
+                ir::Literal::Aggregate { out, .. } => {
+                    vs.insert(*out);
+                }
+            }
+        }
+        let vs: Vec<VarId> = vs.into_iter().collect();
+        let column = |v: VarId| {
+            let ty = rule.vars[v].ty;
+            ir::Column {
+                name: rule.vars[v].name.trim_start_matches('$').to_string(),
+                ty,
+                type_name: self.type_label(ty),
+            }
+        };
+        let n = self.autoincs.len();
+        let head_name = self.relations[rule.head.rel].name.clone();
+        let span = autoinc[0].1;
+        let relation = |name: String, columns: Vec<ir::Column>| ir::Relation {
+            name,
+            columns,
+            span,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            printsize: false,
+            eqrel: false,
+            choice_domains: Vec::new(),
+        };
+        let source_cols: Vec<ir::Column> = vs.iter().map(|&v| column(v)).collect();
+        let mut target_cols = vec![ir::Column {
+            name: "autoinc".to_string(),
+            ty: ColType::Number,
+            type_name: "number".to_string(),
+        }];
+        target_cols.extend(source_cols.iter().cloned());
+        let source = self.relations.len();
+        self.relations
+            .push(relation(format!("$autoinc{n}_{head_name}"), source_cols));
+        let target = self.relations.len();
+        self.relations.push(relation(
+            format!("$autoinc{n}_{head_name}_numbered"),
+            target_cols,
+        ));
+        let c0 = autoinc[0].0;
+        let mut body = vec![ir::Literal::Atom(ir::Atom {
+            rel: target,
+            args: std::iter::once(c0)
+                .chain(vs.iter().copied())
+                .map(ir::Term::Var)
+                .collect(),
+            span,
+        })];
+        for (j, &(c, s)) in autoinc.iter().enumerate().skip(1) {
+            body.push(ir::Literal::Compare {
+                op: ir::CmpOp::Eq,
+                lhs: ir::Expr::Var(c),
+                rhs: ir::Expr::Binary {
+                    op: ir::BinOp::Add,
+                    ty: ColType::Number,
+                    lhs: Box::new(ir::Expr::Var(c0)),
+                    rhs: Box::new(ir::Expr::Const(j as Value)),
+                },
+                ty: ColType::Number,
+                span: s,
+            });
+        }
+        self.rules.push(ir::Rule {
+            head: ir::Head {
+                rel: source,
+                args: vs.iter().map(|&v| ir::Expr::Var(v)).collect(),
+                span: rule.head.span,
+            },
+            body: rule.body,
+            vars: rule.vars.clone(),
+            span: rule.span,
+        });
+        self.rules.push(ir::Rule {
+            head: rule.head,
+            body,
+            vars: rule.vars,
+            span: rule.span,
+        });
+        self.autoincs.push(ir::AutoInc {
+            source,
+            target,
+            per_tuple: autoinc.len() as u32,
+            span,
+        });
     }
 }
