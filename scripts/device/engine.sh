@@ -15,6 +15,8 @@
 #   output       the same with outputs written (end-to-end), on OUTPUT_GRAPHS (TC)
 #   cpu          the same graphs on the CPU backend of this machine (16 cores)
 #   cspa         CSPA on generated facts (CSPA_PRESETS, default httpd), GPU against CPU
+#   cspa_ab      CSPA (CSPA_PRESETS) through the packed binary and another (CSPA_B, default
+#                .carry/new/fixlog), alternately, REPS times: time, phases, same outputs
 #   profile      CSPA (PROFILE_PRESET, default httpd) under Nsight Systems when present:
 #                the GPU kernels' time by name, and the CUDA API calls (syncs, copies)
 #   bigmatch     triangles and 4-cliques of a large random power-law graph made here
@@ -92,6 +94,25 @@ for s in "${STEPS[@]}"; do
         if diff -rq $d/out-gpu $d/out-cpu > /dev/null; then same=identical; else same=DIFFERENT; fi
         echo "cspa $p: outputs $same"; grep -E "^[A-Za-z]+\s[0-9]+$|total|peak|phases|Maximum resident" "$OUT/cspa-$p-gpu.log" "$OUT/cspa-$p-cpu.log"
         summary+=("cspa $p: GPU vs CPU outputs $same")
+      done;;
+    cspa_ab)
+      # CSPA through two builds alternately (A: the packed binary, B: CSPA_B, default
+      # .carry/new/fixlog), REPS each (default 2): wall time, phases, outputs equal.
+      B=${CSPA_B:-$C/new/fixlog}
+      for p in ${CSPA_PRESETS:-httpd}; do
+        d=/tmp/cspa-$p; mkdir -p $d
+        [ -f $d/assign.facts ] || "$C/cspa_gen" --preset $p --out $d > /dev/null
+        for r in $(seq ${REPS:-2}); do
+          for v in A B; do
+            bin=$C/fixlog; [ $v = B ] && bin=$B
+            rm -rf $d/out-$v; mkdir -p $d/out-$v
+            /usr/bin/time -f "wall %e s, max RSS %M KB" timeout ${T_CSPA:-300} "$bin" run "$C/cspa.dl" -F $d -D $d/out-$v --backend cuda --stats > "$OUT/cspa-$p-$v-$r.log" 2>&1
+            line="cspa $p $v rep $r: rc=$? $(grep -E '^wall' "$OUT/cspa-$p-$v-$r.log") | $(grep -E '^phases' "$OUT/cspa-$p-$v-$r.log") | $(grep -E 'peak device' "$OUT/cspa-$p-$v-$r.log")"
+            echo "$line"; summary+=("$line")
+          done
+        done
+        if diff -rq $d/out-A $d/out-B > /dev/null; then same=identical; else same=DIFFERENT; fi
+        echo "cspa $p: A and B outputs $same"; summary+=("cspa $p: A and B outputs $same")
       done;;
     profile)
       p=${PROFILE_PRESET:-httpd}; d=/tmp/cspa-$p; mkdir -p $d/out-prof
