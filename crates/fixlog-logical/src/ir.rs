@@ -302,6 +302,29 @@ pub enum Functor {
     Field(u32, ColType),
 }
 
+impl Functor {
+    /// Whether the functor gives the same result for the same arguments and has no
+    /// effect, so that a rewrite (the magic-set transform, inlining) may evaluate it
+    /// in another rule or another number of times. Every functor here is; a counter
+    /// (`autoinc()`) or a user-defined functor must answer `false`.
+    pub fn is_pure(&self) -> bool {
+        match self {
+            Functor::Cat
+            | Functor::Strlen
+            | Functor::Substr
+            | Functor::Ord
+            | Functor::ToNumber
+            | Functor::ToString
+            | Functor::ToUnsigned
+            | Functor::ToFloat
+            | Functor::ToInteger
+            | Functor::Convert(..)
+            | Functor::Pack(_)
+            | Functor::Field(..) => true,
+        }
+    }
+}
+
 /// A stratum: a strongly connected component of the predicate dependency graph (or a
 /// single relation). Strata are ordered so that every relation a stratum reads is
 /// computed by it or by an earlier stratum.

@@ -11,13 +11,16 @@
 pub mod check;
 pub mod components;
 mod ground;
+mod inline;
 pub mod ir;
+pub mod magic;
 pub mod records;
+mod rewrite;
 pub mod stratify;
 pub mod symbols;
 pub mod value;
 
-pub use check::{check, expr_type, type_name};
+pub use check::{check, check_with, expr_type, type_name, CompileOptions};
 pub use ir::*;
 pub use symbols::SymbolTable;
 
@@ -26,8 +29,17 @@ use std::path::Path;
 
 /// Read the program in `path` (and its `.include`s), check and stratify it.
 pub fn compile_file(path: &Path, sources: &mut SourceMap) -> Result<ir::Program, Diagnostics> {
+    compile_file_with(path, sources, &CompileOptions::default())
+}
+
+/// [`compile_file`] with [`CompileOptions`] (the magic-set transform).
+pub fn compile_file_with(
+    path: &Path,
+    sources: &mut SourceMap,
+    options: &CompileOptions,
+) -> Result<ir::Program, Diagnostics> {
     let ast = fixlog_syntax::parse_file(path, sources)?;
-    check::check(&ast, sources)
+    check::check_with(&ast, sources, options)
 }
 
 /// Check and stratify program text; `name` is used in messages and to resolve relative
@@ -37,6 +49,16 @@ pub fn compile_str(
     text: &str,
     sources: &mut SourceMap,
 ) -> Result<ir::Program, Diagnostics> {
+    compile_str_with(name, text, sources, &CompileOptions::default())
+}
+
+/// [`compile_str`] with [`CompileOptions`] (the magic-set transform).
+pub fn compile_str_with(
+    name: &str,
+    text: &str,
+    sources: &mut SourceMap,
+    options: &CompileOptions,
+) -> Result<ir::Program, Diagnostics> {
     let ast = fixlog_syntax::parse_str(name, text, sources)?;
-    check::check(&ast, sources)
+    check::check_with(&ast, sources, options)
 }

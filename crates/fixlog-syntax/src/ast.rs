@@ -35,8 +35,10 @@ pub enum Item {
     /// `.include "file"` (only present in the output of [`crate::parse`]; the loaders
     /// replace it by the included file's items).
     Include { path: String, span: Span },
-    /// `.pragma ...`: accepted and ignored.
-    Pragma { span: Span },
+    /// `.pragma "key" "value"` (or `.pragma "key"`): the strings as written. The
+    /// checker reads `magic-transform` (and `magic-transform-exclude`); others are
+    /// ignored.
+    Pragma { args: Vec<String>, span: Span },
     /// `.functor name(...): type` (user-defined functors; rejected by the checker).
     Functor { name: Ident, span: Span },
     /// A fact (`edge(1, 2).`) or a rule (`a(x), b(x) :- c(x).`).

@@ -416,15 +416,16 @@ impl<'t> Parser<'t> {
                         _ => Err(self.expected("a file name in quotes after `.include`")),
                     },
                     "pragma" => {
-                        let mut n = 0;
-                        while let TokenKind::Str(_) = self.peek() {
+                        let mut args = Vec::new();
+                        while let TokenKind::Str(s) = self.peek() {
                             self.bump();
-                            n += 1;
+                            args.push(s.clone());
                         }
-                        if n == 0 {
+                        if args.is_empty() {
                             return Err(self.expected("a string after `.pragma`"));
                         }
                         Ok(vec![Item::Pragma {
+                            args,
                             span: self.span_from(kw),
                         }])
                     }

@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::io;
 use fixlog_exec::driver::{DriverOptions, RunResult, Tuples};
 use fixlog_logical::records::RecordView;
-use fixlog_logical::{value, ColType, Program, RelId, Value};
+use fixlog_logical::{value, ColType, CompileOptions, Program, RelId, Value};
 use fixlog_plan::{Plan, PlanOptions};
 use fixlog_syntax::SourceMap;
 use std::path::{Path, PathBuf};
@@ -96,16 +96,33 @@ pub struct Fixlog {
 impl Fixlog {
     /// Reads, checks and plans a program file (and its `.include`s).
     pub fn from_file(path: impl AsRef<Path>) -> Result<Fixlog, Error> {
+        Fixlog::from_file_with(path, &CompileOptions::default())
+    }
+
+    /// [`Fixlog::from_file`] with front-end options (the magic-set transform).
+    pub fn from_file_with(
+        path: impl AsRef<Path>,
+        options: &CompileOptions,
+    ) -> Result<Fixlog, Error> {
         let mut sources = SourceMap::new();
-        let program = fixlog_logical::compile_file(path.as_ref(), &mut sources)
+        let program = fixlog_logical::compile_file_with(path.as_ref(), &mut sources, options)
             .map_err(|d| program_error(d, &sources))?;
         Fixlog::new(sources, program)
     }
 
     /// Checks and plans a program given as text; `name` is used in messages.
     pub fn from_source(name: &str, text: &str) -> Result<Fixlog, Error> {
+        Fixlog::from_source_with(name, text, &CompileOptions::default())
+    }
+
+    /// [`Fixlog::from_source`] with front-end options (the magic-set transform).
+    pub fn from_source_with(
+        name: &str,
+        text: &str,
+        options: &CompileOptions,
+    ) -> Result<Fixlog, Error> {
         let mut sources = SourceMap::new();
-        let program = fixlog_logical::compile_str(name, text, &mut sources)
+        let program = fixlog_logical::compile_str_with(name, text, &mut sources, options)
             .map_err(|d| program_error(d, &sources))?;
         Fixlog::new(sources, program)
     }
@@ -203,6 +220,10 @@ impl Fixlog {
                 row.push(value);
             }
             self.inserted[rel].push(&row);
+            // The magic-set transform's copies of the relation hold its facts too.
+            for copy in fixlog_logical::magic::copies_of(&self.program, rel) {
+                self.inserted[copy].push(&row);
+            }
         }
         Ok(())
     }

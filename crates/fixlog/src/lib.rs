@@ -36,4 +36,5 @@ pub mod io;
 
 pub use api::{BackendChoice, BackendKind, Database, Datum, Fixlog, RunOptions, RunStats};
 pub use error::Error;
+pub use fixlog_logical::CompileOptions;
 pub use fixlog_plan::{JoinStrategy, PlanOptions};

@@ -69,6 +69,8 @@ enum Command {
         /// `pairwise` force one (for tests and benchmarks).
         #[arg(long, value_enum, default_value = "auto")]
         join: JoinArg,
+        #[command(flatten)]
+        magic: MagicArgs,
     },
     /// Count or list the matches of a graph pattern (a Cypher subset) in a graph.
     #[command(
@@ -119,7 +121,32 @@ enum Command {
         /// How rule bodies are joined (as for `run`).
         #[arg(long, value_enum, default_value = "auto")]
         join: JoinArg,
+        #[command(flatten)]
+        magic: MagicArgs,
     },
+}
+
+/// Soufflé's magic-set options (they replace the program's `.pragma
+/// "magic-transform"`).
+#[derive(clap::Args)]
+struct MagicArgs {
+    /// Apply the magic-set transform to these relations (comma-separated; `*`: all that
+    /// can be), so that bound questions compute only what they ask (Soufflé's
+    /// `--magic-transform`).
+    #[arg(short = 'm', long = "magic-transform", value_name = "RELATIONS")]
+    magic_transform: Option<String>,
+    /// Never apply the magic-set transform to these relations.
+    #[arg(long = "magic-transform-exclude", value_name = "RELATIONS")]
+    magic_transform_exclude: Option<String>,
+}
+
+impl MagicArgs {
+    fn options(&self) -> fixlog_logical::CompileOptions {
+        fixlog_logical::CompileOptions {
+            magic_transform: self.magic_transform.clone(),
+            magic_transform_exclude: self.magic_transform_exclude.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -358,10 +385,11 @@ fn run(cli: Cli) -> Result<(), Error> {
             program,
             backend,
             join,
+            magic,
         } => {
             phase("compiling", &program);
             let path = program;
-            let mut program = Fixlog::from_file(&path)?;
+            let mut program = Fixlog::from_file_with(&path, &magic.options())?;
             if !matches!(join, JoinArg::Auto) {
                 program.set_plan_options(&join.into())?;
             }
@@ -392,6 +420,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             quiet,
             no_warn,
             join,
+            magic,
         } => {
             fixlog_logical::value::set_runtime_warnings(!no_warn);
             if jobs == Some(0) {
@@ -408,7 +437,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             let start = Instant::now();
             phase("compiling", &program);
             let path = program;
-            let mut program = Fixlog::from_file(&path)?;
+            let mut program = Fixlog::from_file_with(&path, &magic.options())?;
             if !matches!(join, JoinArg::Auto) {
                 program.set_plan_options(&join.into())?;
             }

@@ -72,8 +72,28 @@ fn bin_op(op: ast::BinOp) -> ir::BinOp {
     }
 }
 
+/// Options of the front end that change the program it produces.
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    /// `--magic-transform`: relation names separated by commas, or `*`; given, it
+    /// replaces the program's `.pragma "magic-transform"` (as in Soufflé, the command
+    /// line wins). See [`crate::magic`].
+    pub magic_transform: Option<String>,
+    /// `--magic-transform-exclude`: relations never transformed.
+    pub magic_transform_exclude: Option<String>,
+}
+
 /// Check a parsed program and produce the stratified logical IR.
 pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program, Diagnostics> {
+    check_with(program, sources, &CompileOptions::default())
+}
+
+/// [`check`] with [`CompileOptions`].
+pub fn check_with(
+    program: &ast::Program,
+    sources: &SourceMap,
+    options: &CompileOptions,
+) -> Result<ir::Program, Diagnostics> {
     // Components are instantiated first, into plain items (see `crate::components`).
     let expanded;
     let program = if crate::components::has_components(program) {
@@ -96,13 +116,61 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         rules: Vec::new(),
         subsumptions: Vec::new(),
         warnings: Vec::new(),
+        inline: HashSet::new(),
+        magic_qualifier: HashMap::new(),
     };
     ck.run(program);
     if !ck.errors.is_empty() {
         return Err(finish_errors(ck.errors));
     }
-    let strata = stratify_with(&ck.relations, &ck.rules, &ck.subsumptions)
+    // `inline` relations are unfolded into the rules that use them (`crate::inline`).
+    let inline: Vec<bool> = ck
+        .relations
+        .iter()
+        .map(|r| ck.inline.contains(&r.name))
+        .collect();
+    crate::inline::inline(
+        crate::inline::Parts {
+            relations: &mut ck.relations,
+            facts: &mut ck.facts,
+            rules: &mut ck.rules,
+            subsumptions: &mut ck.subsumptions,
+        },
+        &inline,
+        sources,
+    )
+    .map_err(finish_errors)?;
+    let mut strata = stratify_with(&ck.relations, &ck.rules, &ck.subsumptions)
         .map_err(|e| finish_errors(e.0))?;
+    // The magic-set transform (`crate::magic`): the command line's relations, or the
+    // program's pragmas.
+    let mut spec = crate::magic::MagicSpec::default();
+    match &options.magic_transform {
+        Some(m) => spec.add(m),
+        None => pragma_values(program, "magic-transform").for_each(|v| spec.add(v)),
+    }
+    let mut exclude = crate::magic::MagicSpec::default();
+    match &options.magic_transform_exclude {
+        Some(m) => exclude.add(m),
+        None => pragma_values(program, "magic-transform-exclude").for_each(|v| exclude.add(v)),
+    }
+    spec.exclude = exclude.names;
+    if !spec.is_empty() || ck.magic_qualifier.values().any(|&q| q) {
+        let candidates =
+            crate::magic::candidates(&ck.relations, &ck.rules, &ck.subsumptions, &spec, &|name| {
+                ck.magic_qualifier.get(name).copied()
+            });
+        if crate::magic::transform(
+            &mut ck.relations,
+            &mut ck.facts,
+            &mut ck.rules,
+            &strata,
+            candidates,
+        ) {
+            strata = stratify_with(&ck.relations, &ck.rules, &ck.subsumptions)
+                .map_err(|e| finish_errors(e.0))?;
+        }
+    }
     ck.symbols
         .records()
         .set_types(std::mem::take(&mut ck.record_types));
@@ -115,6 +183,16 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         strata,
         symbols: ck.symbols,
         warnings,
+    })
+}
+
+/// The values of the program's `.pragma "key" "value"`s for `key`.
+fn pragma_values<'p>(program: &'p ast::Program, key: &'p str) -> impl Iterator<Item = &'p str> {
+    program.items.iter().filter_map(move |i| match i {
+        ast::Item::Pragma { args, .. } if args.first().map(String::as_str) == Some(key) => {
+            Some(args.get(1).map_or("*", String::as_str))
+        }
+        _ => None,
     })
 }
 
@@ -218,6 +296,10 @@ struct Checker<'a> {
     subsumptions: Vec<ir::Rule>,
     /// Soufflé's warnings (see [`ir::Program::warnings`]).
     warnings: Vec<Diagnostic>,
+    /// Relations declared `inline`.
+    inline: HashSet<String>,
+    /// Relations declared `magic` (true) or `no_magic` (false).
+    magic_qualifier: HashMap<String, bool>,
 }
 
 fn builtin_type(name: &str) -> Option<ColType> {
@@ -470,6 +552,15 @@ impl<'a> Checker<'a> {
                     span: q.span,
                 }),
                 "printsize" => rel.printsize = true,
+                "inline" => {
+                    self.inline.insert(d.name.name.clone());
+                }
+                "magic" | "no_magic" => {
+                    self.magic_qualifier
+                        .insert(d.name.name.clone(), q.name == "magic");
+                }
+                // Storage representations (`btree`, `brie`, `btree_delete`) and the
+                // component qualifiers change no result: accepted and ignored.
                 _ => {}
             }
         }

@@ -1,0 +1,437 @@
+//! The magic-set transform (Soufflé's `--magic-transform` / `.pragma
+//! "magic-transform"`): a relation asked with some arguments bound (`path("a", y)`) is
+//! computed only for the bindings that are asked, instead of whole.
+//!
+//! For every positive atom over a transformed relation `r` whose arguments are partly
+//! bound — by constants or by variables of the literals before it (sideways
+//! information passing left to right through positive atoms and equalities) — the
+//! atom reads the *adorned* relation `r@bf` (`b` bound, `f` free) instead, and a
+//! *magic* rule collects the bound values it asks for into `magic@r@bf` (its body:
+//! the literals before the atom that bind them). The adorned relation's rules are
+//! `r`'s rules with `magic@r@bf(bound head arguments)` first, their bodies rewritten
+//! the same way; `r`'s facts are copied into it. The original relation keeps its rules
+//! for the occurrences that are not transformed (all arguments free, negations,
+//! aggregates); what no output needs any more is not evaluated (see
+//! [`crate::ir::Program::needed_for_outputs`]).
+//!
+//! Stratification stays valid: magic rules contain positive literals only, negations
+//! and aggregates read the original relations, and adorned and magic relations are
+//! made per *label* of the rule that asks (the most negations and aggregates on a path
+//! of dependencies from its head), so what depends on a negation never feeds the magic
+//! set of what the negated relation needs: every negative edge goes to a lower label.
+//!
+//! Relations transformed: those named (or all, `*`), or declared `magic`, except those
+//! declared `no_magic` or excluded, inputs, outputs and `.printsize` relations,
+//! relations without rules, `eqrel` and `choice-domain` relations, relations with
+//! subsumptive clauses, and relations with a rule that is not pure (a functor with an
+//! effect or a result that may differ, see [`crate::ir::Functor::is_pure`]).
+
+use crate::ir::*;
+use crate::rewrite::{expr_vars, rule_is_pure, vars_of_expr, vars_of_literal};
+use std::collections::{HashMap, HashSet};
+
+/// The adorned copies of relation `rel` that the transform made (named `r@bf`, or
+/// `r@bf.1` for the copy of another label; no declared name contains `@`), which hold
+/// its facts: facts added to `rel` later (`Fixlog::insert`) belong in them too.
+pub fn copies_of(program: &Program, rel: RelId) -> Vec<RelId> {
+    let prefix = format!("{}@", program.relations[rel].name);
+    program
+        .relations
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            r.name.strip_prefix(&prefix).is_some_and(|rest| {
+                let (adorn, label) = rest.split_once('.').unwrap_or((rest, "0"));
+                !adorn.is_empty()
+                    && adorn.chars().all(|c| c == 'b' || c == 'f')
+                    && label.chars().all(|c| c.is_ascii_digit())
+            })
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Which relations to transform.
+#[derive(Clone, Debug, Default)]
+pub struct MagicSpec {
+    /// `*` was given: every relation that can be.
+    pub all: bool,
+    pub names: HashSet<String>,
+    /// `magic-transform-exclude`.
+    pub exclude: HashSet<String>,
+}
+
+impl MagicSpec {
+    /// Parse `a,b c` or `*` (names separated by commas or spaces).
+    pub fn parse(text: &str) -> MagicSpec {
+        let mut spec = MagicSpec::default();
+        spec.add(text);
+        spec
+    }
+
+    pub fn add(&mut self, text: &str) {
+        for name in text.split([',', ' ', '\t']).filter(|s| !s.is_empty()) {
+            if name == "*" {
+                self.all = true;
+            } else {
+                self.names.insert(name.to_string());
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.all && self.names.is_empty()
+    }
+}
+
+/// The relations the transform may adorn. `qualifier[r]`: `Some(true)` for `magic`,
+/// `Some(false)` for `no_magic`.
+pub(crate) fn candidates(
+    relations: &[Relation],
+    rules: &[Rule],
+    subsumptions: &[Rule],
+    spec: &MagicSpec,
+    qualifier: &dyn Fn(&str) -> Option<bool>,
+) -> Vec<bool> {
+    let mut has_rules = vec![false; relations.len()];
+    let mut pure = vec![true; relations.len()];
+    for r in rules {
+        has_rules[r.head.rel] = true;
+        if !rule_is_pure(r) {
+            pure[r.head.rel] = false;
+        }
+    }
+    let mut subsumed = vec![false; relations.len()];
+    for r in subsumptions {
+        subsumed[r.head.rel] = true;
+    }
+    relations
+        .iter()
+        .enumerate()
+        .map(|(i, rel)| {
+            let asked = match qualifier(&rel.name) {
+                Some(q) => q,
+                None => spec.all || spec.names.contains(&rel.name),
+            };
+            asked
+                && !spec.exclude.contains(&rel.name)
+                && has_rules[i]
+                && pure[i]
+                && !subsumed[i]
+                && rel.inputs.is_empty()
+                && rel.outputs.is_empty()
+                && !rel.printsize
+                && !rel.eqrel
+                && rel.choice_domains.is_empty()
+        })
+        .collect()
+}
+
+struct Magic<'a> {
+    relations: &'a mut Vec<Relation>,
+    original_rules: Vec<Rule>,
+    original_facts: Vec<Fact>,
+    candidate: Vec<bool>,
+    /// (relation, adornment, label) -> (adorned relation, magic relation).
+    adorned: HashMap<(RelId, Vec<bool>, usize), (RelId, RelId)>,
+    queue: Vec<(RelId, Vec<bool>, usize)>,
+    rules: Vec<Rule>,
+    facts: Vec<Fact>,
+}
+
+/// Transform `rules` and `facts` (before stratification), given the strata of the
+/// program as it is and the [`candidates`]. Returns whether anything changed.
+pub(crate) fn transform(
+    relations: &mut Vec<Relation>,
+    facts: &mut Vec<Fact>,
+    rules: &mut Vec<Rule>,
+    strata: &[Stratum],
+    candidate: Vec<bool>,
+) -> bool {
+    if !candidate.iter().any(|&c| c) {
+        return false;
+    }
+    // A relation's label: the most negations and aggregates on a path of dependencies
+    // from it (strata come in dependency order, and within one every edge is positive).
+    let mut label = vec![0; relations.len()];
+    fn reads(body: &[Literal], under: bool, out: &mut Vec<(RelId, bool)>) {
+        for l in body {
+            match l {
+                Literal::Atom(a) => out.push((a.rel, under)),
+                Literal::Negation(a) => out.push((a.rel, true)),
+                Literal::Aggregate { body, .. } => reads(body, true, out),
+                Literal::Compare { .. } | Literal::Predicate { .. } => {}
+            }
+        }
+    }
+    for st in strata {
+        let mut level = 0;
+        for &i in &st.rules {
+            let mut rs = Vec::new();
+            reads(&rules[i].body, false, &mut rs);
+            for (r, neg) in rs {
+                if !st.relations.contains(&r) {
+                    level = level.max(label[r] + usize::from(neg));
+                }
+            }
+        }
+        for &r in &st.relations {
+            label[r] = level;
+        }
+    }
+    let mut m = Magic {
+        relations,
+        original_rules: rules.clone(),
+        original_facts: facts.clone(),
+        candidate,
+        adorned: HashMap::new(),
+        queue: Vec::new(),
+        rules: Vec::new(),
+        facts: std::mem::take(facts),
+    };
+    for rule in std::mem::take(rules) {
+        let l = label[rule.head.rel];
+        let r = m.rewrite(rule, None, l);
+        m.rules.push(r);
+    }
+    while let Some((rel, adorn, l)) = m.queue.pop() {
+        let (ra, ma) = m.adorned[&(rel, adorn.clone(), l)];
+        for rule in m.original_rules.clone() {
+            if rule.head.rel != rel {
+                continue;
+            }
+            let mut rule = rule;
+            let mut args = Vec::new();
+            let mut extra = Vec::new();
+            for (j, a) in rule.head.args.clone().into_iter().enumerate() {
+                if !adorn[j] {
+                    continue;
+                }
+                args.push(match a {
+                    Expr::Var(v) => Term::Var(v),
+                    Expr::Const(c) => Term::Const(c),
+                    e => {
+                        let ty = m.relations[rel].columns[j].ty;
+                        rule.vars.push(VarInfo {
+                            name: format!("$magic{j}"),
+                            ty,
+                        });
+                        let v = rule.vars.len() - 1;
+                        extra.push(Literal::Compare {
+                            op: CmpOp::Eq,
+                            lhs: Expr::Var(v),
+                            rhs: e,
+                            ty,
+                            span: rule.head.span,
+                        });
+                        Term::Var(v)
+                    }
+                });
+            }
+            rule.body.extend(extra);
+            rule.head.rel = ra;
+            let magic = Atom {
+                rel: ma,
+                args,
+                span: rule.head.span,
+            };
+            let r = m.rewrite(rule, Some(magic), l);
+            m.rules.push(r);
+        }
+    }
+    *rules = m.rules;
+    *facts = m.facts;
+    true
+}
+
+fn term_vars(a: &Atom, bound: &mut HashSet<VarId>) {
+    for t in &a.args {
+        if let Term::Var(v) = t {
+            bound.insert(*v);
+        }
+    }
+}
+
+fn all_bound(es: &[&Expr], bound: &HashSet<VarId>) -> bool {
+    let mut vs = Vec::new();
+    es.iter().for_each(|e| vars_of_expr(e, &mut vs));
+    vs.iter().all(|v| bound.contains(v))
+}
+
+impl Magic<'_> {
+    fn adorn_id(&mut self, rel: RelId, adorn: &[bool], label: usize) -> (RelId, RelId) {
+        let key = (rel, adorn.to_vec(), label);
+        if let Some(&ids) = self.adorned.get(&key) {
+            return ids;
+        }
+        let orig = self.relations[rel].clone();
+        let suffix: String = adorn.iter().map(|&b| if b { 'b' } else { 'f' }).collect();
+        let mut name = format!("{}@{suffix}", orig.name);
+        if label > 0 {
+            name = format!("{name}.{label}");
+        }
+        let adorned = Relation {
+            name: name.clone(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            printsize: false,
+            ..orig.clone()
+        };
+        let magic = Relation {
+            name: format!("magic@{name}"),
+            columns: orig
+                .columns
+                .iter()
+                .zip(adorn)
+                .filter(|(_, &b)| b)
+                .map(|(c, _)| c.clone())
+                .collect(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            printsize: false,
+            eqrel: false,
+            choice_domains: Vec::new(),
+            ..orig
+        };
+        self.relations.push(adorned);
+        let ra = self.relations.len() - 1;
+        self.relations.push(magic);
+        let ma = self.relations.len() - 1;
+        for f in &self.original_facts {
+            if f.rel == rel {
+                self.facts.push(Fact {
+                    rel: ra,
+                    ..f.clone()
+                });
+            }
+        }
+        self.adorned.insert(key.clone(), (ra, ma));
+        self.queue.push(key);
+        (ra, ma)
+    }
+
+    /// `rule` with its body's positive atoms over candidates adorned (and `magic`, the
+    /// head's magic atom, first); the magic rules it needs go to `self.rules`.
+    fn rewrite(&mut self, mut rule: Rule, magic: Option<Atom>, label: usize) -> Rule {
+        let mut bound = HashSet::new();
+        let mut body = Vec::new();
+        let mut prefix: Vec<Literal> = Vec::new();
+        if let Some(m) = magic {
+            term_vars(&m, &mut bound);
+            body.push(Literal::Atom(m.clone()));
+            prefix.push(Literal::Atom(m));
+        }
+        for l in std::mem::take(&mut rule.body) {
+            match l {
+                Literal::Atom(mut a) => {
+                    if a.rel < self.candidate.len() && self.candidate[a.rel] {
+                        let adorn: Vec<bool> = a
+                            .args
+                            .iter()
+                            .map(|t| match t {
+                                Term::Const(_) => true,
+                                Term::Var(v) => bound.contains(v),
+                                Term::Wildcard => false,
+                            })
+                            .collect();
+                        if adorn.iter().any(|&b| b) {
+                            let (ra, ma) = self.adorn_id(a.rel, &adorn, label);
+                            let args: Vec<Term> = a
+                                .args
+                                .iter()
+                                .zip(&adorn)
+                                .filter(|(_, &b)| b)
+                                .map(|(t, _)| *t)
+                                .collect();
+                            let trivial = matches!(prefix.as_slice(),
+                                [Literal::Atom(p)] if p.rel == ma && p.args == args);
+                            if !trivial {
+                                let head = Head {
+                                    rel: ma,
+                                    args: args
+                                        .iter()
+                                        .map(|t| match t {
+                                            Term::Var(v) => Expr::Var(*v),
+                                            Term::Const(c) => Expr::Const(*c),
+                                            Term::Wildcard => unreachable!("bound"),
+                                        })
+                                        .collect(),
+                                    span: a.span,
+                                };
+                                self.rules.push(compact(Rule {
+                                    head,
+                                    body: prefix.clone(),
+                                    vars: rule.vars.clone(),
+                                    span: rule.span,
+                                }));
+                            }
+                            a.rel = ra;
+                        }
+                    }
+                    term_vars(&a, &mut bound);
+                    prefix.push(Literal::Atom(a.clone()));
+                    body.push(Literal::Atom(a));
+                }
+                Literal::Compare {
+                    op,
+                    ref lhs,
+                    ref rhs,
+                    ..
+                } => {
+                    let binds = |x: &Expr, y: &Expr, bound: &HashSet<VarId>| match x {
+                        Expr::Var(v) if !bound.contains(v) && all_bound(&[y], bound) => Some(*v),
+                        _ => None,
+                    };
+                    let newly = if op == CmpOp::Eq {
+                        binds(lhs, rhs, &bound).or_else(|| binds(rhs, lhs, &bound))
+                    } else {
+                        None
+                    };
+                    if let Some(v) = newly {
+                        bound.insert(v);
+                        prefix.push(l.clone());
+                    } else if all_bound(&[lhs, rhs], &bound) {
+                        prefix.push(l.clone());
+                    }
+                    body.push(l);
+                }
+                Literal::Predicate { ref args, .. } => {
+                    if all_bound(&args.iter().collect::<Vec<_>>(), &bound) {
+                        prefix.push(l.clone());
+                    }
+                    body.push(l);
+                }
+                Literal::Negation(_) | Literal::Aggregate { .. } => body.push(l),
+            }
+        }
+        rule.body = body;
+        rule
+    }
+}
+
+/// Drop the variables a rule does not use (the magic rules copy their rule's list).
+fn compact(mut rule: Rule) -> Rule {
+    let mut used = Vec::new();
+    rule.head
+        .args
+        .iter()
+        .for_each(|e| vars_of_expr(e, &mut used));
+    rule.body.iter().for_each(|l| vars_of_literal(l, &mut used));
+    let mut map = vec![usize::MAX; rule.vars.len()];
+    let mut vars = Vec::new();
+    used.sort_unstable();
+    used.dedup();
+    for v in used {
+        map[v] = vars.len();
+        vars.push(rule.vars[v].clone());
+    }
+    let f = |v: VarId| Expr::Var(map[v]);
+    rule.head.args = rule.head.args.iter().map(|e| expr_vars(e, &f)).collect();
+    rule.body = rule
+        .body
+        .iter()
+        .map(|l| crate::rewrite::literal_vars(l, &f))
+        .collect();
+    rule.vars = vars;
+    rule
+}
