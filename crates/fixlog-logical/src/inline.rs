@@ -425,6 +425,8 @@ impl Ctx<'_> {
             .iter()
             .map(|def| {
                 let mut r = rule.clone();
+                // The body's atoms change: a `.plan` no longer applies.
+                r.plan.clear();
                 let lits = self.unify(def, atom, &mut r.vars);
                 r.body.splice(i..=i, lits);
                 r
@@ -504,6 +506,7 @@ impl Ctx<'_> {
             .into_iter()
             .map(|extra| {
                 let mut r = rule.clone();
+                r.plan.clear();
                 r.body.splice(i..=i, extra);
                 r
             })

@@ -118,6 +118,22 @@ pub struct Rule {
     pub vars: Vec<VarInfo>,
     /// The whole clause in the source (shared by the rules a clause expands into).
     pub span: Span,
+    /// The clause's `.plan`, checked: per version, the order of the body's positive
+    /// atoms. Empty if none (or dropped by a rewrite that changed the body: inlining,
+    /// the magic-set transform's copies).
+    pub plan: Vec<PlanVersion>,
+}
+
+/// One version of a `.plan` (see `fixlog_syntax::ast::PlanVersion`), checked: `order`
+/// is a permutation of the body's positive atoms (indices among them, from 0, in body
+/// order), and the version exists (0 for a rule that is not recursive; `i` for the
+/// variant that reads the new tuples of its `i`-th atom over its own stratum).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanVersion {
+    pub version: usize,
+    pub order: Vec<usize>,
+    /// The entry in the source, for `explain`.
+    pub span: Span,
 }
 
 /// The head `r(e1, ..., en)`: expressions over body variables.

@@ -230,6 +230,9 @@ pub(crate) fn transform(
             }
             rule.body.extend(extra);
             rule.head.rel = ra;
+            // The body changed shape (the magic atom comes first): the `.plan` no
+            // longer applies.
+            rule.plan.clear();
             let magic = Atom {
                 rel: ma,
                 args,
@@ -363,6 +366,7 @@ impl Magic<'_> {
                                     body: prefix.clone(),
                                     vars: rule.vars.clone(),
                                     span: rule.span,
+                                    plan: Vec::new(),
                                 }));
                             }
                             a.rel = ra;

@@ -182,6 +182,20 @@ pub struct Clause {
     /// A subsumptive clause `dominated <= dominating :- body.` (Soufflé 2.3+): `heads`
     /// holds the dominated atom alone and this the dominating one.
     pub dominating: Option<Atom>,
+    /// The `.plan` written after the rule (empty if none).
+    pub plan: Vec<PlanVersion>,
+    pub span: Span,
+}
+
+/// One entry `version: (atom, atom, ...)` of a `.plan`: the order in which a version of
+/// the rule (`0` for a rule that is not recursive; for a recursive rule, version `i`
+/// reads the new tuples of its `i`-th atom over a relation of its stratum) joins its
+/// body atoms, numbered from 1 in the order written. Checked by the checker.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanVersion {
+    pub version: u64,
+    /// The atom numbers, each with its place in the text.
+    pub order: Vec<(u64, Span)>,
     pub span: Span,
 }
 

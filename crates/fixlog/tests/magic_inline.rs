@@ -447,3 +447,83 @@ fn golden_cases_are_the_same_with_the_magic_transform() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+#[test]
+fn explain_says_whether_a_plan_is_honoured() {
+    let prog = r#"
+        .decl e(x: number, y: number)
+        e(1, 2).
+        .decl f(x: number, y: number)
+        f(2, 3).
+        .decl q(x: number, z: number)
+        q(x, z) :- e(x, y), f(y, z).
+        .plan 0: (2, 1)
+        .decl p(x: number, y: number)
+        p(x, y) :- e(x, y).
+        p(x, z) :- p(x, y), e(y, z).
+        .plan 0: (2, 1)
+        .output q, p
+    "#;
+    let f = Fixlog::from_source("p.dl", prog).unwrap();
+    let explain = f.explain();
+    // q starts from f, as planned.
+    let q = &explain[explain.find("q(x, z) :-").unwrap()..];
+    assert!(q.contains("`.plan 0: (2,1)` honoured"), "{explain}");
+    let first_op = q.lines().nth(2).unwrap();
+    assert!(first_op.trim_start().starts_with("scan f"), "{explain}");
+    // The delta variant of p reads its delta first.
+    assert!(
+        explain
+            .contains("`.plan 0: (2,1)` adjusted: a delta variant reads its delta (atom 1) first"),
+        "{explain}"
+    );
+    let db = f.run(&RunOptions::default()).unwrap();
+    assert_eq!(
+        db.relation("q").unwrap(),
+        vec![vec![Datum::Number(1), Datum::Number(3)]]
+    );
+}
+
+#[test]
+fn plan_errors_are_located() {
+    let head =
+        ".decl e(x: number, y: number)\ne(1, 2).\n.decl p(x: number, y: number)\n.output p\n";
+    error_at(
+        &format!("{head}p(x, y) :- e(x, y).\n.plan 0: (1, 2)\n"),
+        6,
+        14,
+        &["atom 2", "1 atom(s)"],
+    );
+    error_at(
+        &format!("{head}p(x, z) :- e(x, y), e(y, z).\n.plan 0: (1, 1)\n"),
+        6,
+        14,
+        &["atom 1 twice"],
+    );
+    error_at(
+        &format!("{head}p(x, z) :- e(x, y), e(y, z).\n.plan 0: (2)\n"),
+        6,
+        7,
+        &["must order all of them"],
+    );
+    error_at(
+        &format!("{head}p(x, y) :- e(x, y).\n.plan 0: (1), 1: (1)\n"),
+        6,
+        15,
+        &["version 1 does not exist", "1 version(s)"],
+    );
+    error_at(
+        &format!(
+            "{head}p(x, y) :- e(x, y).\np(x, z) :- p(x, y), p(y, z).\n.plan 0: (1, 2), 2: (2, 1)\n"
+        ),
+        7,
+        18,
+        &["version 2 does not exist", "0 to 1"],
+    );
+    error_at(
+        &format!("{head}p(1, 2).\n.plan 0: (1)\n"),
+        6,
+        1,
+        &["must follow the rule"],
+    );
+}

@@ -537,6 +537,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 })
                 .collect(),
             span,
+            plan: Vec::new(),
         })
     }
 }

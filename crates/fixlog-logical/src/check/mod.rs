@@ -142,6 +142,7 @@ pub fn check_with(
     .map_err(finish_errors)?;
     let mut strata = stratify_with(&ck.relations, &ck.rules, &ck.subsumptions)
         .map_err(|e| finish_errors(e.0))?;
+    check_plan_versions(&ck.rules, &strata).map_err(finish_errors)?;
     // The magic-set transform (`crate::magic`): the command line's relations, or the
     // program's pragmas.
     let mut spec = crate::magic::MagicSpec::default();
@@ -184,6 +185,49 @@ pub fn check_with(
         symbols: ck.symbols,
         warnings,
     })
+}
+
+/// Every `.plan` version must exist: 0 for a rule that is not recursive, one per atom
+/// over a relation of its own stratum for a recursive one (Soufflé's numbering).
+fn check_plan_versions(rules: &[ir::Rule], strata: &[ir::Stratum]) -> Result<(), Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    for st in strata {
+        for &i in &st.rules {
+            let rule = &rules[i];
+            if rule.plan.is_empty() {
+                continue;
+            }
+            let recursive = rule
+                .body
+                .iter()
+                .filter(|l| {
+                    matches!(l, ir::Literal::Atom(a) if st.recursive && st.relations.contains(&a.rel))
+                })
+                .count();
+            let versions = recursive.max(1);
+            for p in &rule.plan {
+                if p.version >= versions {
+                    errors.push(Diagnostic::error(
+                        format!(
+                            "`.plan` version {} does not exist: this rule has {versions} version(s) (0{})",
+                            p.version,
+                            if recursive > 1 {
+                                format!(" to {}, one per atom over a relation of its recursive stratum", versions - 1)
+                            } else {
+                                String::new()
+                            }
+                        ),
+                        p.span,
+                    ));
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 /// The values of the program's `.pragma "key" "value"`s for `key`.
@@ -636,6 +680,64 @@ impl<'a> Checker<'a> {
         Some(id)
     }
 
+    /// The clause's `.plan` for one of its rules, with its atom numbers checked
+    /// (versions are checked after stratification, by [`check_plan_versions`]).
+    fn plan_order(&mut self, c: &ast::Clause, rule: &ir::Rule) -> Vec<ir::PlanVersion> {
+        let atoms = rule
+            .body
+            .iter()
+            .filter(|l| matches!(l, ir::Literal::Atom(_)))
+            .count();
+        let mut out: Vec<ir::PlanVersion> = Vec::new();
+        for entry in &c.plan {
+            let mut order = Vec::new();
+            let mut seen = vec![false; atoms];
+            for &(n, span) in &entry.order {
+                if n == 0 || n as usize > atoms {
+                    self.error(Diagnostic::error(
+                        format!(
+                            "`.plan` names atom {n}, but this rule's body has {atoms} atom(s), numbered from 1"
+                        ),
+                        span,
+                    ));
+                    return Vec::new();
+                }
+                if std::mem::replace(&mut seen[n as usize - 1], true) {
+                    self.error(Diagnostic::error(
+                        format!("`.plan` names atom {n} twice"),
+                        span,
+                    ));
+                    return Vec::new();
+                }
+                order.push(n as usize - 1);
+            }
+            if order.len() != atoms {
+                self.error(Diagnostic::error(
+                    format!(
+                        "`.plan` version {} orders {} atom(s), but this rule's body has {atoms}: it must order all of them",
+                        entry.version,
+                        order.len()
+                    ),
+                    entry.span,
+                ));
+                return Vec::new();
+            }
+            if out.iter().any(|p| p.version as u64 == entry.version) {
+                self.error(Diagnostic::error(
+                    format!("`.plan` gives version {} twice", entry.version),
+                    entry.span,
+                ));
+                return Vec::new();
+            }
+            out.push(ir::PlanVersion {
+                version: usize::try_from(entry.version).unwrap_or(usize::MAX),
+                order,
+                span: entry.span,
+            });
+        }
+        out
+    }
+
     fn clause(&mut self, c: &ast::Clause) {
         if let Some(dominating) = &c.dominating {
             self.subsumptive_clause(c, dominating);
@@ -710,8 +812,9 @@ impl<'a> Checker<'a> {
                 let before = self.errors.len();
                 let mut cx = RuleCx::new(self, false);
                 let rule = cx.rule(head, rel, conj, c.span);
-                if let Some(rule) = rule {
+                if let Some(mut rule) = rule {
                     if self.errors.len() == before {
+                        rule.plan = self.plan_order(c, &rule);
                         self.rules.push(rule);
                     }
                 }
