@@ -332,6 +332,13 @@ impl Ctx<'_> {
         inside: bool,
     ) -> Result<bool, Diagnostic> {
         for i in 0..body.len() {
+            if let Literal::Aggregate { body: sub, .. } = &mut body[i] {
+                let changed = self.in_aggregates(sub, vars, true)?;
+                if changed {
+                    return Ok(true);
+                }
+                continue;
+            }
             match &mut body[i] {
                 Literal::Atom(a) if inside && self.inline[a.rel] => {
                     let a = a.clone();
@@ -369,11 +376,6 @@ impl Ctx<'_> {
                         a.span,
                     ));
                 }
-                Literal::Aggregate { body: sub, .. } => {
-                    if self.in_aggregates(sub, vars, true)? {
-                        return Ok(true);
-                    }
-                }
                 _ => {}
             }
         }
@@ -401,9 +403,9 @@ impl Ctx<'_> {
             });
             vars.len() - 1
         };
-        for v in 0..def.vars.len() {
-            if map[v].is_none() {
-                map[v] = Some(fresh(v, vars));
+        for (v, m) in map.iter_mut().enumerate() {
+            if m.is_none() {
+                *m = Some(fresh(v, vars));
             }
         }
         let rename = |v: VarId| Expr::Var(map[v].expect("every variable is mapped"));
