@@ -194,13 +194,14 @@ pub(crate) fn transform(
         let r = m.rewrite(rule, None, l);
         m.rules.push(r);
     }
+    let mut rules_of: HashMap<RelId, Vec<usize>> = HashMap::new();
+    for (i, r) in m.original_rules.iter().enumerate() {
+        rules_of.entry(r.head.rel).or_default().push(i);
+    }
     while let Some((rel, adorn, l)) = m.queue.pop() {
         let (ra, ma) = m.adorned[&(rel, adorn.clone(), l)];
-        for rule in m.original_rules.clone() {
-            if rule.head.rel != rel {
-                continue;
-            }
-            let mut rule = rule;
+        for &i in rules_of.get(&rel).map_or(&[][..], Vec::as_slice) {
+            let mut rule = m.original_rules[i].clone();
             let mut args = Vec::new();
             let mut extra = Vec::new();
             for (j, a) in rule.head.args.clone().into_iter().enumerate() {

@@ -527,3 +527,77 @@ fn plan_errors_are_located() {
         &["must follow the rule"],
     );
 }
+
+/// Random programs with one relation made `inline` at a time (where the program stays
+/// valid): every other relation is the same as without.
+#[test]
+fn random_programs_are_the_same_with_a_relation_inlined() {
+    let cases = std::env::var("FIXLOG_INLINE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let strategy = proptest::collection::vec(any::<u32>(), 0..300).prop_map(generate);
+    let inlined = Cell::new(0usize);
+    let check = |g: Generated| -> Result<(), TestCaseError> {
+        let Ok(mut plain) = Fixlog::from_source("random.dl", &g.text) else {
+            return Ok(());
+        };
+        for (rel, rs) in &g.inserts {
+            plain.insert(rel, rs.clone()).unwrap();
+        }
+        let opts = RunOptions {
+            backend: fixlog::BackendKind::Cpu,
+            ..RunOptions::default()
+        };
+        let a = plain
+            .run(&opts)
+            .map_err(|e| TestCaseError::fail(format!("{e}")))?;
+        for rel in &g.relations {
+            if g.inserts.iter().any(|(r, _)| *r == rel.name) {
+                continue;
+            }
+            let decl = format!(".decl {}(", rel.name);
+            let text: String = g
+                .text
+                .lines()
+                .map(|l| {
+                    if l.starts_with(&decl) {
+                        format!("{l} inline\n")
+                    } else {
+                        format!("{l}\n")
+                    }
+                })
+                .collect();
+            let Ok(mut f) = Fixlog::from_source("random.dl", &text) else {
+                continue;
+            };
+            inlined.set(inlined.get() + 1);
+            for (r, rs) in &g.inserts {
+                f.insert(r, rs.clone()).unwrap();
+            }
+            let b = f
+                .run(&opts)
+                .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+            for r in &f.program().relations {
+                let (x, y) = (rows(&a, &r.name), rows(&b, &r.name));
+                if x != y {
+                    return Err(TestCaseError::fail(format!(
+                        "relation {} differs with {} inline\nwithout: {x:?}\nwith: {y:?}\n--- program ---\n{text}",
+                        r.name, rel.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    };
+    if let Err(e) = runner.run(&strategy, check) {
+        panic!("{e}");
+    }
+    eprintln!("{} relations inlined", inlined.get());
+    assert!(inlined.get() >= cases as usize, "{}", inlined.get());
+}
