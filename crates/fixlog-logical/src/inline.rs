@@ -515,3 +515,75 @@ impl Ctx<'_> {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{compile_str, Literal, Program};
+    use fixlog_syntax::SourceMap;
+
+    fn compile(text: &str) -> Result<Program, String> {
+        let mut sm = SourceMap::new();
+        compile_str("t.dl", text, &mut sm).map_err(|d| d.render(&sm))
+    }
+
+    #[test]
+    fn an_atom_becomes_one_rule_per_clause_and_the_relation_goes() {
+        let p = compile(
+            r#"
+            .decl e(x: number, y: number)
+            e(1, 2).
+            .decl i(x: number) inline
+            i(x) :- e(x, _).
+            i(x) :- e(_, x).
+            i(7).
+            .decl q(x: number)
+            q(x) :- i(x).
+        "#,
+        )
+        .unwrap();
+        assert!(p.relation_id("i").is_none());
+        let q = p.relation_id("q").unwrap();
+        assert_eq!(p.rules.iter().filter(|r| r.head.rel == q).count(), 3);
+        // The fact became `x = 7`.
+        assert!(p
+            .rules
+            .iter()
+            .any(|r| matches!(r.body.as_slice(), [Literal::Compare { .. }])));
+    }
+
+    #[test]
+    fn a_negation_becomes_a_choice_per_clause() {
+        let p = compile(
+            r#"
+            .decl e(x: number, y: number)
+            e(1, 2).
+            .decl i(x: number) inline
+            i(x) :- e(x, x), x > 1.
+            i(3).
+            .decl q(x: number)
+            q(x) :- e(x, _), !i(x).
+        "#,
+        )
+        .unwrap();
+        // (!e(x, x) or x <= 1) and x != 3: two rules.
+        let q = p.relation_id("q").unwrap();
+        assert_eq!(p.rules.iter().filter(|r| r.head.rel == q).count(), 2);
+    }
+
+    #[test]
+    fn cycles_are_rejected() {
+        let e = compile(
+            r#"
+            .decl a(x: number) inline
+            .decl b(x: number) inline
+            a(x) :- b(x).
+            b(x) :- a(x).
+            b(1).
+            .decl q(x: number)
+            q(x) :- a(x).
+        "#,
+        )
+        .unwrap_err();
+        assert!(e.contains("cannot inline the recursive relation"), "{e}");
+    }
+}

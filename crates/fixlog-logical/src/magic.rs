@@ -440,3 +440,78 @@ fn compact(mut rule: Rule) -> Rule {
     rule.vars = vars;
     rule
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{compile_str_with, CompileOptions, Literal, Program};
+    use fixlog_syntax::SourceMap;
+
+    fn compile(text: &str, magic: &str) -> Program {
+        let mut sm = SourceMap::new();
+        let options = CompileOptions {
+            magic_transform: Some(magic.into()),
+            ..CompileOptions::default()
+        };
+        compile_str_with("t.dl", text, &mut sm, &options).expect("a valid program")
+    }
+
+    const TC: &str = r#"
+        .decl e(x: symbol, y: symbol)
+        e("a", "b").
+        .decl p(x: symbol, y: symbol)
+        p(x, y) :- e(x, y).
+        p(x, y) :- p(x, z), e(z, y).
+        .decl q(y: symbol)
+        .output q
+        q(y) :- p("a", y).
+    "#;
+
+    #[test]
+    fn a_bound_question_reads_an_adorned_copy_fed_by_a_magic_set() {
+        let p = compile(TC, "*");
+        let pbf = p.relation_id("p@bf").expect("adorned copy");
+        let magic = p.relation_id("magic@p@bf").expect("magic set");
+        assert_eq!(p.relations[magic].arity(), 1);
+        let q = p.relation_id("q").unwrap();
+        // q reads the copy.
+        let q_rule = p.rules.iter().find(|r| r.head.rel == q).unwrap();
+        assert!(matches!(&q_rule.body[0], Literal::Atom(a) if a.rel == pbf));
+        // The magic set's one rule asks "a"; the recursive rule's own question
+        // (magic(x) :- magic(x)) is left out.
+        let magic_rules: Vec<_> = p.rules.iter().filter(|r| r.head.rel == magic).collect();
+        assert_eq!(magic_rules.len(), 1);
+        assert!(magic_rules[0].body.is_empty());
+        // The copy's rules start with the magic atom.
+        let copies: Vec<_> = p.rules.iter().filter(|r| r.head.rel == pbf).collect();
+        assert_eq!(copies.len(), 2);
+        for r in copies {
+            assert!(matches!(&r.body[0], Literal::Atom(a) if a.rel == magic));
+        }
+    }
+
+    #[test]
+    fn only_the_named_relations_and_never_outputs_or_inputs() {
+        let p = compile(TC, "q");
+        assert!(p.relations.iter().all(|r| !r.name.contains('@')));
+        let p = compile(TC, "e, p");
+        assert!(p.relation_id("p@bf").is_some());
+        assert!(p.relations.iter().all(|r| !r.name.starts_with("e@")));
+    }
+
+    #[test]
+    fn negated_occurrences_read_the_original() {
+        let p = compile(
+            r#"
+            .decl e(x: number, y: number)
+            e(1, 2).
+            .decl p(x: number, y: number)
+            p(x, y) :- e(x, y).
+            .decl q(x: number)
+            .output q
+            q(x) :- e(x, _), !p(x, 2).
+        "#,
+            "*",
+        );
+        assert!(p.relations.iter().all(|r| !r.name.contains('@')));
+    }
+}

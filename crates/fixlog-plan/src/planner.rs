@@ -1136,6 +1136,52 @@ mod tests {
     }
 
     #[test]
+    fn a_plan_orders_the_atoms_and_a_delta_variant_starts_at_its_delta() {
+        let mut sm = SourceMap::new();
+        let p = fixlog_logical::compile_str(
+            "t.dl",
+            ".decl a(x: number, y: number)\n.decl b(x: number, y: number)\n\
+             .decl c(x: number, y: number)\na(1, 2). b(2, 3). c(3, 4).\n\
+             .decl r(x: number, y: number)\n\
+             r(x, w) :- a(x, y), b(y, z), c(z, w).\n.plan 0: (3, 2, 1)\n\
+             r(x, z) :- r(x, y), c(y, z).\n.plan 0: (2, 1)\n",
+            &mut sm,
+        )
+        .expect("a valid program");
+        let plan = plan(&p).unwrap();
+        let rel = |name: &str| p.relation_id(name).unwrap();
+        let stratum = plan
+            .strata
+            .iter()
+            .find(|s| s.relations.contains(&rel("r")))
+            .unwrap();
+        // The rule run once: c, then b, then a.
+        let init = &stratum.init[0];
+        let read: Vec<RelId> = init
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Scan { rel, .. } => Some(*rel),
+                Op::Join { index, .. } => Some(plan.indexes[*index].rel),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(read, vec![rel("c"), rel("b"), rel("a")]);
+        assert!(init.plan_note.as_deref().unwrap().ends_with("honoured"));
+        assert_eq!(init.join, JoinChoice::Pairwise);
+        // The recursive rule's delta variant reads Δr first whatever the plan says.
+        let delta = &stratum.recursive_rules[0];
+        assert!(matches!(
+            delta.ops[0],
+            Op::Scan {
+                version: Version::Delta,
+                ..
+            }
+        ));
+        assert!(delta.plan_note.as_deref().unwrap().contains("adjusted"));
+    }
+
+    #[test]
     fn a_rule_that_cannot_be_planned_is_an_error_naming_it() {
         for in_head in [false, true] {
             let (sm, p) = broken(in_head);
