@@ -55,7 +55,7 @@ for s in "${STEPS[@]}"; do
       grep -E "^FAIL|conformance on" "$OUT/conformance-64m.log"
       summary+=("conformance: $(tail -1 "$OUT/conformance.log" | cut -c1-60) | 64 MiB: $(tail -1 "$OUT/conformance-64m.log" | cut -c1-60)");;
     tests)
-      for t in golden backends differential scale real_data patterns match_backends match_data; do
+      for t in ${SUITES:-golden backends differential scale real_data patterns match_backends match_data}; do
         [ -x "$C/tests/$t" ] || { echo "no test binary $t"; continue; }
         extra=""; [ $t = real_data ] && extra=--include-ignored
         FIXLOG_TEST_BACKEND=cuda FIXLOG_DIFF_CASES=${FIXLOG_DIFF_CASES:-300} timeout ${T_TESTS:-400} "$C/tests/$t" $extra --test-threads ${TEST_THREADS:-2} > "$OUT/test-$t.log" 2>&1
@@ -97,7 +97,34 @@ for s in "${STEPS[@]}"; do
       p=${PROFILE_PRESET:-httpd}; d=/tmp/cspa-$p; mkdir -p $d/out-prof
       [ -f $d/assign.facts ] || "$C/cspa_gen" --preset $p --out $d > /dev/null
       NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
-      if [ -z "$NSYS" ]; then echo "no nsys here"; ls /usr/local/cuda*/bin | head -50; else
+      NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+      if [ -z "$NSYS" ] && [ -n "$NCU" ]; then
+        # No Nsight Systems on the machine: Nsight Compute, one metric (the kernel's
+        # duration, one replay pass), summed per kernel name.
+        timeout ${T_CSPA:-300} "$NCU" --metrics gpu__time_duration.sum --csv --print-summary per-kernel \
+          "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-prof --backend cuda --stats > "$OUT/profile-$p.csv" 2> "$OUT/profile-$p.log"; echo "ncu rc=$?"
+        grep -E "total|phases" "$OUT/profile-$p.log" | head -5
+        python3 - "$OUT/profile-$p.csv" <<'PY'
+import csv, sys, io
+lines = [l for l in open(sys.argv[1]) if l.startswith('"')]
+rows = list(csv.DictReader(io.StringIO("".join(lines))))
+tot = {}
+for r in rows:
+    if r.get("Metric Name") != "gpu__time_duration.sum":
+        continue
+    name = r.get("Kernel Name", "?").split("(")[0][:60]
+    n = int(float(r.get("Invocations", "1") or 1))
+    avg = float(str(r.get("Average", r.get("Metric Value", "0"))).replace(",", ""))
+    unit = r.get("Metric Unit", "nsecond")
+    scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}.get(unit, 1e-6)
+    t, c = tot.get(name, (0.0, 0))
+    tot[name] = (t + avg * n * scale, c + n)
+all_ms = sum(t for t, _ in tot.values())
+print(f"kernels: {sum(c for _, c in tot.values())} launches, {all_ms:.1f} ms on the device")
+for name, (t, c) in sorted(tot.items(), key=lambda kv: -kv[1][0])[:20]:
+    print(f"{100*t/max(all_ms,1e-9):5.1f}% {t:9.1f} ms {c:7d}  {name}")
+PY
+      elif [ -z "$NSYS" ]; then echo "no nsys or ncu here"; else
         timeout ${T_CSPA:-300} "$NSYS" profile -t cuda -o "$OUT/cspa-$p" --force-overwrite true \
           "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-prof --backend cuda --stats > "$OUT/profile-$p.log" 2>&1; echo "nsys rc=$?"
         grep -E "total|phases|join|dedup|merge" "$OUT/profile-$p.log" | head
@@ -129,7 +156,11 @@ b = perm[rng.choice(n, size=m, p=w)]
 loc = rng.random(m) < 0.5
 b[loc] = (a[loc] + rng.integers(1, 64, size=loc.sum())) % n
 keep = a != b
-np.savetxt(path, np.stack([a[keep], b[keep]], 1), fmt="%d", delimiter="\t")
+try:
+    import pandas as pd
+    pd.DataFrame({"a": a[keep], "b": b[keep]}).to_csv(path, sep="\t", header=False, index=False)
+except ImportError:
+    np.savetxt(path, np.stack([a[keep], b[keep]], 1), fmt="%d", delimiter="\t")
 PY
       echo "graph $f: $(wc -l < $f) lines"
       for q in tri clique4; do

@@ -395,7 +395,7 @@ impl Backend for CpuBackend {
         if arity == 0 {
             return Ok(CpuRelation::empty(0));
         }
-        if rows.len() % arity != 0 {
+        if !rows.len().is_multiple_of(arity) {
             return Err(ExecError::Backend(format!(
                 "{} values do not make rows of arity {arity}",
                 rows.len()

@@ -351,7 +351,7 @@ fn comparison_sort<const N: usize>(data: &mut Vec<u32>, w: usize) -> ExecResult<
 /// Sorts the rows and removes duplicates; returns the number of rows. `arity >= 1`.
 /// Running out of memory (or over the budget) for the sort's scratch space is an error.
 pub fn try_sort_unique(arity: usize, data: &mut Vec<u32>) -> ExecResult<usize> {
-    debug_assert!(arity > 0 && data.len() % arity == 0);
+    debug_assert!(arity > 0 && data.len().is_multiple_of(arity));
     with_arity!(arity, N => {
         let n = data.len() / arity;
         if N != 0 && n >= RADIX_MIN_ROWS {

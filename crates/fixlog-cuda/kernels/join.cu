@@ -115,14 +115,23 @@ extern "C" __global__ void __launch_bounds__(256) join_write_lb(const u32* __res
   u32 b = begins[i];
   u64 kend = min(k + JW_ITEMS, total);
   for (; k < kend; k++) {
-    while (k >= next) {
-      i++;
-      start = next;
-      next = i + 1 < no ? offsets[i + 1] : total;
-      if (start < next) {
-        o = load_row(outer, i);
-        b = begins[i];
+    if (k >= next) {
+      // skip outer tuples without outputs: gallop, then bisect (see pipeline.cuh)
+      u64 lo = i + 1, hi = no, step = 1;
+      while (lo + step < no) {
+        if (offsets[lo + step] > k) { hi = lo + step; break; }
+        lo += step;
+        step <<= 1;
       }
+      while (hi - lo > 1) {
+        u64 mid = (lo + hi) >> 1;
+        if (offsets[mid] <= k) lo = mid; else hi = mid;
+      }
+      i = lo;
+      start = offsets[i];
+      next = i + 1 < no ? offsets[i + 1] : total;
+      o = load_row(outer, i);
+      b = begins[i];
     }
     const u32* irow = inner + (u64)(b + (u32)(k - start)) * AI;
     u32* dst = out + k * spec.nout;

@@ -353,18 +353,33 @@ struct Cursor {
     b = begins[i];
     a.load(in, i);
   }
-  // Moves forward to candidate k (at or after the current one).
+  // Moves forward to candidate k (at or after the current one). Input rows without
+  // candidates lie between, as many as the join is selective (millions of rows of a
+  // large input whose few matches are far apart): they are skipped by galloping then
+  // bisecting over `offsets`, O(log gap) loads, not walked one by one.
   __device__ __forceinline__ void advance(const u32* __restrict__ in, u64 n, const u32* __restrict__ begins,
                                           const u32* __restrict__ offsets, u64 total, u64 k) {
-    while (k >= next) {
-      i++;
-      start = next;
-      next = i + 1 < n ? (u64)offsets[i + 1] : total;
-      if (start < next) {
-        a.load(in, i);
-        b = begins[i];
+    if (k < next) return;
+    // offsets[i + 1] == next <= k: the row of k is the last row r > i with offsets[r] <= k.
+    u64 lo = i + 1, hi = n, step = 1;
+    while (lo + step < n) {
+      if ((u64)offsets[lo + step] > k) {
+        hi = lo + step;
+        break;
       }
+      lo += step;
+      step <<= 1;
     }
+    while (hi - lo > 1) {
+      u64 mid = (lo + hi) >> 1;
+      if ((u64)offsets[mid] <= k) lo = mid;
+      else hi = mid;
+    }
+    i = lo;
+    start = offsets[i];
+    next = i + 1 < n ? (u64)offsets[i + 1] : total;
+    a.load(in, i);
+    b = begins[i];
   }
   __device__ __forceinline__ u64 inner(u64 k) const { return (u64)(b + (u32)(k - start)); }
 };

@@ -57,6 +57,11 @@ pub fn note(op: &Op) -> String {
             None => "device".into(),
             Some(why) => format!("key on the host ({why}), lookup on the device"),
         },
+        Op::Range { .. } => {
+            "host: `range` has no kernel (the batch is read to the host, each tuple \
+             repeated per value, and sent back)"
+                .into()
+        }
         Op::Aggregate { .. } => {
             "sub-pipeline as marked; groups aggregated and combined on the host".into()
         }

@@ -311,6 +311,49 @@ pub trait Backend {
     ) -> ExecResult<Self::Batch>;
     /// The input with one more column: the row number 0..len.
     fn with_row_numbers(&self, input: &Self::Batch) -> ExecResult<Self::Batch>;
+
+    /// `fixlog_plan::Op::Range`: every input tuple once per value of the range (in
+    /// `ty`) that its last two columns (`from, to`) or three (`from, to, step`) give,
+    /// with the value appended, in input order then range order. More values than
+    /// [`PieceBudget::max_batch_rows`] in one call is `OutOfMemory` (the driver then
+    /// runs smaller pieces; for a single tuple it is an error naming the relation).
+    /// The default works on the host (`batch_rows`, `batch_from_rows`): a backend with
+    /// no kernel for it sends the batch over.
+    fn range(&self, input: &Self::Batch, ty: ColType, step: bool) -> ExecResult<Self::Batch> {
+        let arity = self.batch_arity(input);
+        let k = if step { 3 } else { 2 };
+        if arity < k {
+            return Err(internal("a range's input lacks its arguments"));
+        }
+        let limit = self.piece_budget().max_batch_rows.max(1);
+        let rows = self.batch_rows(input)?;
+        let mut out: Vec<Value> = Vec::new();
+        let mut len = 0usize;
+        let mut over = false;
+        for row in rows.chunks_exact(arity) {
+            let a = &row[arity - k..];
+            fixlog_logical::value::range_values(ty, a[0], a[1], a.get(2).copied(), |v| {
+                if len >= limit {
+                    over = true;
+                    return false;
+                }
+                if out.try_reserve(arity + 1).is_err() {
+                    over = true;
+                    return false;
+                }
+                out.extend_from_slice(row);
+                out.push(v);
+                len += 1;
+                true
+            });
+            if over {
+                return Err(ExecError::OutOfMemory(format!(
+                    "`range` yields more than {limit} tuples in one batch"
+                )));
+            }
+        }
+        self.batch_from_rows(arity + 1, out, len)
+    }
     /// Group `groups` (`[row number]` for count, `[row number, value]` otherwise) by row
     /// number, aggregate each group ([`crate::aggregate`]), and for each input row form
     /// the joined tuple `input ++ [aggregate]`, filter and project it (`code` from an

@@ -38,7 +38,7 @@ use crate::backend::{
 };
 use crate::maintain::Maintained;
 use crate::runs::{push_run, RunPolicy};
-use fixlog_logical::{Program, RelId, SymbolTable};
+use fixlog_logical::{ColType, Program, RelId, SymbolTable, Value};
 use fixlog_plan::{Op, PExpr, Plan, RulePlan, Version};
 use std::time::{Duration, Instant};
 
@@ -187,6 +187,11 @@ enum POp {
     },
     Filter {
         code: usize,
+    },
+    /// `Op::Range`, run by `Backend::range` (no code).
+    Range {
+        ty: ColType,
+        step: bool,
     },
     Aggregate {
         sub: Vec<POp>,
@@ -338,6 +343,13 @@ impl Lowering<'_> {
                         a,
                     )
                 }
+                Op::Range { ty, step } => (
+                    POp::Range {
+                        ty: *ty,
+                        step: *step,
+                    },
+                    need_input()? + 1,
+                ),
                 Op::Filter { filters, project } => {
                     let spec = OpSpec::Filter {
                         arity: need_input()?,
@@ -549,6 +561,8 @@ pub fn run<B: Backend>(
     }
     driver.stats.phases.load = t.elapsed();
 
+    // The `autoinc()` counter, shared by the whole run (see `number_autoinc`).
+    let mut counter: Value = 0;
     for (n, stratum) in plan.strata.iter().enumerate() {
         let wanted = |r: &usize| {
             options
@@ -560,6 +574,11 @@ pub fn run<B: Backend>(
             continue;
         }
         let t = Instant::now();
+        for a in &program.autoincs {
+            if stratum.relations.contains(&a.target) {
+                driver.number_autoinc(a, &mut counter)?;
+            }
+        }
         let iterations = driver.run_stratum(n, stratum)?;
         driver.stats.strata.push(StratumStats {
             relations: stratum
@@ -625,6 +644,43 @@ struct Driver<'a, B: Backend> {
 }
 
 impl<B: Backend> Driver<'_, B> {
+    /// Fills an `autoinc()` relation (`fixlog_logical::AutoInc`): the tuples of its
+    /// source (complete: an earlier stratum) in output order, each with the counter
+    /// before it, which advances by `per_tuple`. On the host, for every backend, so the
+    /// numbers are the same for every thread count and backend.
+    fn number_autoinc(
+        &mut self,
+        a: &fixlog_logical::AutoInc,
+        counter: &mut Value,
+    ) -> ExecResult<()> {
+        let b = self.backend;
+        let source = self
+            .full
+            .get(a.source)
+            .ok_or_else(|| internal("an autoinc source is missing"))?;
+        let types = &self.plan.relations[a.source].types;
+        let arity = types.len();
+        let len = b.relation_len(source);
+        let rows = b.relation_rows(source)?;
+        let mut tuples: Vec<&[Value]> = if arity == 0 {
+            vec![&[]; len]
+        } else {
+            rows.chunks_exact(arity).collect()
+        };
+        let order = fixlog_logical::value::output_order(types, self.ctx.symbols);
+        tuples.sort_by(|x, y| order(x, y));
+        let mut out = Vec::new();
+        out.try_reserve_exact(tuples.len() * (arity + 1))
+            .map_err(|_| ExecError::OutOfMemory("numbering `autoinc()` tuples".into()))?;
+        for t in tuples {
+            out.push(*counter);
+            out.extend_from_slice(t);
+            *counter = counter.wrapping_add(a.per_tuple);
+        }
+        self.full[a.target] = b.relation_from_rows(arity + 1, out)?;
+        Ok(())
+    }
+
     fn run_stratum(&mut self, n: usize, stratum: &fixlog_plan::StratumPlan) -> ExecResult<usize> {
         let names: Vec<&str> = stratum
             .relations
@@ -958,6 +1014,7 @@ impl<B: Backend> Driver<'_, B> {
                     b.antijoin(current(&batch, input)?, self.index(*index)?, code(*c)?, ctx)?
                 }
                 POp::Filter { code: c } => b.filter(current(&batch, input)?, code(*c)?, ctx)?,
+                POp::Range { ty, step } => b.range(current(&batch, input)?, *ty, *step)?,
                 POp::Aggregate {
                     sub,
                     code: c,

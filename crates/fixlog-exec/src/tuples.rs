@@ -110,7 +110,7 @@ impl Tuples {
 
     /// Appends row-major values (a whole number of tuples; arity > 0).
     pub fn extend_rows(&mut self, rows: &[Value]) {
-        debug_assert!(self.arity > 0 && rows.len() % self.arity == 0);
+        debug_assert!(self.arity > 0 && rows.len().is_multiple_of(self.arity));
         self.rows.to_mut().extend_from_slice(rows);
         self.len += rows.len() / self.arity;
     }

@@ -236,7 +236,7 @@ fn closed(def: &Def, no_wildcards: bool) -> bool {
     let mut body = Vec::new();
     for l in &def.body {
         match l {
-            Literal::Aggregate { .. } => return false,
+            Literal::Aggregate { .. } | Literal::Range { .. } => return false,
             Literal::Atom(a)
                 if no_wildcards && a.args.iter().any(|t| matches!(t, Term::Wildcard)) =>
             {
@@ -298,7 +298,9 @@ fn negate(l: Literal) -> Literal {
             negated: !negated,
             span,
         },
-        Literal::Aggregate { .. } => unreachable!("checked before negating"),
+        Literal::Aggregate { .. } | Literal::Range { .. } => {
+            unreachable!("checked before negating")
+        }
     }
 }
 

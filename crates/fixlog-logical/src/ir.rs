@@ -182,6 +182,15 @@ pub enum Literal {
         negated: bool,
         span: Span,
     },
+    /// `out = range(from, to[, step])` (`args` has 2 or 3 expressions over bound
+    /// variables, of type `ty`): binds `out` to every value of the range in turn (see
+    /// [`crate::value::range_values`]).
+    Range {
+        out: VarId,
+        ty: ColType,
+        args: Vec<Expr>,
+        span: Span,
+    },
     /// `out = func arg : { body }`. Binds `out`.
     ///
     /// Variables of `body` that also occur outside the aggregate (in the rest of the
@@ -316,6 +325,25 @@ pub enum Functor {
     /// ADT value: 0 is the branch, the fields follow); fails on `nil`, so a pattern
     /// never matches it.
     Field(u32, ColType),
+    /// `@f(...)`: the user-defined functor [`Program::functors`]`[index]`, giving a
+    /// value of type `result`; its implementation (a function of a shared library) is
+    /// bound by [`SymbolTable::set_functors`] and runs on the host.
+    User {
+        index: u32,
+        result: ColType,
+    },
+}
+
+/// A user-defined functor as declared: `.functor name(params): result [stateful]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctorDecl {
+    pub name: String,
+    pub params: Vec<ColType>,
+    pub result: ColType,
+    /// Soufflé's `stateful`: called with the symbol and record tables and every value
+    /// as its 32-bit id (see `crates/fixlog/include/fixlog_functors.h`).
+    pub stateful: bool,
+    pub span: fixlog_syntax::Span,
 }
 
 impl Functor {
@@ -337,6 +365,9 @@ impl Functor {
             | Functor::Convert(..)
             | Functor::Pack(_)
             | Functor::Field(..) => true,
+            // A user-defined functor may keep state or have effects (Soufflé's
+            // `stateful`), and even a plain one is code Fixlog cannot see: not pure.
+            Functor::User { .. } => false,
         }
     }
 }
@@ -351,6 +382,25 @@ pub struct Stratum {
     pub rules: Vec<usize>,
     /// Some rule reads a relation of this stratum (a cycle, possibly a self-loop).
     pub recursive: bool,
+}
+
+/// `autoinc()` in the head of a rule `h(.., autoinc(), ..) :- body`. The checker
+/// writes the rule as two: `source(v1, ..., vm) :- body` (every variable of the body,
+/// `_` in its positive atoms named, so each binding is a tuple) and `h(..) :-
+/// target(n, v1, ..., vm)` (with `n`, `n + 1`, ... for the head's `autoinc()`s). The
+/// driver (and nothing else) fills `target`, a relation of no rules and a stratum of
+/// its own after `source`'s, numbering `source`'s tuples in output order with a counter
+/// shared by the whole run: `target(c, t)` for the `i`-th tuple `t`, `c = start + i *
+/// per_tuple`, where `start` is what the counter reached after the autoinc relations
+/// of earlier strata. Never in a recursive rule (Soufflé's rule too).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AutoInc {
+    pub source: RelId,
+    pub target: RelId,
+    /// How many `autoinc()`s the head has.
+    pub per_tuple: u32,
+    /// The first `autoinc()`.
+    pub span: Span,
 }
 
 #[derive(Clone, Debug)]
@@ -371,6 +421,11 @@ pub struct Program {
     /// rule, a relation without rules or facts that is not an input), located, in
     /// source order. They do not stop a run; the CLI prints them unless `-w`.
     pub warnings: Vec<fixlog_syntax::Diagnostic>,
+    /// The `autoinc()` relations, in the order their numbers are drawn (the order of
+    /// their target's strata).
+    pub autoincs: Vec<AutoInc>,
+    /// The user-defined functors (`.functor`), indexed by [`Functor::User`]'s index.
+    pub functors: Vec<FunctorDecl>,
 }
 
 impl Program {
@@ -391,13 +446,19 @@ impl Program {
                 match l {
                     Literal::Atom(a) | Literal::Negation(a) => out.push(a.rel),
                     Literal::Aggregate { body, .. } => body_reads(body, out),
-                    Literal::Compare { .. } | Literal::Predicate { .. } => {}
+                    Literal::Compare { .. } | Literal::Predicate { .. } | Literal::Range { .. } => {
+                    }
                 }
             }
         }
         for rule in self.rules.iter().chain(&self.subsumptions) {
             if let Some(r) = reads.get_mut(rule.head.rel) {
                 body_reads(&rule.body, r);
+            }
+        }
+        for a in &self.autoincs {
+            if let Some(r) = reads.get_mut(a.target) {
+                r.push(a.source);
             }
         }
         let mut needed = vec![false; n];

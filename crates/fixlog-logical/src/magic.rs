@@ -147,6 +147,7 @@ pub(crate) fn transform(
     rules: &mut Vec<Rule>,
     strata: &[Stratum],
     candidate: Vec<bool>,
+    ordered_reads: &[(RelId, RelId)],
 ) -> bool {
     if !candidate.iter().any(|&c| c) {
         return false;
@@ -160,7 +161,7 @@ pub(crate) fn transform(
                 Literal::Atom(a) => out.push((a.rel, under)),
                 Literal::Negation(a) => out.push((a.rel, true)),
                 Literal::Aggregate { body, .. } => reads(body, true, out),
-                Literal::Compare { .. } | Literal::Predicate { .. } => {}
+                Literal::Compare { .. } | Literal::Predicate { .. } | Literal::Range { .. } => {}
             }
         }
     }
@@ -173,6 +174,13 @@ pub(crate) fn transform(
                 if !st.relations.contains(&r) {
                     level = level.max(label[r] + usize::from(neg));
                 }
+            }
+        }
+        // A relation filled from another after it is complete (`autoinc()`'s target
+        // from its source) reads it as a negation does.
+        for &(target, source) in ordered_reads {
+            if st.relations.contains(&target) && !st.relations.contains(&source) {
+                level = level.max(label[source] + 1);
             }
         }
         for &r in &st.relations {
@@ -406,7 +414,11 @@ impl Magic<'_> {
                     }
                     body.push(l);
                 }
-                Literal::Negation(_) | Literal::Aggregate { .. } => body.push(l),
+                // A range binds its variable, but the magic rules leave it out (their
+                // sets only grow by that, which is sound).
+                Literal::Negation(_) | Literal::Aggregate { .. } | Literal::Range { .. } => {
+                    body.push(l)
+                }
             }
         }
         rule.body = body;
@@ -443,16 +455,17 @@ fn compact(mut rule: Rule) -> Rule {
 
 #[cfg(test)]
 mod tests {
-    use crate::{compile_str_with, CompileOptions, Literal, Program};
+    use crate::{compile_str_opts, CheckOptions, Literal, Program};
     use fixlog_syntax::SourceMap;
 
     fn compile(text: &str, magic: &str) -> Program {
         let mut sm = SourceMap::new();
-        let options = CompileOptions {
+        let options = CheckOptions {
             magic_transform: Some(magic.into()),
-            ..CompileOptions::default()
+            ..CheckOptions::default()
         };
-        compile_str_with("t.dl", text, &mut sm, &options).expect("a valid program")
+        compile_str_opts("t.dl", text, &mut sm, &Default::default(), &options)
+            .expect("a valid program")
     }
 
     const TC: &str = r#"

@@ -80,6 +80,20 @@ pub(crate) fn literal_vars(l: &Literal, map: &dyn Fn(VarId) -> Expr) -> Literal 
             negated: *negated,
             span: *span,
         },
+        Literal::Range {
+            out,
+            ty,
+            args,
+            span,
+        } => Literal::Range {
+            out: match map(*out) {
+                Expr::Var(v) => v,
+                _ => unreachable!("a range's result is renamed to a variable"),
+            },
+            ty: *ty,
+            args: args.iter().map(|a| expr_vars(a, map)).collect(),
+            span: *span,
+        },
         Literal::Aggregate {
             out,
             func,
@@ -132,6 +146,10 @@ pub(crate) fn vars_of_literal(l: &Literal, out: &mut Vec<VarId>) {
             vars_of_expr(rhs, out);
         }
         Literal::Predicate { args, .. } => args.iter().for_each(|a| vars_of_expr(a, out)),
+        Literal::Range { out: o, args, .. } => {
+            out.push(*o);
+            args.iter().for_each(|a| vars_of_expr(a, out));
+        }
         Literal::Aggregate {
             out: o, arg, body, ..
         } => {
@@ -148,7 +166,7 @@ fn literal_rels(l: &mut Literal, f: &dyn Fn(RelId) -> RelId) {
     match l {
         Literal::Atom(a) | Literal::Negation(a) => a.rel = f(a.rel),
         Literal::Aggregate { body, .. } => body.iter_mut().for_each(|l| literal_rels(l, f)),
-        Literal::Compare { .. } | Literal::Predicate { .. } => {}
+        Literal::Compare { .. } | Literal::Predicate { .. } | Literal::Range { .. } => {}
     }
 }
 
@@ -207,7 +225,9 @@ pub(crate) fn rule_is_pure(r: &Rule) -> bool {
         match l {
             Literal::Atom(_) | Literal::Negation(_) => true,
             Literal::Compare { lhs, rhs, .. } => expr_is_pure(lhs) && expr_is_pure(rhs),
-            Literal::Predicate { args, .. } => args.iter().all(expr_is_pure),
+            Literal::Predicate { args, .. } | Literal::Range { args, .. } => {
+                args.iter().all(expr_is_pure)
+            }
             Literal::Aggregate { arg, body, .. } => {
                 arg.as_ref().is_none_or(expr_is_pure) && body.iter().all(lit)
             }

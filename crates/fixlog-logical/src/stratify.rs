@@ -37,7 +37,7 @@ fn body_edges(head: RelId, body: &[Literal], in_agg: Option<Span>, out: &mut Vec
                 body_edges(head, body, Some(in_agg.unwrap_or(*span)), out);
                 continue;
             }
-            Literal::Compare { .. } | Literal::Predicate { .. } => continue,
+            Literal::Compare { .. } | Literal::Predicate { .. } | Literal::Range { .. } => continue,
         };
         let (kind, span) = match in_agg {
             Some(agg_span) => (EdgeKind::Aggregate, agg_span),
@@ -155,8 +155,28 @@ pub fn stratify_with(
     rules: &[Rule],
     subsumptions: &[Rule],
 ) -> Result<Vec<Stratum>, Diagnostics> {
+    stratify_autoinc(relations, rules, subsumptions, &[])
+}
+
+/// [`stratify_with`] where each `(target, source)` of `reads` is a positive
+/// dependency that no rule states (`autoinc()`'s numbered relation reads its source;
+/// see [`crate::ir::AutoInc`]).
+pub fn stratify_autoinc(
+    relations: &[Relation],
+    rules: &[Rule],
+    subsumptions: &[Rule],
+    reads: &[(RelId, RelId, Span)],
+) -> Result<Vec<Stratum>, Diagnostics> {
     let n = relations.len();
     let mut edges = Vec::new();
+    for &(from, to, span) in reads {
+        edges.push(Edge {
+            from,
+            to,
+            kind: EdgeKind::Positive,
+            span,
+        });
+    }
     for r in rules {
         body_edges(r.head.rel, &r.body, None, &mut edges);
     }

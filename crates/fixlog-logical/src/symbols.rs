@@ -18,10 +18,27 @@ struct Inner {
     ids: HashMap<Arc<str>, u32>,
 }
 
-#[derive(Default, Debug)]
+/// The implementation of a user-defined functor: its arguments (32-bit values as the
+/// declaration's types say) to its result, or `None` where it fails (the rule does not
+/// fire for that tuple).
+pub type FunctorFn = dyn Fn(&[u32], &SymbolTable) -> Option<u32> + Send + Sync;
+
+#[derive(Default)]
 pub struct SymbolTable {
     inner: RwLock<Inner>,
     records: RecordTable,
+    /// The user-defined functors' implementations, by `Functor::User` index.
+    functors: Vec<Arc<FunctorFn>>,
+}
+
+impl std::fmt::Debug for SymbolTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SymbolTable")
+            .field("inner", &self.inner)
+            .field("records", &self.records)
+            .field("functors", &self.functors.len())
+            .finish()
+    }
 }
 
 impl Clone for SymbolTable {
@@ -33,6 +50,7 @@ impl Clone for SymbolTable {
                 ids: inner.ids.clone(),
             }),
             records: self.records.clone(),
+            functors: self.functors.clone(),
         }
     }
 }
@@ -50,6 +68,19 @@ impl SymbolTable {
 
     fn write(&self) -> RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Binds the user-defined functors (`Program::functors`, in order) to their
+    /// implementations. A run's table is a clone of the program's, so bind them on the
+    /// program's table before running.
+    pub fn set_functors(&mut self, functors: Vec<Arc<FunctorFn>>) {
+        self.functors = functors;
+    }
+
+    /// Calls user-defined functor `index`; `None` when it fails or is not bound.
+    pub fn call_functor(&self, index: u32, args: &[u32]) -> Option<u32> {
+        let f = self.functors.get(index as usize)?;
+        f(args, self)
     }
 
     /// The run's interned records and ADT values, and the declared record types.

@@ -185,6 +185,83 @@ pub fn output_order(
 /// `op a` in type `ty`. `-` wraps for integers; `bnot` flips the bits; `lnot` gives
 /// 1 (1.0) for zero and 0 (0.0) otherwise. Never fails today; `Option` for symmetry.
 #[inline]
+/// The values of `range(from, to[, step])` in `ty` (number, unsigned or float), in
+/// order, as Soufflé's `runRange` yields them: with a step `s > 0`, `from, from + s,
+/// ...` while `< to`; with `s < 0`, while `> to`; with `s = 0`, `from` once if `from !=
+/// to` (else nothing). Without a step it is 1, or -1 when `from > to` (for `unsigned`,
+/// counting down from `from` to `to + 1`). Where Soufflé's counter would overflow (and
+/// wrap, or be undefined) or a float stops changing (`x + s == x`), the range ends.
+/// `emit` returns `false` to stop early.
+pub fn range_values(
+    ty: ColType,
+    from: Value,
+    to: Value,
+    step: Option<Value>,
+    mut emit: impl FnMut(Value) -> bool,
+) {
+    match ty {
+        ColType::Float => {
+            let (a, b) = (as_f32(from), as_f32(to));
+            let s = step.map_or(if a <= b { 1.0 } else { -1.0 }, as_f32);
+            if matches!(
+                s.partial_cmp(&0.0),
+                Some(Ordering::Less | Ordering::Greater)
+            ) {
+                let mut x = a;
+                while (s > 0.0 && x < b) || (s < 0.0 && b < x) {
+                    if !emit(from_f32(x)) {
+                        return;
+                    }
+                    let next = x + s;
+                    if next == x {
+                        return;
+                    }
+                    x = next;
+                }
+            } else if a != b {
+                emit(from);
+            }
+        }
+        ColType::Unsigned => {
+            let (a, b) = (i64::from(from), i64::from(to));
+            let s = match step {
+                Some(s) => i64::from(s),
+                None if a <= b => 1,
+                None => -1,
+            };
+            int_range(a, b, s, u32::MAX.into(), |x| emit(x as u32));
+        }
+        _ => {
+            let (a, b) = (i64::from(as_i32(from)), i64::from(as_i32(to)));
+            let s = match step {
+                Some(s) => i64::from(as_i32(s)),
+                None if a <= b => 1,
+                None => -1,
+            };
+            int_range(a, b, s, i32::MAX.into(), |x| emit(x as i32 as u32));
+        }
+    }
+}
+
+fn int_range(a: i64, b: i64, s: i64, max: i64, mut emit: impl FnMut(i64) -> bool) {
+    if s == 0 {
+        if a != b {
+            emit(a);
+        }
+        return;
+    }
+    let mut x = a;
+    while (s > 0 && x < b) || (s < 0 && b < x) {
+        if !emit(x) {
+            return;
+        }
+        x += s;
+        if x > max || x < -max - 1 {
+            return;
+        }
+    }
+}
+
 pub fn eval_unary(op: UnaryOp, ty: ColType, a: Value) -> Option<Value> {
     Some(match (op, ty) {
         (UnaryOp::Neg, ColType::Float) => from_f32(-as_f32(a)),
@@ -395,6 +472,7 @@ pub fn eval_functor(func: Functor, args: &[Value], symbols: &SymbolTable) -> Opt
         Functor::Convert(from, to) => convert_souffle(from, to, arg(0)?, symbols),
         Functor::Pack(_) => symbols.records().pack(args),
         Functor::Field(i, _) => symbols.records().field(arg(0)?, i as usize),
+        Functor::User { index, .. } => symbols.call_functor(index, args),
     }
 }
 

@@ -173,10 +173,14 @@ fn unknown_type_and_bad_type_declarations() {
         )
     );
     assert_eq!(
-        err1(".functor f(x: number): number\n"),
+        err1(".functor f(x: Nope): number\n").0,
+        "unknown type `Nope`"
+    );
+    assert_eq!(
+        err1(".type P = [a: number]\n.functor f(x: number): P\n"),
         e(
-            "user-defined functors (`.functor`) are not supported",
-            "1:1"
+            "functor `f`: record and ADT types (`P`) cannot be passed to or returned by user-defined functors",
+            "2:24"
         )
     );
 }
@@ -430,7 +434,7 @@ fn functor_and_predicate_errors() {
             e("unknown functor `foo`", "2:19"),
             e("`substr` takes 3 arguments but 2 were given", "3:19"),
             e("`contains` takes 2 arguments but 1 were given", "4:15"),
-            e("user-defined functors (`@f`) are not supported", "5:19"),
+            e("unknown user-defined functor `@f`", "5:20"),
             e(
                 "`s` is a relation, not a functor: atoms cannot be nested inside expressions",
                 "6:19"

@@ -20,6 +20,9 @@ pub fn explain_with_notes(
     sources: &SourceMap,
     note: &dyn Fn(&Op) -> Option<String>,
 ) -> String {
+    FUNCTOR_NAMES.with(|n| {
+        *n.borrow_mut() = program.functors.iter().map(|f| f.name.clone()).collect();
+    });
     let mut out = String::new();
     for (n, stratum) in plan.strata.iter().enumerate() {
         let names: Vec<&str> = stratum
@@ -42,7 +45,18 @@ pub fn explain_with_notes(
                 let _ = writeln!(out, "  {line}");
             }
         }
-        if stratum.init.is_empty() && stratum.recursive_rules.is_empty() {
+        let mut numbered = false;
+        for a in &program.autoincs {
+            if stratum.relations.contains(&a.target) {
+                numbered = true;
+                let _ = writeln!(
+                    out,
+                    "  {}: autoinc() numbers, on the host (every backend): the driver numbers the tuples of {} in output order from the run's counter",
+                    plan.relations[a.target].name, plan.relations[a.source].name
+                );
+            }
+        }
+        if stratum.init.is_empty() && stratum.recursive_rules.is_empty() && !numbered {
             let _ = writeln!(out, "  (no rules: facts and inputs only)");
         }
         for (title, rules, logical_rules) in [
@@ -239,6 +253,17 @@ fn write_ops(
                     index_name(plan, ix)
                 );
             }
+            Op::Range { ty, step } => {
+                let args = if *step {
+                    "the last three columns (from, to, step)"
+                } else {
+                    "the last two columns (from, to)"
+                };
+                let _ = writeln!(
+                    out,
+                    "{pad}range ({ty:?}) over {args}: input ++ [each value]{mark}"
+                );
+            }
             Op::Filter { filters, project } => {
                 let _ = writeln!(
                     out,
@@ -319,6 +344,11 @@ fn cond(c: &Cond) -> String {
     }
 }
 
+thread_local! {
+    /// The user-defined functors' names of the program being explained.
+    static FUNCTOR_NAMES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn expr(e: &PExpr) -> String {
     match e {
         PExpr::Col(c) => format!("#{c}"),
@@ -335,6 +365,17 @@ fn expr(e: &PExpr) -> String {
                 other => return format!("{other:?}({}, {})", expr(lhs), expr(rhs)),
             };
             format!("({} {sym} {})", expr(lhs), expr(rhs))
+        }
+        PExpr::Functor {
+            func: logical::Functor::User { index, .. },
+            args,
+        } => {
+            let name = FUNCTOR_NAMES.with(|n| n.borrow().get(*index as usize).cloned());
+            format!(
+                "@{}{}",
+                name.unwrap_or_else(|| index.to_string()),
+                exprs(args)
+            )
         }
         PExpr::Functor { func, args } => format!("{func:?}{}", exprs(args)),
     }

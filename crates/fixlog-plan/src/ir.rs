@@ -132,6 +132,11 @@ pub enum Op {
     /// Keeps the input tuples for which *no* tuple of the index's full relation has key
     /// columns equal to `key`. (Negation; wildcards are simply not in the key.)
     AntiJoin { index: IndexId, key: Vec<PExpr> },
+    /// `range(from, to[, step])` in `ty`: for each input tuple, one tuple `input ++ [v]`
+    /// per value `v` of the range whose arguments are the input's last two (`step ==
+    /// false`) or three columns (see `fixlog_logical::value::range_values`). Always
+    /// followed by a `Filter` (the planner computes the arguments in a `Filter` before).
+    Range { ty: ColType, step: bool },
     /// Filters and projects the input.
     Filter {
         filters: Vec<Cond>,

@@ -406,6 +406,53 @@ impl RulePlanner<'_> {
                 continue;
             }
 
+            // Ranges whose arguments are bound: the arguments are appended to the batch,
+            // then each tuple is repeated with each value of its range.
+            if let Some(i) = t.ready_range() {
+                t.remove(i);
+                let Literal::Range { out, ty, args, .. } = &body[i] else {
+                    return Err("a range moved");
+                };
+                let arity = schema.len();
+                let mut project: Vec<PExpr> = (0..arity).map(PExpr::Col).collect();
+                for a in args {
+                    project.push(to_pexpr(a, &env_in).ok_or("a range's argument is unbound")?);
+                }
+                ops.push(Op::Filter {
+                    filters: Vec::new(),
+                    project,
+                });
+                ops.push(Op::Range {
+                    ty: *ty,
+                    step: args.len() == 3,
+                });
+                let value = PExpr::Col(arity + args.len());
+                let mut op = OpBuilder {
+                    env: env_in,
+                    filters: Vec::new(),
+                };
+                match op.env.get(out) {
+                    Some(bound) => op.filters.push(Cond::Compare {
+                        op: logical::CmpOp::Eq,
+                        ty: *ty,
+                        lhs: bound.clone(),
+                        rhs: value,
+                    }),
+                    None => {
+                        op.env.insert(*out, value);
+                        t.bind(*out);
+                    }
+                }
+                absorb(&mut op, &mut t);
+                let (project, new_schema) = t.project_live(&op.env);
+                ops.push(Op::Filter {
+                    filters: op.filters,
+                    project,
+                });
+                schema = new_schema;
+                continue;
+            }
+
             // Worst-case-optimal: an atom whose variables are all bound is an existence
             // check (a join on its whole key); otherwise the next variable is bound by
             // intersecting every atom it occurs in (a join when it occurs in one).
@@ -524,6 +571,7 @@ impl RulePlanner<'_> {
                 Functor::ToFloat => ColType::Float,
                 Functor::Convert(_, to) => *to,
                 Functor::Pack(t) | Functor::Field(_, t) => *t,
+                Functor::User { result, .. } => *result,
             }),
         }
     }
@@ -792,6 +840,8 @@ struct Tracker<'b> {
     /// Aggregates not placed yet (body order), with their correlated variables.
     aggs: Vec<(usize, Vec<VarId>)>,
     correlated: HashSet<usize>,
+    /// Ranges not placed yet (body order), with their arguments' variables.
+    ranges: Vec<(usize, Vec<VarId>)>,
 }
 
 impl<'b> Tracker<'b> {
@@ -830,6 +880,7 @@ impl<'b> Tracker<'b> {
             candidates: BTreeSet::new(),
             aggs: Vec::new(),
             correlated: HashSet::new(),
+            ranges: Vec::new(),
         };
         for (i, lit) in body.iter().enumerate() {
             match lit {
@@ -844,6 +895,10 @@ impl<'b> Tracker<'b> {
                 Literal::Negation(_) | Literal::Compare { .. } | Literal::Predicate { .. } => {
                     t.unbound[i] = t.vars[i].len();
                     t.update_ready(i);
+                }
+                Literal::Range { args, .. } => {
+                    t.ranges
+                        .push((i, args.iter().flat_map(expr_vars).collect()));
                 }
                 Literal::Aggregate { body: sub, .. } => {
                     // Correlated: the sub-body's variables that occur outside it.
@@ -922,7 +977,7 @@ impl<'b> Tracker<'b> {
                     self.unbound[i] = self.unbound[i].saturating_sub(1);
                     self.update_ready(i);
                 }
-                Literal::Aggregate { .. } => {}
+                Literal::Aggregate { .. } | Literal::Range { .. } => {}
             }
         }
     }
@@ -937,6 +992,7 @@ impl<'b> Tracker<'b> {
         self.neg_ready.remove(&i);
         self.candidates.remove(&i);
         self.aggs.retain(|(j, _)| *j != i);
+        self.ranges.retain(|(j, _)| *j != i);
         for v in &self.vars[i] {
             if let Some(u) = self.uses.get_mut(v) {
                 *u = u.saturating_sub(1);
@@ -959,6 +1015,13 @@ impl<'b> Tracker<'b> {
 
     fn ready_aggregate(&self) -> Option<usize> {
         self.aggs
+            .iter()
+            .find(|(_, vs)| vs.iter().all(|v| self.bound.contains(v)))
+            .map(|(i, _)| *i)
+    }
+
+    fn ready_range(&self) -> Option<usize> {
+        self.ranges
             .iter()
             .find(|(_, vs)| vs.iter().all(|v| self.bound.contains(v)))
             .map(|(i, _)| *i)
@@ -1093,6 +1156,11 @@ fn literal_vars(lit: &Literal) -> Vec<VarId> {
             v
         }
         Literal::Predicate { args, .. } => args.iter().flat_map(expr_vars).collect(),
+        Literal::Range { out, args, .. } => {
+            let mut v = vec![*out];
+            v.extend(args.iter().flat_map(expr_vars));
+            v
+        }
         Literal::Aggregate { out, arg, body, .. } => {
             let mut v = vec![*out];
             if let Some(a) = arg {

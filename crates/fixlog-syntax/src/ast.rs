@@ -39,8 +39,16 @@ pub enum Item {
     /// checker reads `magic-transform` (and `magic-transform-exclude`); others are
     /// ignored.
     Pragma { args: Vec<String>, span: Span },
-    /// `.functor name(...): type` (user-defined functors; rejected by the checker).
-    Functor { name: Ident, span: Span },
+    /// `.functor name(x: T, ...): R [stateful]` (a user-defined functor, loaded from
+    /// a shared library). Parameter names are optional (`.functor f(number): number`).
+    Functor {
+        name: Ident,
+        /// The parameters' types.
+        params: Vec<Ident>,
+        result: Ident,
+        stateful: bool,
+        span: Span,
+    },
     /// A fact (`edge(1, 2).`) or a rule (`a(x), b(x) :- c(x).`).
     Clause(Clause),
     /// `.comp Name<T1, T2> : Base<T1>, Other { items }`

@@ -119,6 +119,7 @@ impl Diagnostic {
         let mut out = String::new();
         let _ = writeln!(out, "{severity}: {}", self.message);
         if let Some(span) = self.span {
+            let span = sources.resolve(span);
             let file = sources.file(span.file);
             let (line, col) = file.line_col(span.start as usize);
             let (end_line, end_col) = file.line_col(span.end as usize);

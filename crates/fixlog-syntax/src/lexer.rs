@@ -363,7 +363,8 @@ impl Lexer<'_> {
         self.pos = end;
     }
 
-    /// `#include "f"` becomes `.include "f"`; other preprocessor lines are errors.
+    /// `#include "f"` becomes `.include "f"`; other preprocessor lines are errors. (Only
+    /// seen with the preprocessor off: `fixlog_syntax::preprocess` runs first.)
     fn hash_line(&mut self, start: usize) {
         let line_end = self.text[start..]
             .find('\n')
@@ -387,7 +388,7 @@ impl Lexer<'_> {
                 .map(|(i, _)| i)
                 .unwrap_or(rest.len());
         self.error(
-            "C preprocessor directives are not supported (only `#include \"file\"` is)",
+            "C preprocessor directives are not read without the preprocessor (`--no-preprocessor`; only `#include \"file\"` is)",
             start,
             end.max(start + 1),
         );

@@ -12,8 +12,10 @@ pub mod ast;
 pub mod diagnostic;
 pub mod lexer;
 pub mod parser;
+pub mod preprocess;
 pub mod source;
 
 pub use diagnostic::{Diagnostic, Diagnostics};
-pub use parser::{parse, parse_file, parse_str, parse_text};
-pub use source::{FileId, SourceFile, SourceMap, Span};
+pub use parser::{parse, parse_file, parse_file_with, parse_str, parse_str_with, parse_text};
+pub use preprocess::{PreprocessOptions, Preprocessor};
+pub use source::{FileId, Segment, SourceFile, SourceMap, Span};

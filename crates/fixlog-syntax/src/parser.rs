@@ -14,6 +14,7 @@
 use crate::ast::*;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::lexer::{lex, Token, TokenKind};
+use crate::preprocess::{preprocess, PreprocessOptions};
 use crate::source::{FileId, SourceFile, SourceMap, Span};
 use std::path::{Path, PathBuf};
 
@@ -54,10 +55,23 @@ pub fn parse_text(file: FileId, text: &str) -> (Program, Vec<Diagnostic>) {
 /// included (a cycle), is an error pointing at the directive. Includes are resolved
 /// relative to the directory of the including file.
 pub fn parse_file(path: &Path, sources: &mut SourceMap) -> Result<Program, Diagnostics> {
+    parse_file_with(path, sources, &PreprocessOptions::default())
+}
+
+/// [`parse_file`] with preprocessing options (every file, `.include`d ones too, goes
+/// through the preprocessor first).
+pub fn parse_file_with(
+    path: &Path,
+    sources: &mut SourceMap,
+    options: &PreprocessOptions,
+) -> Result<Program, Diagnostics> {
     let text = read_source(path)
         .map_err(|e| Diagnostic::without_span(format!("cannot read `{}`: {e}", path.display())))?;
     let file = sources.add(SourceFile::new(path.display().to_string(), path, text));
-    let mut loader = Loader { errors: Vec::new() };
+    let mut loader = Loader {
+        errors: Vec::new(),
+        options,
+    };
     let mut stack = vec![std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())];
     let items = loader.load(file, sources, &mut stack);
     loader.finish(items)
@@ -66,8 +80,21 @@ pub fn parse_file(path: &Path, sources: &mut SourceMap) -> Result<Program, Diagn
 /// Parse program text named `name` (used in messages); `.include`s are resolved relative
 /// to the directory part of `name` (the current directory if it has none).
 pub fn parse_str(name: &str, text: &str, sources: &mut SourceMap) -> Result<Program, Diagnostics> {
+    parse_str_with(name, text, sources, &PreprocessOptions::default())
+}
+
+/// [`parse_str`] with preprocessing options.
+pub fn parse_str_with(
+    name: &str,
+    text: &str,
+    sources: &mut SourceMap,
+    options: &PreprocessOptions,
+) -> Result<Program, Diagnostics> {
     let file = sources.add_text(name, text);
-    let mut loader = Loader { errors: Vec::new() };
+    let mut loader = Loader {
+        errors: Vec::new(),
+        options,
+    };
     let mut stack = Vec::new();
     let items = loader.load(file, sources, &mut stack);
     loader.finish(items)
@@ -84,11 +111,12 @@ fn read_source(path: &Path) -> std::io::Result<String> {
     })
 }
 
-struct Loader {
+struct Loader<'o> {
     errors: Vec<Diagnostic>,
+    options: &'o PreprocessOptions,
 }
 
-impl Loader {
+impl Loader<'_> {
     fn finish(self, items: Vec<Item>) -> Result<Program, Diagnostics> {
         if self.errors.is_empty() {
             Ok(Program { items })
@@ -103,7 +131,14 @@ impl Loader {
         sources: &mut SourceMap,
         stack: &mut Vec<PathBuf>,
     ) -> Vec<Item> {
-        let (program, errors) = parse_text(file, &sources.file(file).text);
+        let text_file = match preprocess(sources, file, self.options) {
+            Ok(f) => f,
+            Err(errors) => {
+                self.errors.extend(errors);
+                return Vec::new();
+            }
+        };
+        let (program, errors) = parse_text(text_file, &sources.file(text_file).text);
         self.errors.extend(errors);
         let dir = sources
             .file(file)
@@ -192,18 +227,10 @@ const MAX_DEPTH: usize = 256;
 
 /// Names that start a term of a Soufflé feature Fixlog lacks, with the feature (the
 /// error names what was used, not a neighbouring feature).
-const UNSUPPORTED_TERMS: &[(&str, &str)] = &[
-    ("autoinc", "`autoinc()` (auto-increment counter) is"),
-    ("as", "type casts (`as(value, Type)`) are"),
-    (
-        "range",
-        "`range(from, to)` (a functor with several results) is",
-    ),
-    (
-        "__ITERATION__",
-        "`__ITERATION__` (the iteration counter) is",
-    ),
-];
+const UNSUPPORTED_TERMS: &[(&str, &str)] = &[(
+    "__ITERATION__",
+    "`__ITERATION__` (the iteration counter) is",
+)];
 
 /// `.decl` qualifiers that are recognised (and, except `eqrel`, ignored by the checker).
 const QUALIFIERS: &[&str] = &[
@@ -692,26 +719,6 @@ impl<'t> Parser<'t> {
         }
     }
 
-    /// Skip a bracketed group starting at the current `(`, `[` or `{`.
-    fn skip_balanced(&mut self) -> PResult<()> {
-        let mut depth = 0usize;
-        loop {
-            match self.peek() {
-                TokenKind::LParen | TokenKind::LBracket | TokenKind::LBrace => depth += 1,
-                TokenKind::RParen | TokenKind::RBracket | TokenKind::RBrace => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        self.bump();
-                        return Ok(());
-                    }
-                }
-                TokenKind::Eof => return Err(self.expected("a closing bracket")),
-                _ => {}
-            }
-            self.bump();
-        }
-    }
-
     fn directive(&mut self, kw: Span, kind: DirectiveKind) -> PResult<Item> {
         let mut relations =
             vec![self.qualified(&format!("a relation name after `{}`", kind.keyword()))?];
@@ -751,19 +758,38 @@ impl<'t> Parser<'t> {
 
     fn functor(&mut self, kw: Span) -> PResult<Item> {
         let name = self.ident("a functor name after `.functor`")?;
-        if !self.at(&TokenKind::LParen) {
-            return Err(self.expected("`(`"));
+        self.expect(TokenKind::LParen)?;
+        let mut params = Vec::new();
+        if self.eat(&TokenKind::RParen).is_none() {
+            loop {
+                // `x: T` or just `T`.
+                let first = self.qualified("a parameter type")?;
+                let ty = if self.eat(&TokenKind::Colon).is_some() {
+                    self.qualified("a parameter type")?
+                } else {
+                    first
+                };
+                params.push(ty);
+                if self.eat(&TokenKind::Comma).is_none() {
+                    self.expect(TokenKind::RParen)?;
+                    break;
+                }
+            }
         }
-        self.skip_balanced()?;
         self.expect(TokenKind::Colon)?;
-        self.ident("a result type")?;
+        let result = self.qualified("a result type")?;
+        let mut stateful = false;
         if let TokenKind::Ident(s) = self.peek() {
             if s == "stateful" {
                 self.bump();
+                stateful = true;
             }
         }
         Ok(Item::Functor {
             name,
+            params,
+            result,
+            stateful,
             span: self.span_from(kw),
         })
     }
@@ -1234,7 +1260,8 @@ impl<'t> Parser<'t> {
                 _ => Err(Diagnostic::error(
                     "`$` (auto-increment counter) is not supported",
                     t.span,
-                )),
+                )
+                .with_help("write `autoinc()`")),
             },
             TokenKind::LBracket => {
                 self.bump();
@@ -1314,6 +1341,21 @@ impl<'t> Parser<'t> {
                             return self.aggregate(kind, Some(Box::new(arg)), t.span);
                         }
                         Ok(Expr::Var(ident))
+                    }
+                    // `as(value, Type)`: the type name is kept as a string constant
+                    // (it is no variable).
+                    "as" if self.at(&TokenKind::LParen) => {
+                        self.bump();
+                        let value = self.expr()?;
+                        self.expect(TokenKind::Comma)?;
+                        let ty = self.ident("a type name")?;
+                        self.expect(TokenKind::RParen)?;
+                        Ok(Expr::Call {
+                            name: ident,
+                            args: vec![value, Expr::Str(ty.name, ty.span)],
+                            user: false,
+                            span: self.span_from(t.span),
+                        })
                     }
                     _ if self.at(&TokenKind::LParen) => {
                         let args = self.args()?;

@@ -47,6 +47,19 @@ pub struct SourceFile {
     pub text: String,
     /// Byte offset of the start of each line.
     line_starts: Vec<usize>,
+    /// For preprocessed text: where its bytes come from (sorted by `out`).
+    pub origin: Option<Vec<Segment>>,
+}
+
+/// Where a stretch of preprocessed text comes from: the bytes from `out` on (up to
+/// the next segment) are the bytes from `orig` on in `file` when `exact`, or all come
+/// from the place `orig` (the expansion of a macro used there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub out: u32,
+    pub file: FileId,
+    pub orig: u32,
+    pub exact: bool,
 }
 
 impl SourceFile {
@@ -58,6 +71,7 @@ impl SourceFile {
             path: path.into(),
             text,
             line_starts,
+            origin: None,
         }
     }
 
@@ -80,6 +94,13 @@ impl SourceFile {
         let start = self.line_starts.get(line).copied().unwrap_or(0).min(offset);
         let col = self.text.get(start..offset).unwrap_or("").chars().count() + 1;
         (line + 1, col)
+    }
+
+    /// Byte offset of the start of a 1-based line.
+    pub fn line_start(&self, line: usize) -> Option<usize> {
+        line.checked_sub(1)
+            .and_then(|l| self.line_starts.get(l))
+            .copied()
     }
 
     /// The text of a 1-based line, without its line terminator (empty for a line that
@@ -128,8 +149,47 @@ impl SourceMap {
         &self.files
     }
 
+    /// The span in an original file that a span of preprocessed text comes from (the
+    /// span itself for text that was not preprocessed).
+    pub fn resolve(&self, span: Span) -> Span {
+        let f = self.file(span.file);
+        let Some(segs) = &f.origin else {
+            return span;
+        };
+        let map = |o: u32| {
+            let i = segs.partition_point(|s| s.out <= o).checked_sub(1)?;
+            let s = segs[i];
+            Some((
+                s.file,
+                if s.exact {
+                    s.orig + (o - s.out)
+                } else {
+                    s.orig
+                },
+                s.exact,
+            ))
+        };
+        let Some((file, start, exact)) = map(span.start) else {
+            return span;
+        };
+        if file == span.file {
+            return span;
+        }
+        let end = match map(span.end.saturating_sub(1).max(span.start)) {
+            Some((f, e, true)) if f == file && e >= start && exact => e + 1,
+            _ => start + 1,
+        };
+        let len = self.file(file).text.len() as u32;
+        Span {
+            file,
+            start: start.min(len),
+            end: end.min(len).max(start.min(len)),
+        }
+    }
+
     /// `file:line:column` of the start of a span.
     pub fn location(&self, span: Span) -> String {
+        let span = self.resolve(span);
         let f = self.file(span.file);
         let (l, c) = f.line_col(span.start as usize);
         format!("{}:{}:{}", f.name, l, c)

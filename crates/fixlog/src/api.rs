@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::io;
 use fixlog_exec::driver::{DriverOptions, RunResult, Tuples};
 use fixlog_logical::records::RecordView;
-use fixlog_logical::{value, ColType, CompileOptions, Program, RelId, Value};
+use fixlog_logical::{value, ColType, Program, RelId, Value};
 use fixlog_plan::{Plan, PlanOptions};
 use fixlog_syntax::SourceMap;
 use std::path::{Path, PathBuf};
@@ -84,6 +84,17 @@ pub struct RunOptions {
 
 pub use fixlog_exec::driver::RunStats;
 
+/// How a program is read: its preprocessing (`-M`, `-I`, `--preprocessor`,
+/// `--no-preprocessor`) and where its user-defined functors are loaded from (`-L`,
+/// `-l`).
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    pub preprocess: fixlog_syntax::PreprocessOptions,
+    pub functors: crate::functors::FunctorLibraries,
+    /// The magic-set transform (`--magic-transform`, see `fixlog_logical::magic`).
+    pub check: fixlog_logical::CheckOptions,
+}
+
 /// A checked and planned program, plus facts added from memory.
 pub struct Fixlog {
     sources: SourceMap,
@@ -99,13 +110,40 @@ impl Fixlog {
         Fixlog::from_file_with(path, &CompileOptions::default())
     }
 
-    /// [`Fixlog::from_file`] with front-end options (the magic-set transform).
+    /// [`Fixlog::from_file`] with preprocessing and functor-library options.
     pub fn from_file_with(
         path: impl AsRef<Path>,
         options: &CompileOptions,
     ) -> Result<Fixlog, Error> {
         let mut sources = SourceMap::new();
-        let program = fixlog_logical::compile_file_with(path.as_ref(), &mut sources, options)
+        let mut program = fixlog_logical::compile_file_opts(
+            path.as_ref(),
+            &mut sources,
+            &options.preprocess,
+            &options.check,
+        )
+        .map_err(|d| program_error(d, &sources))?;
+        crate::functors::bind(&mut program, &options.functors)
+            .map_err(|d| program_error(d, &sources))?;
+        Fixlog::new(sources, program)
+    }
+
+    /// [`Fixlog::from_source`] with preprocessing and functor-library options.
+    pub fn from_source_with(
+        name: &str,
+        text: &str,
+        options: &CompileOptions,
+    ) -> Result<Fixlog, Error> {
+        let mut sources = SourceMap::new();
+        let mut program = fixlog_logical::compile_str_opts(
+            name,
+            text,
+            &mut sources,
+            &options.preprocess,
+            &options.check,
+        )
+        .map_err(|d| program_error(d, &sources))?;
+        crate::functors::bind(&mut program, &options.functors)
             .map_err(|d| program_error(d, &sources))?;
         Fixlog::new(sources, program)
     }
@@ -113,18 +151,6 @@ impl Fixlog {
     /// Checks and plans a program given as text; `name` is used in messages.
     pub fn from_source(name: &str, text: &str) -> Result<Fixlog, Error> {
         Fixlog::from_source_with(name, text, &CompileOptions::default())
-    }
-
-    /// [`Fixlog::from_source`] with front-end options (the magic-set transform).
-    pub fn from_source_with(
-        name: &str,
-        text: &str,
-        options: &CompileOptions,
-    ) -> Result<Fixlog, Error> {
-        let mut sources = SourceMap::new();
-        let program = fixlog_logical::compile_str_with(name, text, &mut sources, options)
-            .map_err(|d| program_error(d, &sources))?;
-        Fixlog::new(sources, program)
     }
 
     fn new(sources: SourceMap, program: Program) -> Result<Fixlog, Error> {

@@ -31,10 +31,15 @@
 
 pub mod api;
 pub mod error;
+pub mod functors;
 pub mod graph;
 pub mod io;
 
-pub use api::{BackendChoice, BackendKind, Database, Datum, Fixlog, RunOptions, RunStats};
+pub use api::{
+    BackendChoice, BackendKind, CompileOptions, Database, Datum, Fixlog, RunOptions, RunStats,
+};
 pub use error::Error;
-pub use fixlog_logical::CompileOptions;
+pub use fixlog_logical::CheckOptions;
 pub use fixlog_plan::{JoinStrategy, PlanOptions};
+pub use fixlog_syntax::{PreprocessOptions, Preprocessor};
+pub use functors::FunctorLibraries;

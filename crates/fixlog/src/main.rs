@@ -70,6 +70,8 @@ enum Command {
         #[arg(long, value_enum, default_value = "auto")]
         join: JoinArg,
         #[command(flatten)]
+        front: FrontArgs,
+        #[command(flatten)]
         magic: MagicArgs,
     },
     /// Count or list the matches of a graph pattern (a Cypher subset) in a graph.
@@ -122,6 +124,8 @@ enum Command {
         #[arg(long, value_enum, default_value = "auto")]
         join: JoinArg,
         #[command(flatten)]
+        front: FrontArgs,
+        #[command(flatten)]
         magic: MagicArgs,
     },
 }
@@ -141,11 +145,55 @@ struct MagicArgs {
 }
 
 impl MagicArgs {
-    fn options(&self) -> fixlog_logical::CompileOptions {
-        fixlog_logical::CompileOptions {
+    fn options(&self) -> fixlog::CheckOptions {
+        fixlog::CheckOptions {
             magic_transform: self.magic_transform.clone(),
             magic_transform_exclude: self.magic_transform_exclude.clone(),
         }
+    }
+}
+
+/// How the program is read: preprocessing and user-defined functor libraries.
+#[derive(clap::Args)]
+struct FrontArgs {
+    /// Define a macro for the preprocessor: `NAME=VALUE` or `NAME` (value 1); several
+    /// may be given in one argument, separated by spaces (Soufflé's `-M`).
+    #[arg(short = 'M', long = "macro", value_name = "NAME=VALUE")]
+    macros: Vec<String>,
+    /// A directory searched for `#include`d files (after the including file's own).
+    #[arg(short = 'I', long = "include-dir", value_name = "DIR")]
+    include_dirs: Vec<PathBuf>,
+    /// Preprocess with this shell command (run with `sh -c`, program on standard input,
+    /// e.g. `mcpp -P -W0` or `cpp -P`) instead of Fixlog's own preprocessor.
+    #[arg(long, value_name = "CMD", conflicts_with = "no_preprocessor")]
+    preprocessor: Option<String>,
+    /// Do not preprocess (`#` lines other than `#include "file"` are then errors).
+    #[arg(long)]
+    no_preprocessor: bool,
+    /// A directory searched for functor libraries (before the working directory).
+    #[arg(short = 'L', long = "library-dir", value_name = "DIR")]
+    library_dirs: Vec<PathBuf>,
+    /// A library of user-defined functors: `-l NAME` loads `libNAME.so` (default:
+    /// `functors`, as Soufflé).
+    #[arg(short = 'l', long = "library", value_name = "NAME")]
+    libraries: Vec<String>,
+}
+
+impl FrontArgs {
+    fn options(&self) -> Result<fixlog::CompileOptions, Error> {
+        let mut o = fixlog::CompileOptions::default();
+        for m in &self.macros {
+            o.preprocess.add_macro_arg(m).map_err(Error::BadInput)?;
+        }
+        o.preprocess.include_dirs = self.include_dirs.clone();
+        o.preprocess.preprocessor = match (&self.preprocessor, self.no_preprocessor) {
+            (_, true) => fixlog::Preprocessor::Off,
+            (Some(cmd), _) => fixlog::Preprocessor::External(cmd.clone()),
+            (None, false) => fixlog::Preprocessor::Builtin,
+        };
+        o.functors.dirs = self.library_dirs.clone();
+        o.functors.libs = self.libraries.clone();
+        Ok(o)
     }
 }
 
@@ -385,11 +433,14 @@ fn run(cli: Cli) -> Result<(), Error> {
             program,
             backend,
             join,
+            front,
             magic,
         } => {
             phase("compiling", &program);
             let path = program;
-            let mut program = Fixlog::from_file_with(&path, &magic.options())?;
+            let mut options = front.options()?;
+            options.check = magic.options();
+            let mut program = Fixlog::from_file_with(&path, &options)?;
             if !matches!(join, JoinArg::Auto) {
                 program.set_plan_options(&join.into())?;
             }
@@ -420,6 +471,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             quiet,
             no_warn,
             join,
+            front,
             magic,
         } => {
             fixlog_logical::value::set_runtime_warnings(!no_warn);
@@ -437,7 +489,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             let start = Instant::now();
             phase("compiling", &program);
             let path = program;
-            let mut program = Fixlog::from_file_with(&path, &magic.options())?;
+            let mut options = front.options()?;
+            options.check = magic.options();
+            let mut program = Fixlog::from_file_with(&path, &options)?;
             if !matches!(join, JoinArg::Auto) {
                 program.set_plan_options(&join.into())?;
             }

@@ -109,12 +109,12 @@ struct Tally {
     /// Some relation of a recursive stratum was non-empty.
     recursive: usize,
     /// Per feature of [`FEATURES`], the programs that used it.
-    features: [usize; 13],
+    features: [usize; 17],
     /// Programs whose plan with worst-case-optimal joins forced has an intersection.
     intersections: usize,
 }
 
-const FEATURES: [&str; 13] = [
+const FEATURES: [&str; 17] = [
     "rec",
     "neg",
     "agg",
@@ -128,6 +128,10 @@ const FEATURES: [&str; 13] = [
     "choice",
     "subsumption",
     "records",
+    "range",
+    "cast",
+    "witness",
+    "autoinc",
 ];
 
 /// Runs `check_inner`, turning a panic (in the engine or the reference) into a failure
@@ -275,7 +279,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
                 got_rows
             );
             prop_assert_eq!(db.len(&relation.name), Some(want.len()));
-            let is_idb = generated.relations[id].layer > 0;
+            let is_idb = generated.relations.get(id).is_some_and(|r| r.layer > 0);
             any_idb |= is_idb && !want.is_empty();
             let in_recursive_stratum = program
                 .strata
@@ -304,6 +308,10 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
         f.choice,
         f.subsumption,
         f.records,
+        f.range,
+        f.cast,
+        f.witness,
+        f.autoinc,
     ];
     for (count, on) in t.features.iter_mut().zip(used) {
         *count += usize::from(on);
@@ -361,7 +369,7 @@ fn differential() {
     );
     for (name, n) in FEATURES.iter().zip(t.features) {
         assert!(
-            n * 20 >= t.cases,
+            n * 40 >= t.cases,
             "feature {name} appeared in only {n} of {} programs",
             t.cases
         );

@@ -161,16 +161,26 @@ fn surely_terminates(p: &Program) -> bool {
         match l {
             Literal::Compare { lhs, rhs, .. } => computes(lhs) || computes(rhs),
             Literal::Predicate { .. } | Literal::Atom(_) | Literal::Negation(_) => false,
-            Literal::Aggregate { .. } => true,
+            Literal::Aggregate { .. } | Literal::Range { .. } => true,
         }
     }
-    p.strata.iter().filter(|s| s.recursive).all(|s| {
-        s.rules.iter().all(|&r| {
-            let rule = &p.rules[r];
-            !rule.head.args.iter().any(computes)
-                && !rule.body.iter().any(|l| lit_computes(l, &computes))
+    // A mutated `range` may count to 2^31 (bounded, but slow): not run.
+    fn has_range(body: &[Literal]) -> bool {
+        body.iter().any(|l| match l {
+            Literal::Range { .. } => true,
+            Literal::Aggregate { body, .. } => has_range(body),
+            _ => false,
         })
-    })
+    }
+    let ranges = p.rules.iter().any(|r| has_range(&r.body));
+    !ranges
+        && p.strata.iter().filter(|s| s.recursive).all(|s| {
+            s.rules.iter().all(|&r| {
+                let rule = &p.rules[r];
+                !rule.head.args.iter().any(computes)
+                    && !rule.body.iter().any(|l| lit_computes(l, &computes))
+            })
+        })
 }
 
 /// Compiles `bytes` (through a file, so that the reading of bytes is fuzzed too) and,

@@ -4,7 +4,8 @@
 //! the files the run must write (compared byte for byte; no other file may be written)
 //! and optionally `expected/stdout` (else stdout must be empty) and `expected/stderr`
 //! (every line of it must occur in stderr: warnings), and optionally `args`:
-//! the command line, with `{program}`, `{facts}` and `{out}` replaced (default
+//! the command line, with `{program}`, `{facts}`, `{out}` and `{case}` (the case's
+//! directory) replaced (default
 //! `run {program} -F {facts} -D {out}`). Each case runs with `-j 1` and `-j 4`, in a
 //! temporary working directory.
 //!
@@ -67,6 +68,7 @@ fn run_case(case: &Path, jobs: usize) -> Vec<String> {
             a.replace("{program}", case.join("program.dl").to_str().unwrap())
                 .replace("{facts}", facts.to_str().unwrap())
                 .replace("{out}", out.to_str().unwrap())
+                .replace("{case}", case.to_str().unwrap())
         })
         .collect();
     args.extend(["-j".to_string(), jobs.to_string()]);

@@ -3,7 +3,7 @@
 
 mod support;
 
-use fixlog::{CompileOptions, Datum, Fixlog, RunOptions};
+use fixlog::{CheckOptions, CompileOptions, Datum, Fixlog, RunOptions};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use std::cell::Cell;
@@ -177,7 +177,10 @@ fn inserted_facts_reach_the_adorned_copies() {
         q(y) :- path(1, y).
     "#;
     let options = CompileOptions {
-        magic_transform: Some("*".into()),
+        check: CheckOptions {
+            magic_transform: Some("*".into()),
+            ..CheckOptions::default()
+        },
         ..CompileOptions::default()
     };
     let mut f = Fixlog::from_source_with("p.dl", prog, &options).unwrap();
@@ -206,7 +209,10 @@ fn same_with_magic(g: &Generated, transformed: &Cell<usize>) -> Result<(), TestC
         return Ok(());
     };
     let options = CompileOptions {
-        magic_transform: Some("*".into()),
+        check: CheckOptions {
+            magic_transform: Some("*".into()),
+            ..CheckOptions::default()
+        },
         ..CompileOptions::default()
     };
     let mut magic = Fixlog::from_source_with("random.dl", &g.text, &options).map_err(|e| {
@@ -600,4 +606,39 @@ fn random_programs_are_the_same_with_a_relation_inlined() {
     }
     eprintln!("{} relations inlined", inlined.get());
     assert!(inlined.get() >= cases as usize, "{}", inlined.get());
+}
+
+#[test]
+fn programs_with_autoinc_are_not_transformed() {
+    let prog = r#"
+        .decl e(x: number, y: number)
+        e(1, 2). e(2, 3). e(3, 4).
+        .decl p(x: number, y: number)
+        p(x, y) :- e(x, y).
+        p(x, z) :- p(x, y), e(y, z).
+        .decl n(x: number, id: number)
+        n(y, autoinc()) :- p(1, y).
+        .decl q(y: number, id: number)
+        .output q
+        q(y, i) :- n(y, i), p(2, y).
+    "#;
+    let options = CompileOptions {
+        check: CheckOptions {
+            magic_transform: Some("*".into()),
+            ..CheckOptions::default()
+        },
+        ..CompileOptions::default()
+    };
+    let plain = Fixlog::from_source("p.dl", prog).unwrap();
+    let magic = Fixlog::from_source_with("p.dl", prog, &options).unwrap();
+    assert!(magic
+        .program()
+        .relations
+        .iter()
+        .all(|r| !r.name.contains('@')));
+    let (a, b) = (
+        plain.run(&RunOptions::default()).unwrap(),
+        magic.run(&RunOptions::default()).unwrap(),
+    );
+    assert_eq!(a.relation("q"), b.relation("q"));
 }

@@ -241,7 +241,7 @@ impl Backend for CudaBackend {
         if arity == 0 {
             return Ok(CudaRelation::empty(0));
         }
-        if rows.len() % arity != 0 {
+        if !rows.len().is_multiple_of(arity) {
             return Err(ExecError::Backend(format!(
                 "{} values do not make rows of arity {arity}",
                 rows.len()

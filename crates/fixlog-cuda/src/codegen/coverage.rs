@@ -215,7 +215,7 @@ fn join(
             Vec::new()
         },
         project: projection(out, width, salt),
-        distinct: salt % 2 == 0,
+        distinct: salt.is_multiple_of(2),
     }
 }
 

@@ -405,7 +405,8 @@ impl<'a> Lower<'a> {
                     | Functor::ToString
                     | Functor::Convert(..)
                     | Functor::Pack(_)
-                    | Functor::Field(..) => {
+                    | Functor::Field(..)
+                    | Functor::User { .. } => {
                         return Err(format!("functor {func:?} cannot run on the device"))
                     }
                 }

@@ -157,6 +157,10 @@ pub fn expr_host_reason(e: &PExpr) -> Option<String> {
                 Functor::Field(..) => {
                     return Some("reading a record's field needs the record table".into())
                 }
+                // A function of a shared library, called on the host.
+                Functor::User { .. } => {
+                    return Some("a user-defined functor (`@f`) is called on the host".into())
+                }
             };
             if let Some(name) = name {
                 return Some(format!("`{name}` needs the symbol table"));

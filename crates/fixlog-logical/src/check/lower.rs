@@ -383,18 +383,32 @@ impl RuleCx<'_, '_> {
                 user,
                 span,
             } => {
-                if *user {
-                    self.error(Diagnostic::error(
-                        format!("user-defined functors (`@{}`) are not supported", name.name),
-                        *span,
-                    ));
-                    return None;
+                if !*user && name.name == "as" {
+                    // The parser gives the type's name as a string constant.
+                    let (Some(value), Some(ast::Expr::Str(ty, ty_span)), 2) =
+                        (args.first(), args.get(1), args.len())
+                    else {
+                        self.error(Diagnostic::error(
+                            "`as` takes a value and a type: `as(value, Type)`",
+                            *span,
+                        ));
+                        return None;
+                    };
+                    let ty = self.ck.resolve_type(&ast::Ident {
+                        name: ty.clone(),
+                        span: *ty_span,
+                    });
+                    let value = self.lower_expr(value, scope, out)?;
+                    return Some(LExpr::Call(Builtin::Cast(ty?), "as", vec![value], *span));
                 }
                 let lowered: Vec<Option<LExpr>> = args
                     .iter()
                     .map(|a| self.lower_expr(a, scope, out))
                     .collect();
                 let args: Vec<LExpr> = lowered.into_iter().collect::<Option<Vec<_>>>()?;
+                if *user {
+                    return self.lower_user_call(name, args, *span);
+                }
                 return self.lower_call(name, args, *span, out);
             }
             ast::Expr::Aggregate {
@@ -500,6 +514,46 @@ impl RuleCx<'_, '_> {
         (LExpr::Var(v, span), 1)
     }
 
+    /// `@f(args)`: a call of a functor declared with `.functor`.
+    fn lower_user_call(
+        &mut self,
+        name: &ast::Ident,
+        args: Vec<LExpr>,
+        span: Span,
+    ) -> Option<LExpr> {
+        let n = name.name.as_str();
+        let Some(&k) = self.ck.functor_ids.get(n) else {
+            let d = Diagnostic::error(format!("unknown user-defined functor `@{n}`"), name.span);
+            let d = match suggest(n, self.ck.functor_ids.keys().map(String::as_str)) {
+                Some(s) => d.with_help(format!("did you mean `@{s}`?")),
+                None => d.with_help(format!("declare it with `.functor {n}(...): type`")),
+            };
+            self.error(d);
+            return None;
+        };
+        let decl = &self.ck.functors[k as usize];
+        let arity = decl.params.len();
+        if args.len() != arity {
+            self.error(Diagnostic::error(
+                format!(
+                    "`@{n}` takes {arity} argument{} but {} {} given",
+                    if arity == 1 { "" } else { "s" },
+                    args.len(),
+                    if args.len() == 1 { "was" } else { "were" }
+                ),
+                span,
+            ));
+            return None;
+        }
+        let result = decl.result;
+        Some(LExpr::Call(
+            Builtin::User(k, result),
+            "a user-defined functor",
+            args,
+            span,
+        ))
+    }
+
     pub(super) fn lower_call(
         &mut self,
         name: &ast::Ident,
@@ -536,6 +590,50 @@ impl RuleCx<'_, '_> {
                     acc = LExpr::Binary(op, Box::new(a), Box::new(x), span);
                 }
                 return Some(acc);
+            }
+            "autoinc" => {
+                if !args.is_empty() {
+                    self.error(Diagnostic::error(
+                        format!("`autoinc` takes no arguments but {} were given", args.len()),
+                        span,
+                    ));
+                    return None;
+                }
+                if self.fact_mode {
+                    self.error(
+                        Diagnostic::error("`autoinc()` cannot be used in a fact", span)
+                            .with_help("write a rule: `r(autoinc()) :- true.`"),
+                    );
+                    return None;
+                }
+                let v = self.fresh_var("autoinc");
+                self.vars[v].ty = Some(ColType::Number);
+                self.vars[v].origin = Some((span, "the result of `autoinc()`".to_string()));
+                self.autoinc.push((v, span));
+                return Some(LExpr::Var(v, span));
+            }
+            "range" => {
+                if self.fact_mode {
+                    self.error(
+                        Diagnostic::error("`range` cannot be used in a fact", span)
+                            .with_help("write a rule: `r(x) :- x = range(from, to).`"),
+                    );
+                    return None;
+                }
+                if !(2..=3).contains(&args.len()) {
+                    self.error(Diagnostic::error(
+                        format!(
+                            "`range` takes 2 or 3 arguments (from, to[, step]) but {} {} given",
+                            args.len(),
+                            if args.len() == 1 { "was" } else { "were" }
+                        ),
+                        span,
+                    ));
+                    return None;
+                }
+                let v = self.fresh_var("range");
+                out.push(LLit::Range { out: v, args, span });
+                return Some(LExpr::Var(v, span));
             }
             "cat" => {
                 if args.is_empty() {

@@ -17,6 +17,10 @@ pub(super) enum Builtin {
     ToFloat,
     /// `itou`, `ftoi`, ...: conversion from a fixed type to another.
     Fixed(ColType, ColType),
+    /// `as(value, T)`: the value's bits read as a `T` (no conversion, as in Soufflé).
+    Cast(ColType),
+    /// `@f(...)`: user-defined functor `index` (of `Checker::functors`) and its result.
+    User(u32, ColType),
 }
 
 impl Builtin {
@@ -26,7 +30,8 @@ impl Builtin {
             Builtin::Strlen | Builtin::Ord | Builtin::ToNumber => ColType::Number,
             Builtin::ToUnsigned => ColType::Unsigned,
             Builtin::ToFloat => ColType::Float,
-            Builtin::Fixed(_, to) => to,
+            Builtin::Fixed(_, to) | Builtin::Cast(to) => to,
+            Builtin::User(_, result) => result,
         }
     }
 
@@ -40,7 +45,13 @@ impl Builtin {
                 ColType::Number
             }),
             Builtin::Fixed(from, _) => Some(from),
-            Builtin::ToNumber | Builtin::ToString | Builtin::ToUnsigned | Builtin::ToFloat => None,
+            Builtin::ToNumber
+            | Builtin::ToString
+            | Builtin::ToUnsigned
+            | Builtin::ToFloat
+            | Builtin::Cast(_) => None,
+            // Given by the declaration (`RuleCx::propagate` and `emit_expr` read it).
+            Builtin::User(..) => None,
         }
     }
 }
@@ -206,6 +217,12 @@ pub(super) enum LLit {
         outer: HashSet<VarId>,
         span: Span,
     },
+    /// `out = range(args)`: binds `out` once the arguments are bound.
+    Range {
+        out: VarId,
+        args: Vec<LExpr>,
+        span: Span,
+    },
     False(Span),
 }
 
@@ -227,6 +244,12 @@ impl LLit {
                 rhs.vars(out);
             }
             LLit::Pred { args, .. } => args.iter().for_each(|a| a.vars(out)),
+            LLit::Range {
+                out: o, args, span, ..
+            } => {
+                out.push((*o, *span));
+                args.iter().for_each(|a| a.vars(out));
+            }
             LLit::Agg {
                 out: o,
                 arg,
@@ -264,6 +287,9 @@ pub(super) struct RuleCx<'c, 'a> {
     /// node), the names that refer to the enclosing scope (see
     /// [`RuleCx::aggregate_scopes`]).
     pub(super) injected: HashMap<usize, HashSet<String>>,
+    /// The variables standing for the `autoinc()`s lowered so far (see
+    /// [`ir::AutoInc`]), with their places.
+    pub(super) autoinc: Vec<(VarId, Span)>,
 }
 
 /// The variable names of an expression left to right (not those inside aggregates) and
@@ -377,6 +403,26 @@ pub(super) fn aggregate_names(a: &ast::Expr) -> (HashSet<&str>, HashSet<&str>) {
     (all, target)
 }
 
+/// Whether an expression calls a user-defined functor (`@f(...)`), iteratively.
+pub(super) fn calls_user_functor(e: &ast::Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            ast::Expr::Call { user: true, .. } => return true,
+            ast::Expr::Unary { arg, .. } => stack.push(arg),
+            ast::Expr::Binary { lhs, rhs, .. } => {
+                stack.push(rhs);
+                stack.push(lhs);
+            }
+            ast::Expr::Call { args, .. } | ast::Expr::Constructor { args, .. } => {
+                stack.extend(args.iter())
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Whether an expression is made of constants only (iterative, like [`expr_parts`]).
 pub(super) fn is_const(e: &ast::Expr) -> bool {
     let mut stack = vec![e];
@@ -447,6 +493,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             fact_mode,
             const_context: 0,
             injected: HashMap::new(),
+            autoinc: Vec::new(),
         }
     }
 
@@ -487,9 +534,44 @@ impl<'c, 'a> RuleCx<'c, 'a> {
             }
         }
         let head_exprs: Vec<&ast::Expr> = head.args.iter().collect();
-        let (body, head_args) = self.lower_scope(conj, &head_exprs, &HashMap::new());
+        let (mut body, head_args) = self.lower_scope(conj, &head_exprs, &HashMap::new());
         if self.ck.errors.len() != before {
             return None;
+        }
+        self.ground_witnesses(&mut body);
+        if !self.autoinc.is_empty() {
+            let mut in_body = Vec::new();
+            body.iter().for_each(|l| l.vars(&mut in_body));
+            for &(v, s) in &self.autoinc.clone() {
+                if in_body.iter().any(|x| x.0 == v) {
+                    self.error(
+                        Diagnostic::error("`autoinc()` can only be used in the head of a rule", s)
+                            .with_help("number the tuples in the head: `r(x, autoinc()) :- ...`"),
+                    );
+                }
+            }
+            if self.ck.errors.len() != before {
+                return None;
+            }
+            // Every binding of the body gets a number: name the `_` of positive atoms.
+            for l in body.iter_mut() {
+                if let LLit::Atom {
+                    args,
+                    negated: false,
+                    span,
+                    ..
+                } = l
+                {
+                    let span = *span;
+                    for a in args.iter_mut() {
+                        if matches!(a, LTerm::Wild) {
+                            self.fresh += 1;
+                            let v = self.new_var(format!("$_{}", self.fresh));
+                            *a = LTerm::Var(v, span);
+                        }
+                    }
+                }
+            }
         }
         let head_args: Vec<LExpr> = head_args.into_iter().flatten().collect();
         self.range_check(&body, &head_args, &HashSet::new(), false);

@@ -33,10 +33,11 @@ mod range;
 mod records;
 mod relation_kinds;
 mod typing;
+mod witness;
 
 use crate::ground::Grounding;
 use crate::ir::{self, ColType, RelId, Value, VarId};
-use crate::stratify::stratify_with;
+use crate::stratify::stratify_autoinc;
 use crate::symbols::SymbolTable;
 use crate::value;
 use fixlog_syntax::ast;
@@ -74,7 +75,7 @@ fn bin_op(op: ast::BinOp) -> ir::BinOp {
 
 /// Options of the front end that change the program it produces.
 #[derive(Clone, Debug, Default)]
-pub struct CompileOptions {
+pub struct CheckOptions {
     /// `--magic-transform`: relation names separated by commas, or `*`; given, it
     /// replaces the program's `.pragma "magic-transform"` (as in Soufflé, the command
     /// line wins). See [`crate::magic`].
@@ -85,14 +86,14 @@ pub struct CompileOptions {
 
 /// Check a parsed program and produce the stratified logical IR.
 pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program, Diagnostics> {
-    check_with(program, sources, &CompileOptions::default())
+    check_with(program, sources, &CheckOptions::default())
 }
 
-/// [`check`] with [`CompileOptions`].
+/// [`check`] with [`CheckOptions`].
 pub fn check_with(
     program: &ast::Program,
     sources: &SourceMap,
-    options: &CompileOptions,
+    options: &CheckOptions,
 ) -> Result<ir::Program, Diagnostics> {
     // Components are instantiated first, into plain items (see `crate::components`).
     let expanded;
@@ -118,6 +119,9 @@ pub fn check_with(
         warnings: Vec::new(),
         inline: HashSet::new(),
         magic_qualifier: HashMap::new(),
+        autoincs: Vec::new(),
+        functors: Vec::new(),
+        functor_ids: HashMap::new(),
     };
     ck.run(program);
     if !ck.errors.is_empty() {
@@ -129,6 +133,20 @@ pub fn check_with(
         .iter()
         .map(|r| ck.inline.contains(&r.name))
         .collect();
+    for a in &ck.autoincs {
+        if inline[a.target] {
+            ck.errors.push(Diagnostic::error(
+                format!(
+                    "inline relation `{}` cannot have `autoinc()` in a head",
+                    ck.relations[a.target].name
+                ),
+                a.span,
+            ));
+        }
+    }
+    if !ck.errors.is_empty() {
+        return Err(finish_errors(ck.errors));
+    }
     crate::inline::inline(
         crate::inline::Parts {
             relations: &mut ck.relations,
@@ -140,8 +158,34 @@ pub fn check_with(
         sources,
     )
     .map_err(finish_errors)?;
-    let mut strata = stratify_with(&ck.relations, &ck.rules, &ck.subsumptions)
+    // The relations after the inline ones moved down.
+    let moved = |r: RelId| r - inline[..r].iter().filter(|&&i| i).count();
+    for a in &mut ck.autoincs {
+        a.source = moved(a.source);
+        a.target = moved(a.target);
+    }
+    let reads: Vec<(RelId, RelId, Span)> = ck
+        .autoincs
+        .iter()
+        .map(|a| (a.target, a.source, a.span))
+        .collect();
+    let mut strata = stratify_autoinc(&ck.relations, &ck.rules, &ck.subsumptions, &reads)
         .map_err(|e| finish_errors(e.0))?;
+    // Soufflé rejects `autoinc()` in recursive rules; numbers are drawn in stratum order.
+    {
+        let stratum_of = |rel: RelId| strata.iter().position(|s| s.relations.contains(&rel));
+        for a in &ck.autoincs {
+            if stratum_of(a.target).is_some_and(|s| strata[s].recursive) {
+                ck.errors.push(
+                    Diagnostic::error("`autoinc()` cannot be used in a recursive rule", a.span)
+                        .with_help("as in Soufflé: derive the tuples first, then number them in a rule that reads them"),
+                );
+            }
+        }
+    }
+    if !ck.errors.is_empty() {
+        return Err(finish_errors(ck.errors));
+    }
     check_plan_versions(&ck.rules, &strata).map_err(finish_errors)?;
     // The magic-set transform (`crate::magic`): the command line's relations, or the
     // program's pragmas.
@@ -156,22 +200,32 @@ pub fn check_with(
         None => pragma_values(program, "magic-transform-exclude").for_each(|v| exclude.add(v)),
     }
     spec.exclude = exclude.names;
-    if !spec.is_empty() || ck.magic_qualifier.values().any(|&q| q) {
-        let candidates =
+    // `autoinc()` draws one counter in stratum order, which the transform changes: a
+    // program that uses it is left as it is (its numbers stay those of a plain run).
+    if ck.autoincs.is_empty() && (!spec.is_empty() || ck.magic_qualifier.values().any(|&q| q)) {
+        let mut candidates =
             crate::magic::candidates(&ck.relations, &ck.rules, &ck.subsumptions, &spec, &|name| {
                 ck.magic_qualifier.get(name).copied()
             });
+        // What `autoinc()` numbers is numbered by the driver: never copied.
+        for a in &ck.autoincs {
+            candidates[a.source] = false;
+            candidates[a.target] = false;
+        }
         if crate::magic::transform(
             &mut ck.relations,
             &mut ck.facts,
             &mut ck.rules,
             &strata,
             candidates,
+            &reads.iter().map(|&(t, s, _)| (t, s)).collect::<Vec<_>>(),
         ) {
-            strata = stratify_with(&ck.relations, &ck.rules, &ck.subsumptions)
+            strata = stratify_autoinc(&ck.relations, &ck.rules, &ck.subsumptions, &reads)
                 .map_err(|e| finish_errors(e.0))?;
         }
     }
+    let stratum_of = |rel: RelId| strata.iter().position(|s| s.relations.contains(&rel));
+    ck.autoincs.sort_by_key(|a| stratum_of(a.target));
     ck.symbols
         .records()
         .set_types(std::mem::take(&mut ck.record_types));
@@ -184,6 +238,8 @@ pub fn check_with(
         strata,
         symbols: ck.symbols,
         warnings,
+        autoincs: ck.autoincs,
+        functors: ck.functors,
     })
 }
 
@@ -277,6 +333,7 @@ fn functor_result(f: ir::Functor) -> ColType {
         ir::Functor::ToFloat => ColType::Float,
         ir::Functor::Convert(_, to) => to,
         ir::Functor::Pack(t) | ir::Functor::Field(_, t) => t,
+        ir::Functor::User { result, .. } => result,
     }
 }
 
@@ -344,6 +401,10 @@ struct Checker<'a> {
     inline: HashSet<String>,
     /// Relations declared `magic` (true) or `no_magic` (false).
     magic_qualifier: HashMap<String, bool>,
+    autoincs: Vec<ir::AutoInc>,
+    /// User-defined functors (`.functor`) and their indexes by name.
+    functors: Vec<ir::FunctorDecl>,
+    functor_ids: HashMap<String, u32>,
 }
 
 fn builtin_type(name: &str) -> Option<ColType> {
@@ -422,10 +483,13 @@ impl<'a> Checker<'a> {
         for item in &program.items {
             match item {
                 ast::Item::Decl(d) => self.decl(d),
-                ast::Item::Functor { span, .. } => self.error(Diagnostic::error(
-                    "user-defined functors (`.functor`) are not supported",
-                    *span,
-                )),
+                ast::Item::Functor {
+                    name,
+                    params,
+                    result,
+                    stateful,
+                    span,
+                } => self.functor_decl(name, params, result, *stateful, *span),
                 _ => {}
             }
         }
@@ -448,13 +512,71 @@ impl<'a> Checker<'a> {
         }
         // Soufflé's warning for relations that nothing fills.
         for rel in &self.relations {
-            if rel.inputs.is_empty() && !has_clauses.contains(rel.name.as_str()) {
+            if rel.inputs.is_empty()
+                && !has_clauses.contains(rel.name.as_str())
+                && !rel.name.starts_with('$')
+            {
                 self.warnings.push(Diagnostic::error(
                     format!("no rules/facts defined for relation `{}`", rel.name),
                     rel.span,
                 ));
             }
         }
+    }
+
+    /// A `.functor` declaration: its types must be (subtypes of) the four base types.
+    fn functor_decl(
+        &mut self,
+        name: &ast::Ident,
+        params: &[ast::Ident],
+        result: &ast::Ident,
+        stateful: bool,
+        span: Span,
+    ) {
+        if let Some(&prev) = self.functor_ids.get(&name.name) {
+            let loc = self.sources.location(self.functors[prev as usize].span);
+            self.error(
+                Diagnostic::error(
+                    format!("functor `{}` is declared more than once", name.name),
+                    name.span,
+                )
+                .with_note(format!("first declared at {loc}")),
+            );
+            return;
+        }
+        let mut ok = true;
+        let mut ty = |ck: &mut Self, t: &ast::Ident| match ck.resolve_type(t) {
+            Some(ColType::Record(_)) => {
+                ck.error(Diagnostic::error(
+                    format!(
+                        "functor `{}`: record and ADT types (`{}`) cannot be passed to or returned by user-defined functors",
+                        name.name, t.name
+                    ),
+                    t.span,
+                ));
+                ok = false;
+                ColType::Number
+            }
+            Some(c) => c,
+            None => {
+                ok = false;
+                ColType::Number
+            }
+        };
+        let params: Vec<ColType> = params.iter().map(|p| ty(self, p)).collect();
+        let result = ty(self, result);
+        if !ok {
+            return;
+        }
+        self.functor_ids
+            .insert(name.name.clone(), self.functors.len() as u32);
+        self.functors.push(ir::FunctorDecl {
+            name: name.name.clone(),
+            params,
+            result,
+            stateful,
+            span,
+        });
     }
 
     fn resolve_type(&mut self, name: &ast::Ident) -> Option<ColType> {
@@ -812,10 +934,16 @@ impl<'a> Checker<'a> {
                 let before = self.errors.len();
                 let mut cx = RuleCx::new(self, false);
                 let rule = cx.rule(head, rel, conj, c.span);
+                let autoinc = std::mem::take(&mut cx.autoinc);
                 if let Some(mut rule) = rule {
                     if self.errors.len() == before {
-                        rule.plan = self.plan_order(c, &rule);
-                        self.rules.push(rule);
+                        if autoinc.is_empty() {
+                            rule.plan = self.plan_order(c, &rule);
+                            self.rules.push(rule);
+                        } else {
+                            // The rule is split in two: a `.plan` is not applied.
+                            self.split_autoinc(rule, &autoinc);
+                        }
                     }
                 }
             }
@@ -826,6 +954,18 @@ impl<'a> Checker<'a> {
         let Some(rel) = self.resolve_atom(head) else {
             return;
         };
+        // A fact calling a user-defined functor is computed when the program runs (the
+        // library is bound after checking): a rule with an empty body.
+        if head.args.iter().any(calls_user_functor) {
+            let before = self.errors.len();
+            let mut cx = RuleCx::new(self, false);
+            if let Some(rule) = cx.rule(head, rel, &[], span) {
+                if self.errors.len() == before {
+                    self.rules.push(rule);
+                }
+            }
+            return;
+        }
         let types = self.relations[rel].types();
         let mut cx = RuleCx::new(self, true);
         let mut values = Vec::new();
@@ -898,5 +1038,136 @@ fn dnf(b: &ast::Body, limit: usize) -> Result<Vec<Vec<&ast::Literal>>, ()> {
             }
             Ok(acc)
         }
+    }
+}
+
+impl Checker<'_> {
+    /// Writes a rule with `autoinc()` in its head as the two rules of [`ir::AutoInc`].
+    fn split_autoinc(&mut self, rule: ir::Rule, autoinc: &[(VarId, Span)]) {
+        fn expr_vars(e: &ir::Expr, out: &mut std::collections::BTreeSet<VarId>) {
+            match e {
+                ir::Expr::Var(v) => {
+                    out.insert(*v);
+                }
+                ir::Expr::Const(_) => {}
+                ir::Expr::Unary { arg, .. } => expr_vars(arg, out),
+                ir::Expr::Binary { lhs, rhs, .. } => {
+                    expr_vars(lhs, out);
+                    expr_vars(rhs, out);
+                }
+                ir::Expr::Functor { args, .. } => args.iter().for_each(|a| expr_vars(a, out)),
+            }
+        }
+        // The body's variables (an aggregate's correlated ones occur outside it too).
+        let mut vs = std::collections::BTreeSet::new();
+        for l in &rule.body {
+            match l {
+                ir::Literal::Atom(a) | ir::Literal::Negation(a) => {
+                    for t in &a.args {
+                        if let ir::Term::Var(v) = t {
+                            vs.insert(*v);
+                        }
+                    }
+                }
+                ir::Literal::Compare { lhs, rhs, .. } => {
+                    expr_vars(lhs, &mut vs);
+                    expr_vars(rhs, &mut vs);
+                }
+                ir::Literal::Predicate { args, .. } => {
+                    args.iter().for_each(|a| expr_vars(a, &mut vs));
+                }
+                ir::Literal::Range { out, args, .. } => {
+                    vs.insert(*out);
+                    args.iter().for_each(|a| expr_vars(a, &mut vs));
+                }
+                ir::Literal::Aggregate { out, .. } => {
+                    vs.insert(*out);
+                }
+            }
+        }
+        let vs: Vec<VarId> = vs.into_iter().collect();
+        let column = |v: VarId| {
+            let ty = rule.vars[v].ty;
+            ir::Column {
+                name: rule.vars[v].name.trim_start_matches('$').to_string(),
+                ty,
+                type_name: self.type_label(ty),
+            }
+        };
+        let n = self.autoincs.len();
+        let head_name = self.relations[rule.head.rel].name.clone();
+        let span = autoinc[0].1;
+        let relation = |name: String, columns: Vec<ir::Column>| ir::Relation {
+            name,
+            columns,
+            span,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            printsize: false,
+            eqrel: false,
+            choice_domains: Vec::new(),
+        };
+        let source_cols: Vec<ir::Column> = vs.iter().map(|&v| column(v)).collect();
+        let mut target_cols = vec![ir::Column {
+            name: "autoinc".to_string(),
+            ty: ColType::Number,
+            type_name: "number".to_string(),
+        }];
+        target_cols.extend(source_cols.iter().cloned());
+        let source = self.relations.len();
+        self.relations
+            .push(relation(format!("$autoinc{n}_{head_name}"), source_cols));
+        let target = self.relations.len();
+        self.relations.push(relation(
+            format!("$autoinc{n}_{head_name}_numbered"),
+            target_cols,
+        ));
+        let c0 = autoinc[0].0;
+        let mut body = vec![ir::Literal::Atom(ir::Atom {
+            rel: target,
+            args: std::iter::once(c0)
+                .chain(vs.iter().copied())
+                .map(ir::Term::Var)
+                .collect(),
+            span,
+        })];
+        for (j, &(c, s)) in autoinc.iter().enumerate().skip(1) {
+            body.push(ir::Literal::Compare {
+                op: ir::CmpOp::Eq,
+                lhs: ir::Expr::Var(c),
+                rhs: ir::Expr::Binary {
+                    op: ir::BinOp::Add,
+                    ty: ColType::Number,
+                    lhs: Box::new(ir::Expr::Var(c0)),
+                    rhs: Box::new(ir::Expr::Const(j as Value)),
+                },
+                ty: ColType::Number,
+                span: s,
+            });
+        }
+        self.rules.push(ir::Rule {
+            head: ir::Head {
+                rel: source,
+                args: vs.iter().map(|&v| ir::Expr::Var(v)).collect(),
+                span: rule.head.span,
+            },
+            body: rule.body,
+            vars: rule.vars.clone(),
+            span: rule.span,
+            plan: Vec::new(),
+        });
+        self.rules.push(ir::Rule {
+            head: rule.head,
+            body,
+            vars: rule.vars,
+            span: rule.span,
+            plan: Vec::new(),
+        });
+        self.autoincs.push(ir::AutoInc {
+            source,
+            target,
+            per_tuple: autoinc.len() as u32,
+            span,
+        });
     }
 }

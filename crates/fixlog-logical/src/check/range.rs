@@ -53,6 +53,11 @@ impl RuleCx<'_, '_> {
                         }
                     }
                 }
+                LLit::Range { out, args, .. } => {
+                    let mut vs = Vec::new();
+                    args.iter().for_each(|a| a.vars(&mut vs));
+                    g.rule(*out, vs.into_iter().map(|x| x.0).collect());
+                }
                 LLit::Agg {
                     out,
                     arg,
@@ -152,9 +157,12 @@ impl RuleCx<'_, '_> {
                         }
                     }
                 }
-                LLit::Cmp { .. } | LLit::Pred { .. } => {
+                LLit::Cmp { .. } | LLit::Pred { .. } | LLit::Range { .. } => {
                     let mut vs = Vec::new();
-                    l.vars(&mut vs);
+                    match l {
+                        LLit::Range { args, .. } => args.iter().for_each(|a| a.vars(&mut vs)),
+                        _ => l.vars(&mut vs),
+                    }
                     for (v, s) in vs {
                         if unbound(&v) && !self.is_fresh(v) && reported.insert(v) {
                             let d = self.unbound(v, s);

@@ -136,7 +136,16 @@ impl Checker<'_> {
             span: c.span,
         };
         let before = self.rules.len();
+        let autoincs_before = self.autoincs.len();
         self.clause(&lowered);
+        if let Some(a) = self.autoincs.get(autoincs_before) {
+            let span = a.span;
+            self.autoincs.truncate(autoincs_before);
+            self.error(Diagnostic::error(
+                "`autoinc()` cannot be used in a subsumptive clause",
+                span,
+            ));
+        }
         let rules: Vec<ir::Rule> = self.rules.drain(before..).collect();
         self.subsumptions.extend(rules);
     }

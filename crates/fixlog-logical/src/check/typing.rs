@@ -105,7 +105,11 @@ impl RuleCx<'_, '_> {
                 // pushed into it, so a variable bound elsewhere (`x = 2.5`,
                 // `m = mean ...`) keeps its type, as in Soufflé.
                 for (i, a) in args.iter().enumerate() {
-                    changed |= self.propagate(a, bi.arg_type(i));
+                    let t = match bi {
+                        Builtin::User(k, _) => self.ck.functors[*k as usize].params.get(i).copied(),
+                        _ => bi.arg_type(i),
+                    };
+                    changed |= self.propagate(a, t);
                 }
                 changed
             }
@@ -127,6 +131,15 @@ impl RuleCx<'_, '_> {
                 LLit::Pred { args, .. } => {
                     for a in args {
                         changed |= self.propagate(a, Some(ColType::Symbol));
+                    }
+                }
+                LLit::Range { out, args, span } => {
+                    let t = self.vars[*out]
+                        .ty
+                        .or_else(|| args.iter().find_map(|a| self.infer(a)));
+                    changed |= self.propagate(&LExpr::Var(*out, *span), t);
+                    for a in args {
+                        changed |= self.propagate(a, t);
                     }
                 }
                 LLit::Agg {
@@ -307,8 +320,43 @@ impl RuleCx<'_, '_> {
             LExpr::Record(..) | LExpr::Nil(_) | LExpr::Branch(..) | LExpr::Access(..) => {
                 self.emit_record(e, expected)
             }
+            LExpr::Call(Builtin::Cast(target), _, args, s) => {
+                let a = args.first()?;
+                let at = self.infer(a).unwrap_or(ColType::Number);
+                let numeric =
+                    |t: ColType| matches!(t, ColType::Number | ColType::Unsigned | ColType::Float);
+                if at != *target && !(numeric(at) && numeric(*target)) {
+                    let (from, to) = (self.ck.type_label(at), self.ck.type_label(*target));
+                    let help = match (at, *target) {
+                        (ColType::Symbol, _) => "`as` reads a value's bits without converting them; a symbol's bits are its id in the symbol table: use `to_number`, `to_unsigned` or `to_float` to parse its text",
+                        (_, ColType::Symbol) => "`as` reads a value's bits without converting them; a number's bits are no symbol: use `to_string` to write its text",
+                        _ => "`as` reads a value's bits as another type of the same kind: between `number`, `unsigned` and `float`, or between a type and its subtypes",
+                    };
+                    self.error(
+                        Diagnostic::error(
+                            format!("`as` cannot reinterpret a `{from}` value as a `{to}`"),
+                            *s,
+                        )
+                        .with_help(help),
+                    );
+                    return None;
+                }
+                let (x, _) = self.emit_expr(a, Some(at))?;
+                if let Some(x) = expected.filter(|x| x != target) {
+                    self.mismatch(*s, "the result of `as`", *target, x);
+                    return None;
+                }
+                Some((x, *target))
+            }
             LExpr::Call(bi, name, args, s) => {
                 let (func, arg_tys): (Option<ir::Functor>, Vec<ColType>) = match bi {
+                    Builtin::User(k, result) => (
+                        Some(ir::Functor::User {
+                            index: *k,
+                            result: *result,
+                        }),
+                        self.ck.functors[*k as usize].params.clone(),
+                    ),
                     Builtin::Cat => (Some(ir::Functor::Cat), vec![ColType::Symbol; args.len()]),
                     Builtin::Strlen => (Some(ir::Functor::Strlen), vec![ColType::Symbol]),
                     Builtin::Ord => (Some(ir::Functor::Ord), vec![ColType::Symbol]),
@@ -320,7 +368,8 @@ impl RuleCx<'_, '_> {
                     | Builtin::ToString
                     | Builtin::ToUnsigned
                     | Builtin::ToFloat
-                    | Builtin::Fixed(..) => {
+                    | Builtin::Fixed(..)
+                    | Builtin::Cast(_) => {
                         let target = bi.result();
                         let at = match bi {
                             Builtin::Fixed(from, _) => *from,
@@ -355,7 +404,11 @@ impl RuleCx<'_, '_> {
                     return None;
                 }
                 if let Some(x) = expected.filter(|x| *x != result) {
-                    self.mismatch(*s, &format!("the result of `{name}`"), result, x);
+                    let shown = match bi {
+                        Builtin::User(k, _) => format!("@{}", self.ck.functors[*k as usize].name),
+                        _ => name.to_string(),
+                    };
+                    self.mismatch(*s, &format!("the result of `{shown}`"), result, x);
                     return None;
                 }
                 let Some(func) = func else {
@@ -643,6 +696,29 @@ impl RuleCx<'_, '_> {
                     func: *func,
                     arg,
                     body,
+                    span: *span,
+                })
+            }
+            LLit::Range { out, args, span } => {
+                let t = self.vars[*out].ty.unwrap_or(ColType::Number);
+                if !matches!(t, ColType::Number | ColType::Unsigned | ColType::Float) {
+                    self.error(Diagnostic::error(
+                        format!(
+                            "`range` counts in `number`, `unsigned` or `float`, not in `{}`",
+                            self.ck.type_label(t)
+                        ),
+                        *span,
+                    ));
+                    return None;
+                }
+                let mut out_args = Vec::new();
+                for a in args {
+                    out_args.push(self.emit_expr(a, Some(t))?.0);
+                }
+                Some(ir::Literal::Range {
+                    out: *out,
+                    ty: t,
+                    args: out_args,
                     span: *span,
                 })
             }

@@ -94,6 +94,14 @@ pub struct Features {
     /// Records: packed in heads and equalities, unpacked in atoms (nested too), in
     /// recursion, negation and `=`/`!=`.
     pub records: bool,
+    /// `z = range(..)` (a generator).
+    pub range: bool,
+    /// `as(x, T)` casts.
+    pub cast: bool,
+    /// A local of a `min`/`max` aggregate usable outside it (a witness).
+    pub witness: bool,
+    /// `autoinc()` in a head.
+    pub autoinc: bool,
 }
 
 #[derive(Clone)]
@@ -493,6 +501,11 @@ rw(x) :- {atom}, !rc([_, x]).
                 };
                 args.push(arg);
             }
+            // Soufflé allows `autoinc()` only in rules that are not recursive.
+            if !recursive && head.types.first() == Some(&Ty::Num) && self.c.chance(8) {
+                self.features.autoinc = true;
+                args[0] = "autoinc()".to_string();
+            }
             head_atoms.push(format!("{}({})", head.name, args.join(", ")));
         }
         self.text
@@ -551,7 +564,7 @@ rw(x) :- {atom}, !rc([_, x]).
         }
         // Sometimes an atom over variables the others bound only: it often closes a
         // cycle (a triangle, a square), which the planner joins worst-case-optimally.
-        if n_atoms >= 2 && self.c.chance(25) {
+        if n_atoms >= 2 && self.c.chance(32) {
             let pool: Vec<Rel> = if allow_rec && self.c.chance(30) {
                 recursive = true;
                 same.clone()
@@ -587,7 +600,19 @@ rw(x) :- {atom}, !rc([_, x]).
                     lits.push(format!("{z} < {}", DOMAIN));
                 } else {
                     let y = self.c.pick(&nums).clone();
-                    let expr = match self.c.below(8) {
+                    let expr = match self.c.below(16) {
+                        8 | 9 => {
+                            self.features.range = true;
+                            format!("range({x} % 7, {y} % 7)")
+                        }
+                        10 | 11 => {
+                            self.features.range = true;
+                            format!("range({y} % 7, {x} % 7, {})", self.c.below(5) as i32 - 2)
+                        }
+                        12.. => {
+                            self.features.cast = true;
+                            format!("as(as({x}, unsigned) + 1u, number)")
+                        }
                         0 => format!("{x} + {y}"),
                         1 => format!("{x} - {}", self.c.below(4)),
                         2 => format!("{x} * {y}"),
@@ -783,7 +808,25 @@ rw(x) :- {atom}, !rc([_, x]).
                 let other = self.c.pick(&locals).clone();
                 arg = format!("{arg} + {other}");
             }
-            match self.c.below(4) {
+            let kind = self.c.below(4);
+            // A witness: a local of a `min`/`max` body (not of the aggregated
+            // expression, whose names are always local) made usable outside.
+            let mut witnesses: Vec<String> = locals
+                .iter()
+                .filter(|l| **l != out && !arg.split(" + ").any(|a| a == l.as_str()))
+                .cloned()
+                .collect();
+            if kind >= 2 && witnesses.is_empty() && self.c.chance(70) {
+                let w = vars.fresh("a");
+                body = format!("{body}, {w} = {} + 1", locals[0]);
+                witnesses.push(w);
+            }
+            if kind >= 2 && !witnesses.is_empty() && self.c.chance(80) {
+                self.features.witness = true;
+                let w = self.c.pick(&witnesses).clone();
+                vars.other_bound.push((w, Ty::Num));
+            }
+            match kind {
                 0 => "count".to_string(),
                 1 => format!("sum {arg}"),
                 2 => format!("min {arg}"),

@@ -58,7 +58,28 @@ pub fn evaluate(
     for (rel, new) in facts.into_iter().enumerate() {
         add_round(program, rel, &mut rels, new, symbols);
     }
+    let mut counter: Value = 0;
     for stratum in &program.strata {
+        // `autoinc()`: the source's tuples in output order, numbered from a counter
+        // shared by the run, in stratum order.
+        for a in program
+            .autoincs
+            .iter()
+            .filter(|a| stratum.relations.contains(&a.target))
+        {
+            let types = program.relations[a.source].types();
+            let order = value::output_order(&types, symbols);
+            let mut tuples: Vec<&Vec<Value>> = rels[a.source].iter().collect();
+            tuples.sort_by(|x, y| order(x, y));
+            let mut numbered = Tuples::new();
+            for t in tuples {
+                let mut row = vec![counter];
+                row.extend_from_slice(t);
+                numbered.insert(row);
+                counter = counter.wrapping_add(a.per_tuple);
+            }
+            rels[a.target] = numbered;
+        }
         let in_stratum = |r: RelId| stratum.relations.contains(&r);
         let first: Vec<usize> = stratum
             .rules
@@ -292,6 +313,22 @@ fn solve(ctx: &Ctx, lits: &[&Literal], env: Env, emit: &mut dyn FnMut(&Env)) {
                 }
             }
         }
+        Literal::Range { out, ty, args, .. } => {
+            let args: Option<Vec<Value>> = args
+                .iter()
+                .map(|e| eval_expr(e, &env, ctx.symbols))
+                .collect();
+            if let Some(args) = args {
+                for x in range_of(*ty, &args) {
+                    let mut env2 = env.clone();
+                    match env2[*out] {
+                        Some(y) if y != x => continue,
+                        _ => env2[*out] = Some(x),
+                    }
+                    solve(ctx, &rest, env2, emit);
+                }
+            }
+        }
         Literal::Aggregate {
             out,
             func,
@@ -352,6 +389,11 @@ fn ready(ctx: &Ctx, lit: &Literal, env: &Env) -> bool {
     match lit {
         Literal::Atom(_) => true,
         Literal::Negation(_) | Literal::Predicate { .. } => bound(&literal_vars(lit)),
+        Literal::Range { args, .. } => {
+            let mut vs = BTreeSet::new();
+            args.iter().for_each(|a| expr_vars(a, &mut vs));
+            bound(&vs)
+        }
         Literal::Compare { op, lhs, rhs, .. } => {
             bound(&literal_vars(lit)) || binding(*op, lhs, rhs, env).is_some()
         }
@@ -452,6 +494,7 @@ fn expr_type(e: &Expr, rule: &Rule) -> ColType {
             Functor::ToFloat => ColType::Float,
             Functor::Convert(_, to) => *to,
             Functor::Pack(t) | Functor::Field(_, t) => *t,
+            Functor::User { result, .. } => *result,
         },
     }
 }
@@ -501,6 +544,10 @@ fn add_literal_vars(lit: &Literal, out: &mut BTreeSet<VarId>) {
             expr_vars(rhs, out);
         }
         Literal::Predicate { args, .. } => args.iter().for_each(|a| expr_vars(a, out)),
+        Literal::Range { out: o, args, .. } => {
+            out.insert(*o);
+            args.iter().for_each(|a| expr_vars(a, out));
+        }
         Literal::Aggregate { arg, body, .. } => {
             if let Some(a) = arg {
                 expr_vars(a, out);
@@ -535,5 +582,66 @@ fn vars_outside(rule: &Rule, target: &Literal) -> BTreeSet<VarId> {
     let mut out = BTreeSet::new();
     rule.head.args.iter().for_each(|e| expr_vars(e, &mut out));
     walk(&rule.body, target, &mut out);
+    out
+}
+
+/// The values of `range(from, to[, step])`, written out from Soufflé's loops
+/// (`runRange`): up by a positive step while `< to`, down by a negative one while
+/// `> to`, `from` alone for a zero step unless `from == to`; no step means 1, or -1
+/// when `from > to`. The counter stops where it would leave its type (Soufflé's would
+/// wrap), and a float where adding the step no longer changes it.
+fn range_of(ty: ColType, args: &[Value]) -> Vec<Value> {
+    let mut out = Vec::new();
+    match ty {
+        ColType::Float => {
+            let f = |v: Value| f32::from_bits(v);
+            let (a, b) = (f(args[0]), f(args[1]));
+            let s = args
+                .get(2)
+                .map_or(if a <= b { 1.0 } else { -1.0 }, |&v| f(v));
+            if s == 0.0 {
+                if a != b {
+                    out.push(args[0]);
+                }
+            } else {
+                let mut x = a;
+                while (s > 0.0 && x < b) || (s < 0.0 && x > b) {
+                    out.push(x.to_bits());
+                    if x + s == x {
+                        break;
+                    }
+                    x += s;
+                }
+            }
+        }
+        _ => {
+            let signed = ty != ColType::Unsigned;
+            let int = |v: Value| {
+                if signed {
+                    i128::from(v as i32)
+                } else {
+                    i128::from(v)
+                }
+            };
+            let (a, b) = (int(args[0]), int(args[1]));
+            let s = args.get(2).map_or(if a <= b { 1 } else { -1 }, |&v| int(v));
+            let (lo, hi) = if signed {
+                (i128::from(i32::MIN), i128::from(i32::MAX))
+            } else {
+                (0, i128::from(u32::MAX))
+            };
+            if s == 0 {
+                if a != b {
+                    out.push(args[0]);
+                }
+            } else {
+                let mut x = a;
+                while ((s > 0 && x < b) || (s < 0 && x > b)) && (lo..=hi).contains(&x) {
+                    out.push(x as u32);
+                    x += s;
+                }
+            }
+        }
+    }
     out
 }
