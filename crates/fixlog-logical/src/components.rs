@@ -702,6 +702,7 @@ impl<'a> Expander<'a> {
                         heads: vec![c.heads[i].clone()],
                         body: c.body.clone(),
                         dominating: c.dominating.clone(),
+                        plan: c.plan.clone(),
                         span: c.span,
                     }
                 };

@@ -118,6 +118,22 @@ pub struct Rule {
     pub vars: Vec<VarInfo>,
     /// The whole clause in the source (shared by the rules a clause expands into).
     pub span: Span,
+    /// The clause's `.plan`, checked: per version, the order of the body's positive
+    /// atoms. Empty if none (or dropped by a rewrite that changed the body: inlining,
+    /// the magic-set transform's copies).
+    pub plan: Vec<PlanVersion>,
+}
+
+/// One version of a `.plan` (see `fixlog_syntax::ast::PlanVersion`), checked: `order`
+/// is a permutation of the body's positive atoms (indices among them, from 0, in body
+/// order), and the version exists (0 for a rule that is not recursive; `i` for the
+/// variant that reads the new tuples of its `i`-th atom over its own stratum).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanVersion {
+    pub version: usize,
+    pub order: Vec<usize>,
+    /// The entry in the source, for `explain`.
+    pub span: Span,
 }
 
 /// The head `r(e1, ..., en)`: expressions over body variables.
@@ -328,6 +344,32 @@ pub struct FunctorDecl {
     /// as its 32-bit id (see `crates/fixlog/include/fixlog_functors.h`).
     pub stateful: bool,
     pub span: fixlog_syntax::Span,
+}
+
+impl Functor {
+    /// Whether the functor gives the same result for the same arguments and has no
+    /// effect, so that a rewrite (the magic-set transform, inlining) may evaluate it
+    /// in another rule or another number of times. Every functor here is; a counter
+    /// (`autoinc()`) or a user-defined functor must answer `false`.
+    pub fn is_pure(&self) -> bool {
+        match self {
+            Functor::Cat
+            | Functor::Strlen
+            | Functor::Substr
+            | Functor::Ord
+            | Functor::ToNumber
+            | Functor::ToString
+            | Functor::ToUnsigned
+            | Functor::ToFloat
+            | Functor::ToInteger
+            | Functor::Convert(..)
+            | Functor::Pack(_)
+            | Functor::Field(..) => true,
+            // A user-defined functor may keep state or have effects (Soufflé's
+            // `stateful`), and even a plain one is code Fixlog cannot see: not pure.
+            Functor::User { .. } => false,
+        }
+    }
 }
 
 /// A stratum: a strongly connected component of the predicate dependency graph (or a

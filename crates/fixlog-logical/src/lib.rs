@@ -11,13 +11,16 @@
 pub mod check;
 pub mod components;
 mod ground;
+mod inline;
 pub mod ir;
+pub mod magic;
 pub mod records;
+mod rewrite;
 pub mod stratify;
 pub mod symbols;
 pub mod value;
 
-pub use check::{check, expr_type, type_name};
+pub use check::{check, check_with, expr_type, type_name, CheckOptions};
 pub use ir::*;
 pub use symbols::SymbolTable;
 
@@ -35,8 +38,18 @@ pub fn compile_file_with(
     sources: &mut SourceMap,
     options: &PreprocessOptions,
 ) -> Result<ir::Program, Diagnostics> {
-    let ast = fixlog_syntax::parse_file_with(path, sources, options)?;
-    check::check(&ast, sources)
+    compile_file_opts(path, sources, options, &CheckOptions::default())
+}
+
+/// [`compile_file`] with preprocessing and checking options (the magic-set transform).
+pub fn compile_file_opts(
+    path: &Path,
+    sources: &mut SourceMap,
+    preprocess: &PreprocessOptions,
+    options: &CheckOptions,
+) -> Result<ir::Program, Diagnostics> {
+    let ast = fixlog_syntax::parse_file_with(path, sources, preprocess)?;
+    check::check_with(&ast, sources, options)
 }
 
 /// [`compile_str`] with preprocessing options.
@@ -46,8 +59,19 @@ pub fn compile_str_with(
     sources: &mut SourceMap,
     options: &PreprocessOptions,
 ) -> Result<ir::Program, Diagnostics> {
-    let ast = fixlog_syntax::parse_str_with(name, text, sources, options)?;
-    check::check(&ast, sources)
+    compile_str_opts(name, text, sources, options, &CheckOptions::default())
+}
+
+/// [`compile_str`] with preprocessing and checking options (the magic-set transform).
+pub fn compile_str_opts(
+    name: &str,
+    text: &str,
+    sources: &mut SourceMap,
+    preprocess: &PreprocessOptions,
+    options: &CheckOptions,
+) -> Result<ir::Program, Diagnostics> {
+    let ast = fixlog_syntax::parse_str_with(name, text, sources, preprocess)?;
+    check::check_with(&ast, sources, options)
 }
 
 /// Check and stratify program text; `name` is used in messages and to resolve relative
@@ -57,6 +81,5 @@ pub fn compile_str(
     text: &str,
     sources: &mut SourceMap,
 ) -> Result<ir::Program, Diagnostics> {
-    let ast = fixlog_syntax::parse_str(name, text, sources)?;
-    check::check(&ast, sources)
+    compile_str_with(name, text, sources, &PreprocessOptions::default())
 }

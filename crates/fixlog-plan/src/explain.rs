@@ -92,6 +92,9 @@ pub fn explain_with_notes(
                         );
                     }
                 }
+                if let Some(n) = &rule_plan.plan_note {
+                    let _ = writeln!(out, "    {n}");
+                }
                 match &rule_plan.join {
                     JoinChoice::Pairwise => {}
                     JoinChoice::Wcoj { reason, order } => {

@@ -226,6 +226,9 @@ pub struct RulePlan {
     pub ops: Vec<Op>,
     /// How the body's atoms are joined, and why.
     pub join: JoinChoice,
+    /// The rule's `.plan` for this version, if it has one, and whether the plan follows
+    /// it (`explain` prints it).
+    pub plan_note: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -68,11 +68,39 @@ pub fn plan_with(program: &Program, options: &PlanOptions) -> Result<Plan, Diagn
                 wcoj: false,
                 bound_order: Vec::new(),
                 join: wcoj::choose(rule, options.join),
+                forced: None,
+            };
+            // The rule's `.plan`: per version, its atoms' order as body positions.
+            let atom_pos: Vec<usize> = rule
+                .body
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| matches!(l, Literal::Atom(_)))
+                .map(|(i, _)| i)
+                .collect();
+            let user_plan = |version: usize| {
+                rule.plan.iter().find(|p| p.version == version).map(|p| {
+                    let text = format!(
+                        "{}: ({})",
+                        p.version,
+                        p.order
+                            .iter()
+                            .map(|k| (k + 1).to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    );
+                    (
+                        p.order.iter().map(|&k| atom_pos[k]).collect::<Vec<_>>(),
+                        text,
+                    )
+                })
             };
             if recursive_atoms.is_empty() {
+                planner.forced = user_plan(0);
                 init.push(planner.plan_rule(rule_idx, rule, None)?);
             } else {
-                for &i in &recursive_atoms {
+                for (version, &i) in recursive_atoms.iter().enumerate() {
+                    planner.forced = user_plan(version);
                     recursive_rules.push(planner.plan_rule(rule_idx, rule, Some(i))?);
                 }
             }
@@ -87,6 +115,7 @@ pub fn plan_with(program: &Program, options: &PlanOptions) -> Result<Plan, Diagn
                     wcoj: false,
                     bound_order: Vec::new(),
                     join: wcoj::choose(rule, options.join),
+                    forced: None,
                 };
                 subsumptions.push(planner.plan_rule(rule_idx, rule, None)?);
             }
@@ -135,6 +164,9 @@ struct RulePlanner<'a> {
     bound_order: Vec<VarId>,
     /// The rule's join choice, without the variable order.
     join: Option<String>,
+    /// The `.plan` of the variant being planned: its atoms (body positions) in the
+    /// order to join them, and the entry as text (for `explain`).
+    forced: Option<(Vec<usize>, String)>,
 }
 
 /// The operator being built: where each bound variable is in its joined tuple, and the
@@ -167,14 +199,25 @@ impl RulePlanner<'_> {
     ) -> Result<RulePlan, Diagnostic> {
         let keep: HashSet<VarId> = rule.head.args.iter().flat_map(expr_vars).collect();
         let head = &rule.head.args;
-        self.wcoj = self.join.is_some();
+        // A `.plan` joins pairwise, in its order.
+        self.wcoj = self.join.is_some() && self.forced.is_none();
         self.bound_order.clear();
         let ops = self
             .plan_body(&rule.body, delta, None, &keep, &|env| {
                 head.iter().map(|e| to_pexpr(e, env)).collect()
             })
             .map_err(|what| internal(rule, what))?;
-        let join = match &self.join {
+        let plan_note = self.forced.as_ref().map(|(order, text)| match delta {
+            Some(d) if order.first() != Some(&d) => format!(
+                "`.plan {text}` adjusted: a delta variant reads its delta (atom {}) first, then the other atoms in the plan's order",
+                1 + rule.body[..d]
+                    .iter()
+                    .filter(|l| matches!(l, Literal::Atom(_)))
+                    .count()
+            ),
+            _ => format!("`.plan {text}` honoured"),
+        });
+        let join = match self.join.as_ref().filter(|_| self.wcoj) {
             Some(reason) => JoinChoice::Wcoj {
                 reason: reason.clone(),
                 order: self
@@ -191,6 +234,7 @@ impl RulePlanner<'_> {
             head: rule.head.rel,
             ops,
             join,
+            plan_note,
         })
     }
 
@@ -220,6 +264,7 @@ impl RulePlanner<'_> {
         // Worst-case-optimal steps for the rule's own body, never for an aggregate's
         // (whose results count multiplicities).
         let wcoj = self.wcoj && input.is_none();
+        let top = input.is_none();
         let mut schema: Vec<VarId> = match input {
             Some(schema) => {
                 for &v in &schema {
@@ -228,7 +273,8 @@ impl RulePlanner<'_> {
                 schema
             }
             None => {
-                let first = delta.or_else(|| t.first_atom());
+                let forced_first = self.forced.as_ref().and_then(|(o, _)| o.first().copied());
+                let first = delta.or(forced_first).or_else(|| t.first_atom());
                 match first {
                     Some(i) => {
                         let Some(Literal::Atom(atom)) = body.get(i) else {
@@ -459,9 +505,12 @@ impl RulePlanner<'_> {
                     None => None,
                 }
             } else {
-                // The next join: the atom with the most bound arguments (first in body
-                // order among equals).
-                t.best_atom()
+                // The next join: the next atom of the `.plan`, or else the atom with
+                // the most bound arguments (first in body order among equals).
+                match self.forced.as_ref().filter(|_| top) {
+                    Some((order, _)) => order.iter().copied().find(|&i| t.alive[i]),
+                    None => t.best_atom(),
+                }
             };
             let Some(i) = next else {
                 break;
@@ -1152,6 +1201,52 @@ mod tests {
             *rhs = ghost;
         }
         (sm, p)
+    }
+
+    #[test]
+    fn a_plan_orders_the_atoms_and_a_delta_variant_starts_at_its_delta() {
+        let mut sm = SourceMap::new();
+        let p = fixlog_logical::compile_str(
+            "t.dl",
+            ".decl a(x: number, y: number)\n.decl b(x: number, y: number)\n\
+             .decl c(x: number, y: number)\na(1, 2). b(2, 3). c(3, 4).\n\
+             .decl r(x: number, y: number)\n\
+             r(x, w) :- a(x, y), b(y, z), c(z, w).\n.plan 0: (3, 2, 1)\n\
+             r(x, z) :- r(x, y), c(y, z).\n.plan 0: (2, 1)\n",
+            &mut sm,
+        )
+        .expect("a valid program");
+        let plan = plan(&p).unwrap();
+        let rel = |name: &str| p.relation_id(name).unwrap();
+        let stratum = plan
+            .strata
+            .iter()
+            .find(|s| s.relations.contains(&rel("r")))
+            .unwrap();
+        // The rule run once: c, then b, then a.
+        let init = &stratum.init[0];
+        let read: Vec<RelId> = init
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Scan { rel, .. } => Some(*rel),
+                Op::Join { index, .. } => Some(plan.indexes[*index].rel),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(read, vec![rel("c"), rel("b"), rel("a")]);
+        assert!(init.plan_note.as_deref().unwrap().ends_with("honoured"));
+        assert_eq!(init.join, JoinChoice::Pairwise);
+        // The recursive rule's delta variant reads Δr first whatever the plan says.
+        let delta = &stratum.recursive_rules[0];
+        assert!(matches!(
+            delta.ops[0],
+            Op::Scan {
+                version: Version::Delta,
+                ..
+            }
+        ));
+        assert!(delta.plan_note.as_deref().unwrap().contains("adjusted"));
     }
 
     #[test]

@@ -35,8 +35,10 @@ pub enum Item {
     /// `.include "file"` (only present in the output of [`crate::parse`]; the loaders
     /// replace it by the included file's items).
     Include { path: String, span: Span },
-    /// `.pragma ...`: accepted and ignored.
-    Pragma { span: Span },
+    /// `.pragma "key" "value"` (or `.pragma "key"`): the strings as written. The
+    /// checker reads `magic-transform` (and `magic-transform-exclude`); others are
+    /// ignored.
+    Pragma { args: Vec<String>, span: Span },
     /// `.functor name(x: T, ...): R [stateful]` (a user-defined functor, loaded from
     /// a shared library). Parameter names are optional (`.functor f(number): number`).
     Functor {
@@ -188,6 +190,20 @@ pub struct Clause {
     /// A subsumptive clause `dominated <= dominating :- body.` (Soufflé 2.3+): `heads`
     /// holds the dominated atom alone and this the dominating one.
     pub dominating: Option<Atom>,
+    /// The `.plan` written after the rule (empty if none).
+    pub plan: Vec<PlanVersion>,
+    pub span: Span,
+}
+
+/// One entry `version: (atom, atom, ...)` of a `.plan`: the order in which a version of
+/// the rule (`0` for a rule that is not recursive; for a recursive rule, version `i`
+/// reads the new tuples of its `i`-th atom over a relation of its stratum) joins its
+/// body atoms, numbered from 1 in the order written. Checked by the checker.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanVersion {
+    pub version: u64,
+    /// The atom numbers, each with its place in the text.
+    pub order: Vec<(u64, Span)>,
     pub span: Span,
 }
 

@@ -443,20 +443,27 @@ impl<'t> Parser<'t> {
                         _ => Err(self.expected("a file name in quotes after `.include`")),
                     },
                     "pragma" => {
-                        let mut n = 0;
-                        while let TokenKind::Str(_) = self.peek() {
+                        let mut args = Vec::new();
+                        while let TokenKind::Str(s) = self.peek() {
                             self.bump();
-                            n += 1;
+                            args.push(s.clone());
                         }
-                        if n == 0 {
+                        if args.is_empty() {
                             return Err(self.expected("a string after `.pragma`"));
                         }
                         Ok(vec![Item::Pragma {
+                            args,
                             span: self.span_from(kw),
                         }])
                     }
                     "functor" => self.functor(kw).map(|i| vec![i]),
-                    "plan" => self.plan().map(|_| Vec::new()),
+                    "plan" => {
+                        self.plan()?;
+                        Err(Diagnostic::error(
+                            "`.plan` must follow the rule it plans",
+                            self.span_from(kw),
+                        ))
+                    }
                     "once" => Err(Diagnostic::error(
                         "`.once` (include only once) is not supported",
                         kw,
@@ -788,20 +795,27 @@ impl<'t> Parser<'t> {
     }
 
     /// `.plan 0: (1, 2), 1: (2, 1)` after a rule: accepted and ignored.
-    fn plan(&mut self) -> PResult<()> {
+    /// The entries of a `.plan` (the directive already read).
+    fn plan(&mut self) -> PResult<Vec<PlanVersion>> {
+        let mut out = Vec::new();
         loop {
-            match self.peek() {
-                TokenKind::Int(_) => {
+            let start = self.tok().span;
+            let version = match self.peek() {
+                TokenKind::Int(n) => {
+                    let n = *n;
                     self.bump();
+                    n
                 }
                 _ => return Err(self.expected("a version number in `.plan`")),
-            }
+            };
             self.expect(TokenKind::Colon)?;
             self.expect(TokenKind::LParen)?;
+            let mut order = Vec::new();
             if self.eat(&TokenKind::RParen).is_none() {
                 loop {
                     match self.peek() {
-                        TokenKind::Int(_) => {
+                        TokenKind::Int(n) => {
+                            order.push((*n, self.tok().span));
                             self.bump();
                         }
                         _ => return Err(self.expected("an atom number")),
@@ -813,9 +827,24 @@ impl<'t> Parser<'t> {
                     break;
                 }
             }
+            out.push(PlanVersion {
+                version,
+                order,
+                span: self.span_from(start),
+            });
             if self.eat(&TokenKind::Comma).is_none() {
-                return Ok(());
+                return Ok(out);
             }
+        }
+    }
+
+    /// A `.plan` right after a rule belongs to it.
+    fn plan_after_rule(&mut self) -> PResult<Vec<PlanVersion>> {
+        if matches!(self.peek(), TokenKind::Directive(d) if d == "plan") {
+            self.bump();
+            self.plan()
+        } else {
+            Ok(Vec::new())
         }
     }
 
@@ -836,6 +865,7 @@ impl<'t> Parser<'t> {
                 heads,
                 body: Some(body),
                 dominating: Some(dominating),
+                plan: Vec::new(),
                 span: self.span_from(start),
             });
         }
@@ -847,6 +877,7 @@ impl<'t> Parser<'t> {
                 heads,
                 body: None,
                 dominating: None,
+                plan: Vec::new(),
                 span: self.span_from(start),
             });
         }
@@ -857,11 +888,13 @@ impl<'t> Parser<'t> {
         if self.eat(&TokenKind::Dot).is_none() {
             return Err(self.expected("`,`, `;` or `.`"));
         }
+        let span = self.span_from(start);
         Ok(Clause {
             heads,
             body: Some(body),
             dominating: None,
-            span: self.span_from(start),
+            plan: self.plan_after_rule()?,
+            span,
         })
     }
 

@@ -91,6 +91,8 @@ pub use fixlog_exec::driver::RunStats;
 pub struct CompileOptions {
     pub preprocess: fixlog_syntax::PreprocessOptions,
     pub functors: crate::functors::FunctorLibraries,
+    /// The magic-set transform (`--magic-transform`, see `fixlog_logical::magic`).
+    pub check: fixlog_logical::CheckOptions,
 }
 
 /// A checked and planned program, plus facts added from memory.
@@ -114,9 +116,13 @@ impl Fixlog {
         options: &CompileOptions,
     ) -> Result<Fixlog, Error> {
         let mut sources = SourceMap::new();
-        let mut program =
-            fixlog_logical::compile_file_with(path.as_ref(), &mut sources, &options.preprocess)
-                .map_err(|d| program_error(d, &sources))?;
+        let mut program = fixlog_logical::compile_file_opts(
+            path.as_ref(),
+            &mut sources,
+            &options.preprocess,
+            &options.check,
+        )
+        .map_err(|d| program_error(d, &sources))?;
         crate::functors::bind(&mut program, &options.functors)
             .map_err(|d| program_error(d, &sources))?;
         Fixlog::new(sources, program)
@@ -129,9 +135,14 @@ impl Fixlog {
         options: &CompileOptions,
     ) -> Result<Fixlog, Error> {
         let mut sources = SourceMap::new();
-        let mut program =
-            fixlog_logical::compile_str_with(name, text, &mut sources, &options.preprocess)
-                .map_err(|d| program_error(d, &sources))?;
+        let mut program = fixlog_logical::compile_str_opts(
+            name,
+            text,
+            &mut sources,
+            &options.preprocess,
+            &options.check,
+        )
+        .map_err(|d| program_error(d, &sources))?;
         crate::functors::bind(&mut program, &options.functors)
             .map_err(|d| program_error(d, &sources))?;
         Fixlog::new(sources, program)
@@ -235,6 +246,10 @@ impl Fixlog {
                 row.push(value);
             }
             self.inserted[rel].push(&row);
+            // The magic-set transform's copies of the relation hold its facts too.
+            for copy in fixlog_logical::magic::copies_of(&self.program, rel) {
+                self.inserted[copy].push(&row);
+            }
         }
         Ok(())
     }

@@ -39,6 +39,7 @@ pub use api::{
     BackendChoice, BackendKind, CompileOptions, Database, Datum, Fixlog, RunOptions, RunStats,
 };
 pub use error::Error;
+pub use fixlog_logical::CheckOptions;
 pub use fixlog_plan::{JoinStrategy, PlanOptions};
 pub use fixlog_syntax::{PreprocessOptions, Preprocessor};
 pub use functors::FunctorLibraries;

@@ -71,6 +71,8 @@ enum Command {
         join: JoinArg,
         #[command(flatten)]
         front: FrontArgs,
+        #[command(flatten)]
+        magic: MagicArgs,
     },
     /// Count or list the matches of a graph pattern (a Cypher subset) in a graph.
     #[command(
@@ -123,7 +125,32 @@ enum Command {
         join: JoinArg,
         #[command(flatten)]
         front: FrontArgs,
+        #[command(flatten)]
+        magic: MagicArgs,
     },
+}
+
+/// Soufflé's magic-set options (they replace the program's `.pragma
+/// "magic-transform"`).
+#[derive(clap::Args)]
+struct MagicArgs {
+    /// Apply the magic-set transform to these relations (comma-separated; `*`: all that
+    /// can be), so that bound questions compute only what they ask (Soufflé's
+    /// `--magic-transform`).
+    #[arg(short = 'm', long = "magic-transform", value_name = "RELATIONS")]
+    magic_transform: Option<String>,
+    /// Never apply the magic-set transform to these relations.
+    #[arg(long = "magic-transform-exclude", value_name = "RELATIONS")]
+    magic_transform_exclude: Option<String>,
+}
+
+impl MagicArgs {
+    fn options(&self) -> fixlog::CheckOptions {
+        fixlog::CheckOptions {
+            magic_transform: self.magic_transform.clone(),
+            magic_transform_exclude: self.magic_transform_exclude.clone(),
+        }
+    }
 }
 
 /// How the program is read: preprocessing and user-defined functor libraries.
@@ -407,10 +434,13 @@ fn run(cli: Cli) -> Result<(), Error> {
             backend,
             join,
             front,
+            magic,
         } => {
             phase("compiling", &program);
             let path = program;
-            let mut program = Fixlog::from_file_with(&path, &front.options()?)?;
+            let mut options = front.options()?;
+            options.check = magic.options();
+            let mut program = Fixlog::from_file_with(&path, &options)?;
             if !matches!(join, JoinArg::Auto) {
                 program.set_plan_options(&join.into())?;
             }
@@ -442,6 +472,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             no_warn,
             join,
             front,
+            magic,
         } => {
             fixlog_logical::value::set_runtime_warnings(!no_warn);
             if jobs == Some(0) {
@@ -458,7 +489,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             let start = Instant::now();
             phase("compiling", &program);
             let path = program;
-            let mut program = Fixlog::from_file_with(&path, &front.options()?)?;
+            let mut options = front.options()?;
+            options.check = magic.options();
+            let mut program = Fixlog::from_file_with(&path, &options)?;
             if !matches!(join, JoinArg::Auto) {
                 program.set_plan_options(&join.into())?;
             }

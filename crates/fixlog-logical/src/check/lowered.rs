@@ -619,6 +619,7 @@ impl<'c, 'a> RuleCx<'c, 'a> {
                 })
                 .collect(),
             span,
+            plan: Vec::new(),
         })
     }
 }

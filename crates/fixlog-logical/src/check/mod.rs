@@ -73,8 +73,28 @@ fn bin_op(op: ast::BinOp) -> ir::BinOp {
     }
 }
 
+/// Options of the front end that change the program it produces.
+#[derive(Clone, Debug, Default)]
+pub struct CheckOptions {
+    /// `--magic-transform`: relation names separated by commas, or `*`; given, it
+    /// replaces the program's `.pragma "magic-transform"` (as in Soufflé, the command
+    /// line wins). See [`crate::magic`].
+    pub magic_transform: Option<String>,
+    /// `--magic-transform-exclude`: relations never transformed.
+    pub magic_transform_exclude: Option<String>,
+}
+
 /// Check a parsed program and produce the stratified logical IR.
 pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program, Diagnostics> {
+    check_with(program, sources, &CheckOptions::default())
+}
+
+/// [`check`] with [`CheckOptions`].
+pub fn check_with(
+    program: &ast::Program,
+    sources: &SourceMap,
+    options: &CheckOptions,
+) -> Result<ir::Program, Diagnostics> {
     // Components are instantiated first, into plain items (see `crate::components`).
     let expanded;
     let program = if crate::components::has_components(program) {
@@ -97,6 +117,8 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         rules: Vec::new(),
         subsumptions: Vec::new(),
         warnings: Vec::new(),
+        inline: HashSet::new(),
+        magic_qualifier: HashMap::new(),
         autoincs: Vec::new(),
         functors: Vec::new(),
         functor_ids: HashMap::new(),
@@ -105,26 +127,104 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
     if !ck.errors.is_empty() {
         return Err(finish_errors(ck.errors));
     }
-    let reads: Vec<(RelId, RelId, Span)> = ck
-        .autoincs
+    // `inline` relations are unfolded into the rules that use them (`crate::inline`).
+    let inline: Vec<bool> = ck
+        .relations
         .iter()
-        .map(|a| (a.target, a.source, a.span))
+        .map(|r| ck.inline.contains(&r.name))
         .collect();
-    let strata = stratify_autoinc(&ck.relations, &ck.rules, &ck.subsumptions, &reads)
-        .map_err(|e| finish_errors(e.0))?;
-    // Soufflé rejects `autoinc()` in recursive rules; numbers are drawn in stratum order.
-    let stratum_of = |rel: RelId| strata.iter().position(|s| s.relations.contains(&rel));
     for a in &ck.autoincs {
-        if stratum_of(a.target).is_some_and(|s| strata[s].recursive) {
-            ck.errors.push(
-                Diagnostic::error("`autoinc()` cannot be used in a recursive rule", a.span)
-                    .with_help("as in Soufflé: derive the tuples first, then number them in a rule that reads them"),
-            );
+        if inline[a.target] {
+            ck.errors.push(Diagnostic::error(
+                format!(
+                    "inline relation `{}` cannot have `autoinc()` in a head",
+                    ck.relations[a.target].name
+                ),
+                a.span,
+            ));
         }
     }
     if !ck.errors.is_empty() {
         return Err(finish_errors(ck.errors));
     }
+    crate::inline::inline(
+        crate::inline::Parts {
+            relations: &mut ck.relations,
+            facts: &mut ck.facts,
+            rules: &mut ck.rules,
+            subsumptions: &mut ck.subsumptions,
+        },
+        &inline,
+        sources,
+    )
+    .map_err(finish_errors)?;
+    // The relations after the inline ones moved down.
+    let moved = |r: RelId| r - inline[..r].iter().filter(|&&i| i).count();
+    for a in &mut ck.autoincs {
+        a.source = moved(a.source);
+        a.target = moved(a.target);
+    }
+    let reads: Vec<(RelId, RelId, Span)> = ck
+        .autoincs
+        .iter()
+        .map(|a| (a.target, a.source, a.span))
+        .collect();
+    let mut strata = stratify_autoinc(&ck.relations, &ck.rules, &ck.subsumptions, &reads)
+        .map_err(|e| finish_errors(e.0))?;
+    // Soufflé rejects `autoinc()` in recursive rules; numbers are drawn in stratum order.
+    {
+        let stratum_of = |rel: RelId| strata.iter().position(|s| s.relations.contains(&rel));
+        for a in &ck.autoincs {
+            if stratum_of(a.target).is_some_and(|s| strata[s].recursive) {
+                ck.errors.push(
+                    Diagnostic::error("`autoinc()` cannot be used in a recursive rule", a.span)
+                        .with_help("as in Soufflé: derive the tuples first, then number them in a rule that reads them"),
+                );
+            }
+        }
+    }
+    if !ck.errors.is_empty() {
+        return Err(finish_errors(ck.errors));
+    }
+    check_plan_versions(&ck.rules, &strata).map_err(finish_errors)?;
+    // The magic-set transform (`crate::magic`): the command line's relations, or the
+    // program's pragmas.
+    let mut spec = crate::magic::MagicSpec::default();
+    match &options.magic_transform {
+        Some(m) => spec.add(m),
+        None => pragma_values(program, "magic-transform").for_each(|v| spec.add(v)),
+    }
+    let mut exclude = crate::magic::MagicSpec::default();
+    match &options.magic_transform_exclude {
+        Some(m) => exclude.add(m),
+        None => pragma_values(program, "magic-transform-exclude").for_each(|v| exclude.add(v)),
+    }
+    spec.exclude = exclude.names;
+    // `autoinc()` draws one counter in stratum order, which the transform changes: a
+    // program that uses it is left as it is (its numbers stay those of a plain run).
+    if ck.autoincs.is_empty() && (!spec.is_empty() || ck.magic_qualifier.values().any(|&q| q)) {
+        let mut candidates =
+            crate::magic::candidates(&ck.relations, &ck.rules, &ck.subsumptions, &spec, &|name| {
+                ck.magic_qualifier.get(name).copied()
+            });
+        // What `autoinc()` numbers is numbered by the driver: never copied.
+        for a in &ck.autoincs {
+            candidates[a.source] = false;
+            candidates[a.target] = false;
+        }
+        if crate::magic::transform(
+            &mut ck.relations,
+            &mut ck.facts,
+            &mut ck.rules,
+            &strata,
+            candidates,
+            &reads.iter().map(|&(t, s, _)| (t, s)).collect::<Vec<_>>(),
+        ) {
+            strata = stratify_autoinc(&ck.relations, &ck.rules, &ck.subsumptions, &reads)
+                .map_err(|e| finish_errors(e.0))?;
+        }
+    }
+    let stratum_of = |rel: RelId| strata.iter().position(|s| s.relations.contains(&rel));
     ck.autoincs.sort_by_key(|a| stratum_of(a.target));
     ck.symbols
         .records()
@@ -140,6 +240,59 @@ pub fn check(program: &ast::Program, sources: &SourceMap) -> Result<ir::Program,
         warnings,
         autoincs: ck.autoincs,
         functors: ck.functors,
+    })
+}
+
+/// Every `.plan` version must exist: 0 for a rule that is not recursive, one per atom
+/// over a relation of its own stratum for a recursive one (Soufflé's numbering).
+fn check_plan_versions(rules: &[ir::Rule], strata: &[ir::Stratum]) -> Result<(), Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    for st in strata {
+        for &i in &st.rules {
+            let rule = &rules[i];
+            if rule.plan.is_empty() {
+                continue;
+            }
+            let recursive = rule
+                .body
+                .iter()
+                .filter(|l| {
+                    matches!(l, ir::Literal::Atom(a) if st.recursive && st.relations.contains(&a.rel))
+                })
+                .count();
+            let versions = recursive.max(1);
+            for p in &rule.plan {
+                if p.version >= versions {
+                    errors.push(Diagnostic::error(
+                        format!(
+                            "`.plan` version {} does not exist: this rule has {versions} version(s) (0{})",
+                            p.version,
+                            if recursive > 1 {
+                                format!(" to {}, one per atom over a relation of its recursive stratum", versions - 1)
+                            } else {
+                                String::new()
+                            }
+                        ),
+                        p.span,
+                    ));
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// The values of the program's `.pragma "key" "value"`s for `key`.
+fn pragma_values<'p>(program: &'p ast::Program, key: &'p str) -> impl Iterator<Item = &'p str> {
+    program.items.iter().filter_map(move |i| match i {
+        ast::Item::Pragma { args, .. } if args.first().map(String::as_str) == Some(key) => {
+            Some(args.get(1).map_or("*", String::as_str))
+        }
+        _ => None,
     })
 }
 
@@ -244,6 +397,10 @@ struct Checker<'a> {
     subsumptions: Vec<ir::Rule>,
     /// Soufflé's warnings (see [`ir::Program::warnings`]).
     warnings: Vec<Diagnostic>,
+    /// Relations declared `inline`.
+    inline: HashSet<String>,
+    /// Relations declared `magic` (true) or `no_magic` (false).
+    magic_qualifier: HashMap<String, bool>,
     autoincs: Vec<ir::AutoInc>,
     /// User-defined functors (`.functor`) and their indexes by name.
     functors: Vec<ir::FunctorDecl>,
@@ -561,6 +718,15 @@ impl<'a> Checker<'a> {
                     span: q.span,
                 }),
                 "printsize" => rel.printsize = true,
+                "inline" => {
+                    self.inline.insert(d.name.name.clone());
+                }
+                "magic" | "no_magic" => {
+                    self.magic_qualifier
+                        .insert(d.name.name.clone(), q.name == "magic");
+                }
+                // Storage representations (`btree`, `brie`, `btree_delete`) and the
+                // component qualifiers change no result: accepted and ignored.
                 _ => {}
             }
         }
@@ -634,6 +800,64 @@ impl<'a> Checker<'a> {
             return None;
         }
         Some(id)
+    }
+
+    /// The clause's `.plan` for one of its rules, with its atom numbers checked
+    /// (versions are checked after stratification, by [`check_plan_versions`]).
+    fn plan_order(&mut self, c: &ast::Clause, rule: &ir::Rule) -> Vec<ir::PlanVersion> {
+        let atoms = rule
+            .body
+            .iter()
+            .filter(|l| matches!(l, ir::Literal::Atom(_)))
+            .count();
+        let mut out: Vec<ir::PlanVersion> = Vec::new();
+        for entry in &c.plan {
+            let mut order = Vec::new();
+            let mut seen = vec![false; atoms];
+            for &(n, span) in &entry.order {
+                if n == 0 || n as usize > atoms {
+                    self.error(Diagnostic::error(
+                        format!(
+                            "`.plan` names atom {n}, but this rule's body has {atoms} atom(s), numbered from 1"
+                        ),
+                        span,
+                    ));
+                    return Vec::new();
+                }
+                if std::mem::replace(&mut seen[n as usize - 1], true) {
+                    self.error(Diagnostic::error(
+                        format!("`.plan` names atom {n} twice"),
+                        span,
+                    ));
+                    return Vec::new();
+                }
+                order.push(n as usize - 1);
+            }
+            if order.len() != atoms {
+                self.error(Diagnostic::error(
+                    format!(
+                        "`.plan` version {} orders {} atom(s), but this rule's body has {atoms}: it must order all of them",
+                        entry.version,
+                        order.len()
+                    ),
+                    entry.span,
+                ));
+                return Vec::new();
+            }
+            if out.iter().any(|p| p.version as u64 == entry.version) {
+                self.error(Diagnostic::error(
+                    format!("`.plan` gives version {} twice", entry.version),
+                    entry.span,
+                ));
+                return Vec::new();
+            }
+            out.push(ir::PlanVersion {
+                version: usize::try_from(entry.version).unwrap_or(usize::MAX),
+                order,
+                span: entry.span,
+            });
+        }
+        out
     }
 
     fn clause(&mut self, c: &ast::Clause) {
@@ -711,11 +935,13 @@ impl<'a> Checker<'a> {
                 let mut cx = RuleCx::new(self, false);
                 let rule = cx.rule(head, rel, conj, c.span);
                 let autoinc = std::mem::take(&mut cx.autoinc);
-                if let Some(rule) = rule {
+                if let Some(mut rule) = rule {
                     if self.errors.len() == before {
                         if autoinc.is_empty() {
+                            rule.plan = self.plan_order(c, &rule);
                             self.rules.push(rule);
                         } else {
+                            // The rule is split in two: a `.plan` is not applied.
                             self.split_autoinc(rule, &autoinc);
                         }
                     }
@@ -928,12 +1154,14 @@ impl Checker<'_> {
             body: rule.body,
             vars: rule.vars.clone(),
             span: rule.span,
+            plan: Vec::new(),
         });
         self.rules.push(ir::Rule {
             head: rule.head,
             body,
             vars: rule.vars,
             span: rule.span,
+            plan: Vec::new(),
         });
         self.autoincs.push(ir::AutoInc {
             source,

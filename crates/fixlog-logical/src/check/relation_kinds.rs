@@ -132,6 +132,7 @@ impl Checker<'_> {
                 body.span(),
             )),
             dominating: None,
+            plan: Vec::new(),
             span: c.span,
         };
         let before = self.rules.len();
