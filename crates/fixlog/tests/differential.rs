@@ -349,7 +349,7 @@ fn differential() {
         t.cases, t.nonempty, t.recursive, t.intersections, t.features
     );
     assert!(
-        t.intersections * 10 >= t.cases,
+        t.intersections * 20 >= t.cases,
         "only {} of {} random programs planned an intersection",
         t.intersections,
         t.cases
