@@ -7,6 +7,7 @@
 use crate::exec;
 use crate::graph::Graph;
 use crate::pattern::{Pattern, Semantics};
+use crate::order::{self, OrderDecision};
 use crate::plan::{self, Plan};
 
 impl Graph {
@@ -23,12 +24,29 @@ impl Graph {
 
     /// The number of matches of `pattern` under `semantics`.
     pub fn count_with(&self, pattern: &Pattern, semantics: Semantics) -> u64 {
-        let plan = self.plan(pattern, semantics);
-        let unlimited = Plan {
-            limit: None,
-            ..plan
+        exec::count(&self.count_plan(pattern, semantics))
+    }
+
+    /// Which node order counting `pattern` uses, and why: the degree order when the
+    /// count cannot depend on the order ([`crate::order`]), else the id order.
+    pub fn count_order(&self, pattern: &Pattern, semantics: Semantics) -> OrderDecision {
+        order::decide(pattern, semantics, self.is_undirected())
+    }
+
+    /// The plan a count runs (without `LIMIT`): on the degree-ordered copy of the graph
+    /// ([`Graph::degree_ordered`], built on first use) when [`Graph::count_order`]
+    /// allows, else on this graph. Its node numbers are those of the graph it was
+    /// planned on (`Plan::degree_order` says which); a count does not need them.
+    pub fn count_plan(&self, pattern: &Pattern, semantics: Semantics) -> Plan {
+        let graph = if self.count_order(pattern, semantics).degree_order {
+            self.degree_ordered()
+        } else {
+            self
         };
-        exec::count(&unlimited)
+        Plan {
+            limit: None,
+            ..graph.plan(pattern, semantics)
+        }
     }
 
     /// Calls `f` with the ids of every match's pattern nodes (indexed like
@@ -77,9 +95,16 @@ impl Graph {
         calls
     }
 
-    /// The plan in words: variable order, candidate filters, the join.
+    /// The plan in words: variable order, candidate filters, the join, and for a count
+    /// the node order it uses and why. The steps are planned on this graph: on the
+    /// degree-ordered copy they are the same (the planner looks at degrees, labels and
+    /// candidate counts, which renumbering keeps), so `explain` does not build it.
     pub fn explain(&self, pattern: &Pattern, semantics: Semantics) -> String {
         let plan = self.plan(pattern, semantics);
-        plan::explain(self, pattern, &plan)
+        let order = match pattern.output {
+            crate::pattern::Output::Count => Some(self.count_order(pattern, semantics)),
+            crate::pattern::Output::Nodes(_) => None,
+        };
+        plan::explain(self, pattern, &plan, order.as_ref())
     }
 }
