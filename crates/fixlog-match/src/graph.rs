@@ -9,7 +9,9 @@
 //!
 //! Node ids are non-negative integers (`u64`). Inside, nodes are numbered `0..n` in
 //! increasing id order, so comparing internal numbers compares ids: `WHERE id(a) <
-//! id(b)` works on internal numbers and sorted lists stay sorted by id.
+//! id(b)` works on internal numbers and sorted lists stay sorted by id. The one
+//! exception is [`Graph::degree_ordered`], a copy numbered by degree rank, on which
+//! counts run when the answer cannot depend on the order ([`crate::order`]).
 //!
 //! A graph is a set of edges: repeated `(src, dst, type)` edges are stored once, and
 //! an edge without a type is distinct from typed ones. Matches are maps of pattern
@@ -397,7 +399,11 @@ impl Graph {
     /// The internal number of external id `id`, if the graph has that node.
     pub fn index_of(&self, id: u64) -> Option<NodeIndex> {
         if self.by_degree {
-            return self.ids.iter().position(|&x| x == id).map(|i| i as NodeIndex);
+            return self
+                .ids
+                .iter()
+                .position(|&x| x == id)
+                .map(|i| i as NodeIndex);
         }
         self.ids.binary_search(&id).ok().map(|i| i as NodeIndex)
     }

@@ -74,7 +74,10 @@ pub fn decide(pattern: &Pattern, semantics: Semantics, undirected: bool) -> Orde
         reason,
     };
     if !matches!(pattern.output, Output::Count) {
-        return keep("rows are returned, and which match of a subgraph is listed depends on the order".into());
+        return keep(
+            "rows are returned, and which match of a subgraph is listed depends on the order"
+                .into(),
+        );
     }
     if semantics == Semantics::Homo {
         return keep("under homo semantics pattern nodes may share a graph node, so the count can depend on the order".into());
@@ -131,11 +134,7 @@ pub fn check(pattern: &Pattern, undirected: bool) -> Result<usize, String> {
         .collect();
     let satisfying: Vec<&Vec<u8>> = rankings
         .iter()
-        .filter(|r| {
-            comparisons
-                .iter()
-                .all(|&(x, y, op)| op.holds(r[x], r[y]))
-        })
+        .filter(|r| comparisons.iter().all(|&(x, y, op)| op.holds(r[x], r[y])))
         .collect();
     let refuse = || {
         format!(
@@ -188,7 +187,11 @@ fn permutations(k: usize) -> Vec<Vec<u8>> {
 /// edges onto its edges (direction and type kept; on an `undirected` graph every edge
 /// is undirected) and keep every node's labels.
 fn automorphisms(pattern: &Pattern, undirected: bool, candidates: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let edge_key = |from: usize, to: usize, direction: EdgeDirection, t: Option<&str>| -> (usize, usize, bool, Option<String>) {
+    let edge_key = |from: usize,
+                    to: usize,
+                    direction: EdgeDirection,
+                    t: Option<&str>|
+     -> (usize, usize, bool, Option<String>) {
         if direction == EdgeDirection::Directed && !undirected {
             (from, to, true, t.map(str::to_string))
         } else {

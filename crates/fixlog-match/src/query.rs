@@ -6,8 +6,8 @@
 
 use crate::exec;
 use crate::graph::Graph;
-use crate::pattern::{Pattern, Semantics};
 use crate::order::{self, OrderDecision};
+use crate::pattern::{Pattern, Semantics};
 use crate::plan::{self, Plan};
 
 impl Graph {

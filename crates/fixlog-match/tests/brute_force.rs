@@ -642,7 +642,11 @@ fn degree_order_counts_agree_with_id_order_and_brute_force() {
         let labels = ids
             .iter()
             .map(|&id| {
-                let ls = LABELS[..2].iter().copied().filter(|_| rng.chance(50)).collect();
+                let ls = LABELS[..2]
+                    .iter()
+                    .copied()
+                    .filter(|_| rng.chance(50))
+                    .collect();
                 (id, ls)
             })
             .collect();

@@ -114,7 +114,10 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
     };
     if command.stats {
         let order = if degree_order {
-            format!("degree order (renumbered in {:.3} s)", ordering.as_secs_f64())
+            format!(
+                "degree order (renumbered in {:.3} s)",
+                ordering.as_secs_f64()
+            )
         } else {
             "id order".to_string()
         };

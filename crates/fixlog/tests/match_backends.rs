@@ -240,8 +240,7 @@ fn the_gpu_counts_in_degree_order_as_the_cpu_does() {
             .unwrap_or_else(|e| panic!("{e}"));
         for text in patterns {
             let pattern = Pattern::parse(text).unwrap();
-            let id_order =
-                fixlog_match::exec::count(&graph.plan(&pattern, Semantics::Iso));
+            let id_order = fixlog_match::exec::count(&graph.plan(&pattern, Semantics::Iso));
             let cpu = graph.count_with(&pattern, Semantics::Iso);
             assert_eq!(cpu, id_order, "case {case}: {text}\n{edges}");
             let got = gpu
@@ -262,7 +261,10 @@ fn the_gpu_counts_in_degree_order_as_the_cpu_does() {
                 true
             })
             .unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(got_rows, want, "GPU rows, case {case}: {rows_text}\n{edges}");
+            assert_eq!(
+                got_rows, want,
+                "GPU rows, case {case}: {rows_text}\n{edges}"
+            );
             let again = gpu
                 .count_with(&graph, &pattern, Semantics::Iso)
                 .unwrap_or_else(|e| panic!("{e}"));

@@ -259,11 +259,18 @@ fn counts_in_degree_order_when_the_order_cannot_matter() {
     let once = "MATCH (a)--(b)--(c)--(a) WHERE id(a) < id(b) AND id(b) < id(c) RETURN count(*)";
     let half = "MATCH (a)--(b)--(c)--(a) WHERE id(a) < id(b) RETURN count(*)";
     let explain = |pattern: &str| {
-        fixlog_match(files, &["--edges", "g.tsv", "--undirected", "--explain", pattern]).stdout
+        fixlog_match(
+            files,
+            &["--edges", "g.tsv", "--undirected", "--explain", pattern],
+        )
+        .stdout
     };
     let e = explain(once);
     assert!(e.contains("node order: degree"), "{e}");
-    assert!(e.contains("exactly one of the pattern's 6 automorphisms"), "{e}");
+    assert!(
+        e.contains("exactly one of the pattern's 6 automorphisms"),
+        "{e}"
+    );
     let e = explain(half);
     assert!(e.contains("node order: id"), "{e}");
     assert!(e.contains("do not pick exactly one"), "{e}");
@@ -291,9 +298,22 @@ fn counts_in_degree_order_when_the_order_cannot_matter() {
     for (pattern, count) in [(once, "7\n"), (half, "21\n")] {
         let o = fixlog_match(
             files,
-            &["--edges", "g.tsv", "--undirected", "-j", "2", "--stats", pattern],
+            &[
+                "--edges",
+                "g.tsv",
+                "--undirected",
+                "-j",
+                "2",
+                "--stats",
+                pattern,
+            ],
         );
-        assert_eq!((o.code, o.stdout.as_str()), (Some(0), count), "{}", o.stderr);
+        assert_eq!(
+            (o.code, o.stdout.as_str()),
+            (Some(0), count),
+            "{}",
+            o.stderr
+        );
         let order = if pattern == once {
             "degree order (renumbered in"
         } else {
