@@ -625,7 +625,7 @@ fn random_family_pattern(rng: &mut Rng, directed_graph: bool) -> TestPattern {
 #[test]
 fn degree_order_counts_agree_with_id_order_and_brute_force() {
     let mut rng = Rng(777);
-    let (mut used, mut refused, mut refused_and_different) = (0, 0, 0);
+    let (mut used, mut refused, mut refused_and_different, mut descending) = (0, 0, 0, 0);
     for case in 0..400 {
         let n = 5 + rng.below(4) as usize;
         // Ids scattered, so the id order is no degree order.
@@ -692,6 +692,19 @@ fn degree_order_counts_agree_with_id_order_and_brute_force() {
             if decision.degree_order {
                 used += 1;
                 assert_eq!(on_copy, expected, "degree order; {}", context());
+                // Both orientations, whichever the planner chose.
+                for p in [pattern.clone(), fixlog_match::order::flipped(&pattern)] {
+                    let plan = graph.degree_ordered().plan(&p, semantics);
+                    assert!(plan.degree_order);
+                    assert_eq!(
+                        fixlog_match::exec::count(&plan),
+                        expected,
+                        "degree order, {}; {}",
+                        p.text,
+                        context()
+                    );
+                }
+                descending += decision.descending as usize;
             } else if !tp.comparisons.is_empty() {
                 refused += 1;
                 refused_and_different += (on_copy != expected) as usize;
@@ -700,7 +713,14 @@ fn degree_order_counts_agree_with_id_order_and_brute_force() {
             assert!(!graph.count_order(&pattern, Semantics::Homo).degree_order);
         }
     }
-    eprintln!("degree order used {used} times, refused {refused} ({refused_and_different} differ)");
+    eprintln!(
+        "degree order used {used} times ({descending} descending), refused {refused} \
+         ({refused_and_different} differ)"
+    );
+    assert!(
+        descending > 10,
+        "descending degree order chosen only {descending} times"
+    );
     assert!(used > 300, "degree order used only {used} times");
     assert!(refused > 200, "degree order refused only {refused} times");
     assert!(
