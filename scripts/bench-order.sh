@@ -6,8 +6,9 @@
 #
 # Env: RUNS (3), JOBS (2), TIMEOUT seconds per run (120), QUERIES (triangles 4-cliques
 # 4-cycles). Prints one markdown row per graph, query and binary: the count, the whole
-# process's median wall time, and the medians of the `--stats` load, match and (after)
-# renumbering times. A run past TIMEOUT prints `>TIMEOUT`.
+# process's median wall time and CPU time (user + system, all threads: steadier than
+# wall time on a shared machine), and the medians of the `--stats` load, match and
+# (after) order/renumbering times. A run past TIMEOUT prints `>TIMEOUT`.
 set -u
 before=$1 after=$2
 shift 2
@@ -23,14 +24,17 @@ for graph in "$@"; do
   for q in "${queries[@]}"; do
     for which in before after; do
       bin=${!which}
-      walls=() loads=() matches=() renumbers=() count= timed_out=
+      walls=() cpus=() loads=() matches=() renumbers=() count= timed_out=
       for _ in $(seq "$RUNS"); do
-        err=$(mktemp)
+        err=$(mktemp) cpu=$(mktemp)
         start=$(date +%s.%N)
-        out=$(timeout "$TIMEOUT" "$bin" match --edges "$graph" --undirected -j "$JOBS" --stats "${text[$q]}" 2>"$err")
+        out=$(/usr/bin/time -f '%U %S' -o "$cpu" timeout "$TIMEOUT" "$bin" match --edges "$graph" \
+          --undirected -j "$JOBS" --stats "${text[$q]}" 2>"$err")
         rc=$?
         end=$(date +%s.%N)
-        if [ $rc -ne 0 ]; then timed_out=1; rm -f "$err"; break; fi
+        if [ $rc -ne 0 ]; then timed_out=1; rm -f "$err" "$cpu"; break; fi
+        cpus+=("$(awk 'END {print $1 + $2}' "$cpu")")
+        rm -f "$cpu"
         count=$out
         walls+=("$(echo "$end - $start" | bc)")
         loads+=("$(grep -o 'load [0-9.]*' "$err" | cut -d' ' -f2)")
@@ -40,11 +44,12 @@ for graph in "$@"; do
       done
       name=$(basename "$graph")
       if [ -n "$timed_out" ]; then
-        echo "| $name | $q | $which | | >$TIMEOUT | | | |"
+        echo "| $name | $q | $which | | >$TIMEOUT | | | | |"
         continue
       fi
-      printf '| %s | %s | %s | %s | %.3f | %s | %s | %s |\n' "$name" "$q" "$which" "$count" \
+      printf '| %s | %s | %s | %s | %.3f | %s | %s | %s | %s |\n' "$name" "$q" "$which" "$count" \
         "$(printf '%s\n' "${walls[@]}" | median)" \
+        "$(printf '%s\n' "${cpus[@]}" | median)" \
         "$(printf '%s\n' "${loads[@]}" | median)" \
         "$(printf '%s\n' "${matches[@]}" | median)" \
         "$(printf '%s\n' "${renumbers[@]}" | grep . | median)"

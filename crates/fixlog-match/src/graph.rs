@@ -422,11 +422,11 @@ impl Graph {
         self.by_degree
     }
 
-    /// The graph with its nodes numbered by degree rank: ascending number of distinct
-    /// neighbours (in and out, any edge type), ties by id; the same ids, labels and
-    /// edges. Built on first use (which builds this graph's any-type `nbr` adjacency
-    /// for the degrees) and kept beside this graph for every later count, with
-    /// adjacencies of its own. Counting uses it when that cannot change the answer
+    /// The graph with its nodes numbered by degree rank: ascending degree (edge ends as
+    /// read, in and out, any edge type: a repeated edge counts each time it is read),
+    /// ties by id; the same ids, labels and edges. Built on first use (`O(m)` plus a
+    /// sort of the nodes) and kept beside this graph for every later count, with
+    /// adjacencies of its own (built when a pattern needs them, as here). Counting uses it when that cannot change the answer
     /// ([`crate::order`]): comparisons of internal numbers then compare degree ranks.
     /// On the copy itself this is the copy.
     pub fn degree_ordered(&self) -> &Graph {
@@ -439,13 +439,17 @@ impl Graph {
 
     fn build_degree_ordered(&self) -> Graph {
         let n = self.ids.len();
-        let all = self.adjacency(AdjacencyKey {
-            direction: Direction::Both,
-            edge_type: None,
-        });
+        // Degrees from the edges as read (no adjacency needed): any total order keeps
+        // the count, so ends of repeated edges may count twice.
+        let mut degree = vec![0usize; n];
+        for &(s, d, _) in &self.edges {
+            degree[s as usize] += 1;
+            degree[d as usize] += 1;
+        }
         // order[rank] = node; rank[node].
         let mut order: Vec<NodeIndex> = (0..n as NodeIndex).collect();
-        order.par_sort_unstable_by_key(|&u| (all.degree(u), u));
+        order.par_sort_unstable_by_key(|&u| (degree[u as usize], u));
+        drop(degree);
         let mut rank = vec![0 as NodeIndex; n];
         for (r, &u) in order.iter().enumerate() {
             rank[u as usize] = r as NodeIndex;

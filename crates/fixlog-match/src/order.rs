@@ -197,10 +197,10 @@ pub fn decide_oriented(
     if decision.degree_order {
         decision.descending = descending_is_better(pattern, bind_order);
         decision.reason.push_str(if decision.descending {
-            "; descending (highest degree first, every comparison flipped: fewer steps that may \
-             scan a hub's whole list for this binding order)"
+            "; counted in descending rank (every comparison flipped): fewer steps that may scan \
+             a hub's whole list for this binding order"
         } else {
-            "; ascending (lowest degree first)"
+            "; counted in ascending rank"
         });
     }
     decision

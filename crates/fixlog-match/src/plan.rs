@@ -550,8 +550,8 @@ pub fn explain(
             s,
             "node order: {}: {}",
             if order.degree_order {
-                "degree (nodes renumbered by ascending degree, ties by id; `id` comparisons compare \
-                 these ranks)"
+                "degree (nodes renumbered by degree rank: ascending degree, ties by id; `id` \
+                 comparisons compare these ranks)"
             } else {
                 "id"
             },

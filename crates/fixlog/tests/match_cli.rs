@@ -271,6 +271,11 @@ fn counts_in_degree_order_when_the_order_cannot_matter() {
         e.contains("exactly one of the pattern's 6 automorphisms"),
         "{e}"
     );
+    assert!(e.contains("counted in ascending rank"), "{e}");
+    let cycle = "MATCH (a)--(b)--(c)--(d)--(a) WHERE id(a) < id(b) AND id(a) < id(c) \
+                 AND id(a) < id(d) AND id(b) < id(d) RETURN count(*)";
+    let e = explain(cycle);
+    assert!(e.contains("counted in descending rank"), "{e}");
     let e = explain(half);
     assert!(e.contains("node order: id"), "{e}");
     assert!(e.contains("do not pick exactly one"), "{e}");
