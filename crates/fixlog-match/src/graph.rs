@@ -9,7 +9,9 @@
 //!
 //! Node ids are non-negative integers (`u64`). Inside, nodes are numbered `0..n` in
 //! increasing id order, so comparing internal numbers compares ids: `WHERE id(a) <
-//! id(b)` works on internal numbers and sorted lists stay sorted by id.
+//! id(b)` works on internal numbers and sorted lists stay sorted by id. The one
+//! exception is [`Graph::degree_ordered`], a copy numbered by degree rank, on which
+//! counts run when the answer cannot depend on the order ([`crate::order`]).
 //!
 //! A graph is a set of edges: repeated `(src, dst, type)` edges are stored once, and
 //! an edge without a type is distinct from typed ones. Matches are maps of pattern
@@ -19,7 +21,7 @@
 
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Below these sizes a pass runs on one thread: splitting small work costs more than
 /// it saves (each stolen piece waits for a thread to wake up, which on a busy machine
@@ -317,6 +319,8 @@ impl GraphBuilder {
             undirected: self.undirected,
             has_self_loops,
             adjacency: Mutex::new(HashMap::new()),
+            by_degree: false,
+            degree_ordered: OnceLock::new(),
         })
     }
 }
@@ -356,6 +360,11 @@ pub struct Graph {
     undirected: bool,
     has_self_loops: bool,
     adjacency: Mutex<HashMap<AdjacencyKey, Arc<Adjacency>>>,
+    /// Whether nodes are numbered by degree rank instead of by id (the copy of
+    /// [`Graph::degree_ordered`]): then `ids` is not sorted.
+    by_degree: bool,
+    /// The degree-ordered copy, built on first use and kept for every later count.
+    degree_ordered: OnceLock<Box<Graph>>,
 }
 
 impl Graph {
@@ -389,12 +398,90 @@ impl Graph {
 
     /// The internal number of external id `id`, if the graph has that node.
     pub fn index_of(&self, id: u64) -> Option<NodeIndex> {
+        if self.by_degree {
+            return self
+                .ids
+                .iter()
+                .position(|&x| x == id)
+                .map(|i| i as NodeIndex);
+        }
         self.ids.binary_search(&id).ok().map(|i| i as NodeIndex)
     }
 
-    /// How many nodes have an id below `id` (the first internal number `>= id`).
+    /// How many nodes have an id below `id` (the first internal number `>= id`). Only
+    /// meaningful in id order: the degree-ordered copy is never planned with constant
+    /// comparisons.
     pub fn count_below(&self, id: u64) -> NodeIndex {
+        debug_assert!(!self.by_degree, "count_below on the degree-ordered copy");
         self.ids.partition_point(|&x| x < id) as NodeIndex
+    }
+
+    /// Whether internal numbers are degree ranks (this is a [`Graph::degree_ordered`]
+    /// copy) rather than positions in id order.
+    pub fn is_degree_ordered(&self) -> bool {
+        self.by_degree
+    }
+
+    /// The graph with its nodes numbered by degree rank: ascending degree (edge ends as
+    /// read, in and out, any edge type: a repeated edge counts each time it is read),
+    /// ties by id; the same ids, labels and edges. Built on first use (`O(m)` plus a
+    /// sort of the nodes) and kept beside this graph for every later count, with
+    /// adjacencies of its own (built when a pattern needs them, as here). Counting uses it when that cannot change the answer
+    /// ([`crate::order`]): comparisons of internal numbers then compare degree ranks.
+    /// On the copy itself this is the copy.
+    pub fn degree_ordered(&self) -> &Graph {
+        if self.by_degree {
+            return self;
+        }
+        self.degree_ordered
+            .get_or_init(|| Box::new(self.build_degree_ordered()))
+    }
+
+    fn build_degree_ordered(&self) -> Graph {
+        let n = self.ids.len();
+        // Degrees from the edges as read (no adjacency needed): any total order keeps
+        // the count, so ends of repeated edges may count twice.
+        let mut degree = vec![0usize; n];
+        for &(s, d, _) in &self.edges {
+            degree[s as usize] += 1;
+            degree[d as usize] += 1;
+        }
+        // order[rank] = node; rank[node].
+        let mut order: Vec<NodeIndex> = (0..n as NodeIndex).collect();
+        order.par_sort_unstable_by_key(|&u| (degree[u as usize], u));
+        drop(degree);
+        let mut rank = vec![0 as NodeIndex; n];
+        for (r, &u) in order.iter().enumerate() {
+            rank[u as usize] = r as NodeIndex;
+        }
+        let ids = order.iter().map(|&u| self.ids[u as usize]).collect();
+        let labels = Adjacency::build(
+            n,
+            order.iter().enumerate().flat_map(|(r, &u)| {
+                self.labels
+                    .neighbours(u)
+                    .iter()
+                    .map(move |&l| (r as NodeIndex, l))
+            }),
+        );
+        let edges = self
+            .edges
+            .par_iter()
+            .with_min_len(PARALLEL_MIN_EDGES)
+            .map(|&(s, d, t)| (rank[s as usize], rank[d as usize], t))
+            .collect();
+        Graph {
+            ids,
+            labels,
+            label_names: self.label_names.clone(),
+            type_names: self.type_names.clone(),
+            edges,
+            undirected: self.undirected,
+            has_self_loops: self.has_self_loops,
+            adjacency: Mutex::new(HashMap::new()),
+            by_degree: true,
+            degree_ordered: OnceLock::new(),
+        }
     }
 
     /// The sorted label numbers of `node`.

@@ -31,6 +31,7 @@ pub mod exec;
 pub mod graph;
 pub mod intersect;
 pub mod load;
+pub mod order;
 pub mod parse;
 pub mod pattern;
 pub mod plan;

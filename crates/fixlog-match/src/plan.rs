@@ -105,6 +105,10 @@ pub struct Plan {
     /// binding, keyed by the binding of this step (its only other source): see
     /// [`memo_key_step`].
     pub memo_key_step: Option<usize>,
+    /// Whether the plan's node numbers are degree ranks: it was planned on
+    /// [`Graph::degree_ordered`] (for a count whose answer does not depend on the node
+    /// order, see [`crate::order`]).
+    pub degree_order: bool,
 }
 
 /// The step whose binding keys a memo of the last step's intersection, if memoizing
@@ -377,6 +381,7 @@ pub fn plan(graph: &Graph, pattern: &Pattern, semantics: Semantics) -> Plan {
         projection,
         limit: pattern.limit,
         node_count: graph.node_count(),
+        degree_order: graph.is_degree_ordered(),
     }
 }
 
@@ -509,8 +514,14 @@ fn describe_key(graph: &Graph, k: AdjacencyKey) -> String {
     }
 }
 
-/// `fixlog match --explain`: the order, the filters, the join.
-pub fn explain(graph: &Graph, pattern: &Pattern, plan: &Plan) -> String {
+/// `fixlog match --explain`: the order, the filters, the join; `order`: the node order
+/// a count uses and why (see [`crate::order`]).
+pub fn explain(
+    graph: &Graph,
+    pattern: &Pattern,
+    plan: &Plan,
+    order: Option<&crate::order::OrderDecision>,
+) -> String {
     let mut s = String::new();
     let semantics = match plan.semantics {
         Semantics::Iso => "iso (injective: distinct pattern nodes bind distinct graph nodes)",
@@ -534,6 +545,19 @@ pub fn explain(graph: &Graph, pattern: &Pattern, plan: &Plan) -> String {
         }
     );
     let _ = writeln!(s, "semantics: {semantics}");
+    if let Some(order) = order {
+        let _ = writeln!(
+            s,
+            "node order: {}: {}",
+            if order.degree_order {
+                "degree (nodes renumbered by degree rank: ascending degree, ties by id; `id` \
+                 comparisons compare these ranks)"
+            } else {
+                "id"
+            },
+            order.reason
+        );
+    }
     let _ = writeln!(
         s,
         "join: worst-case-optimal (generic join): one pattern node per step, candidates = intersection \

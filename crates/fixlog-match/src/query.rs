@@ -6,6 +6,7 @@
 
 use crate::exec;
 use crate::graph::Graph;
+use crate::order::{self, OrderDecision};
 use crate::pattern::{Pattern, Semantics};
 use crate::plan::{self, Plan};
 
@@ -23,12 +24,45 @@ impl Graph {
 
     /// The number of matches of `pattern` under `semantics`.
     pub fn count_with(&self, pattern: &Pattern, semantics: Semantics) -> u64 {
-        let plan = self.plan(pattern, semantics);
-        let unlimited = Plan {
+        exec::count(&self.count_plan(pattern, semantics))
+    }
+
+    /// Which node order counting `pattern` uses, and why: the degree order (ascending,
+    /// or descending when that suits the binding order better) when the count cannot
+    /// depend on the order ([`crate::order`]), else the id order. Deciding the
+    /// orientation plans the pattern, on the degree-ordered copy (built on first use).
+    pub fn count_order(&self, pattern: &Pattern, semantics: Semantics) -> OrderDecision {
+        let decision = order::decide(pattern, semantics, self.is_undirected());
+        if !decision.degree_order {
+            return decision;
+        }
+        let plan = self.degree_ordered().plan(pattern, semantics);
+        let bind_order: Vec<usize> = plan.steps.iter().map(|s| s.node).collect();
+        order::decide_oriented(pattern, semantics, self.is_undirected(), &bind_order)
+    }
+
+    /// The plan a count runs (without `LIMIT`): on the degree-ordered copy of the graph
+    /// ([`Graph::degree_ordered`], built on first use) when [`Graph::count_order`]
+    /// allows, with the comparisons flipped when it chose the descending order; else on
+    /// this graph. Its node numbers are those of the graph it was planned on
+    /// (`Plan::degree_order` says which); a count does not need them.
+    pub fn count_plan(&self, pattern: &Pattern, semantics: Semantics) -> Plan {
+        let plan = if !order::decide(pattern, semantics, self.is_undirected()).degree_order {
+            self.plan(pattern, semantics)
+        } else {
+            let copy = self.degree_ordered();
+            let plan = copy.plan(pattern, semantics);
+            let bind_order: Vec<usize> = plan.steps.iter().map(|s| s.node).collect();
+            if order::descending_is_better(pattern, &bind_order) {
+                copy.plan(&order::flipped(pattern), semantics)
+            } else {
+                plan
+            }
+        };
+        Plan {
             limit: None,
             ..plan
-        };
-        exec::count(&unlimited)
+        }
     }
 
     /// Calls `f` with the ids of every match's pattern nodes (indexed like
@@ -77,9 +111,22 @@ impl Graph {
         calls
     }
 
-    /// The plan in words: variable order, candidate filters, the join.
+    /// The plan in words: variable order, candidate filters, the join, and for a count
+    /// the node order it uses and why. The steps are planned on this graph: on the
+    /// degree-ordered copy they are the same (the planner looks at degrees, labels and
+    /// candidate counts, which renumbering keeps), so `explain` does not build it.
     pub fn explain(&self, pattern: &Pattern, semantics: Semantics) -> String {
         let plan = self.plan(pattern, semantics);
-        plan::explain(self, pattern, &plan)
+        let bind_order: Vec<usize> = plan.steps.iter().map(|s| s.node).collect();
+        let order = match pattern.output {
+            crate::pattern::Output::Count => Some(order::decide_oriented(
+                pattern,
+                semantics,
+                self.is_undirected(),
+                &bind_order,
+            )),
+            crate::pattern::Output::Nodes(_) => None,
+        };
+        plan::explain(self, pattern, &plan, order.as_ref())
     }
 }

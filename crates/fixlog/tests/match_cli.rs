@@ -247,3 +247,83 @@ fn bad_graph_files_are_located() {
     );
     assert_error(&o, &["-j must be at least 1"]);
 }
+
+/// A count whose `WHERE` breaks the pattern's symmetry exactly runs in degree order
+/// (`--explain` says so and why, `--stats` says so); one that does not keeps the id
+/// order; both give the count of the brute force.
+#[test]
+fn counts_in_degree_order_when_the_order_cannot_matter() {
+    // A hub with a small id (1) and triangles through it.
+    let edges = b"1 2\n1 3\n1 4\n1 5\n1 6\n2 3\n3 4\n4 5\n5 6\n6 2\n2 4\n";
+    let files: &[(&str, &[u8])] = &[("g.tsv", edges)];
+    let once = "MATCH (a)--(b)--(c)--(a) WHERE id(a) < id(b) AND id(b) < id(c) RETURN count(*)";
+    let half = "MATCH (a)--(b)--(c)--(a) WHERE id(a) < id(b) RETURN count(*)";
+    let explain = |pattern: &str| {
+        fixlog_match(
+            files,
+            &["--edges", "g.tsv", "--undirected", "--explain", pattern],
+        )
+        .stdout
+    };
+    let e = explain(once);
+    assert!(e.contains("node order: degree"), "{e}");
+    assert!(
+        e.contains("exactly one of the pattern's 6 automorphisms"),
+        "{e}"
+    );
+    assert!(e.contains("counted in ascending rank"), "{e}");
+    let cycle = "MATCH (a)--(b)--(c)--(d)--(a) WHERE id(a) < id(b) AND id(a) < id(c) \
+                 AND id(a) < id(d) AND id(b) < id(d) RETURN count(*)";
+    let e = explain(cycle);
+    assert!(e.contains("counted in descending rank"), "{e}");
+    let e = explain(half);
+    assert!(e.contains("node order: id"), "{e}");
+    assert!(e.contains("do not pick exactly one"), "{e}");
+    let e = explain(&once.replace("count(*)", "a, b, c"));
+    assert!(!e.contains("node order"), "{e}");
+    let e = fixlog_match(
+        files,
+        &[
+            "--edges",
+            "g.tsv",
+            "--undirected",
+            "--semantics",
+            "homo",
+            "--explain",
+            once,
+        ],
+    );
+    assert!(
+        e.stdout.contains("node order: id") && e.stdout.contains("homo"),
+        "{}{}",
+        e.stdout,
+        e.stderr
+    );
+    // Triangles: 1-2-3, 1-3-4, 1-4-5, 1-5-6, 1-6-2, 1-2-4, 2-3-4.
+    for (pattern, count) in [(once, "7\n"), (half, "21\n")] {
+        let o = fixlog_match(
+            files,
+            &[
+                "--edges",
+                "g.tsv",
+                "--undirected",
+                "-j",
+                "2",
+                "--stats",
+                pattern,
+            ],
+        );
+        assert_eq!(
+            (o.code, o.stdout.as_str()),
+            (Some(0), count),
+            "{}",
+            o.stderr
+        );
+        let order = if pattern == once {
+            "degree order (renumbered in"
+        } else {
+            "id order"
+        };
+        assert!(o.stderr.contains(order), "{}", o.stderr);
+    }
+}

@@ -52,14 +52,17 @@ impl GpuMatcher {
         self.gpu.name()
     }
 
-    /// The number of matches (as [`Graph::count_with`]).
+    /// The number of matches (as [`Graph::count_with`]): the same plan, so on the
+    /// degree-ordered copy of the graph when [`Graph::count_order`] allows. The copy
+    /// has adjacencies of its own, so the device cache (keyed on the adjacencies held)
+    /// tells the two graphs apart: switching between them uploads again.
     pub fn count_with(
         &self,
         graph: &Graph,
         pattern: &Pattern,
         semantics: Semantics,
     ) -> Result<u64, Error> {
-        let plan = graph.plan(pattern, semantics);
+        let plan = graph.count_plan(pattern, semantics);
         if plan.empty_because.is_some() || plan.steps.is_empty() {
             return Ok(0);
         }
@@ -167,7 +170,9 @@ impl GpuMatcher {
         }
         let mut uploaded = self.uploaded.borrow_mut();
         // The same adjacencies (held, so their addresses cannot be reused) of a graph
-        // of the same size: the device copy is still right.
+        // of the same size: the device copy is still right. A graph and its
+        // degree-ordered copy (`Graph::degree_ordered`) share no adjacency, so a plan
+        // on one never reuses the other's device copy.
         let reuse = matches!(&*uploaded, Some((have, device))
             if device.node_count() == graph.node_count()
                 && have.len() == wanted.len()
