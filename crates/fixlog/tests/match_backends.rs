@@ -212,10 +212,10 @@ fn the_gpu_matches_as_the_cpu_does() {
     assert!(err.to_string().contains("at most 32"), "{err}");
 }
 
-/// Counts in degree order on the GPU: symmetry-broken triangles, 4-cliques, 4-cycles and
-/// paths (which the planner counts on the degree-ordered copy of the graph) equal the
-/// CPU's, also when counts (on the copy) and listings (on the graph) alternate on one
-/// `GpuMatcher`, whose device cache must not take one graph's adjacency for the other's.
+/// Symmetry-broken triangles, 4-cliques, 4-cycles and paths, which the CPU counts on the
+/// degree-ordered copy of the graph where that cannot change the count: the GPU's counts
+/// (in id order) equal the CPU's, also when counts and listings alternate on one
+/// `GpuMatcher`.
 #[cfg(feature = "cuda")]
 #[test]
 fn the_gpu_counts_in_degree_order_as_the_cpu_does() {

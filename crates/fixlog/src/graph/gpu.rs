@@ -52,17 +52,23 @@ impl GpuMatcher {
         self.gpu.name()
     }
 
-    /// The number of matches (as [`Graph::count_with`]): the same plan, so on the
-    /// degree-ordered copy of the graph when [`Graph::count_order`] allows. The copy
-    /// has adjacencies of its own, so the device cache (keyed on the adjacencies held)
-    /// tells the two graphs apart: switching between them uploads again.
+    /// The number of matches (as [`Graph::count_with`]), counted in id order: the
+    /// degree-ordered copy that the CPU counts on where it may ([`Graph::count_order`])
+    /// made the GPU slower, not faster (docs/gpu-results.md, round 11: triangles of a
+    /// 30M-edge power-law graph, 3.7 s in id order against 4.0 s plus 4.5 s of
+    /// renumbering), so the device keeps the graph as loaded until a measurement says
+    /// otherwise. (The device cache is keyed on the adjacencies held, so a copy would
+    /// be told apart.)
     pub fn count_with(
         &self,
         graph: &Graph,
         pattern: &Pattern,
         semantics: Semantics,
     ) -> Result<u64, Error> {
-        let plan = graph.count_plan(pattern, semantics);
+        let plan = fixlog_match::plan::Plan {
+            limit: None,
+            ..graph.plan(pattern, semantics)
+        };
         if plan.empty_because.is_some() || plan.steps.is_empty() {
             return Ok(0);
         }
