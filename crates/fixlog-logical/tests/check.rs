@@ -2,44 +2,11 @@
 //! inference, desugaring and stratification, plus robustness on random programs.
 
 use fixlog_logical::*;
-use fixlog_syntax::{Diagnostics, SourceMap};
+use fixlog_syntax::SourceMap;
 use proptest::prelude::*;
 
-fn compile(text: &str) -> Program {
-    let mut sm = SourceMap::new();
-    match compile_str("t.dl", text, &mut sm) {
-        Ok(p) => p,
-        Err(e) => panic!("unexpected errors:\n{}", e.render(&sm)),
-    }
-}
-
-/// (message, "line:col") of every error.
-fn errs(text: &str) -> Vec<(String, String)> {
-    let mut sm = SourceMap::new();
-    match compile_str("t.dl", text, &mut sm) {
-        Ok(_) => panic!("expected an error"),
-        Err(Diagnostics(ds)) => ds
-            .iter()
-            .map(|d| {
-                let loc = d
-                    .span
-                    .map(|s| sm.location(s).trim_start_matches("t.dl:").to_string())
-                    .unwrap_or_default();
-                (d.message.clone(), loc)
-            })
-            .collect(),
-    }
-}
-
-fn err1(text: &str) -> (String, String) {
-    let e = errs(text);
-    assert_eq!(e.len(), 1, "expected exactly one error, got {e:?}");
-    e.into_iter().next().unwrap()
-}
-
-fn e(msg: &str, loc: &str) -> (String, String) {
-    (msg.to_string(), loc.to_string())
-}
+mod support;
+use support::*;
 
 const EDGE: &str = ".decl edge(x: number, y: number)\n";
 

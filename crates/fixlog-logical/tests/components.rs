@@ -2,41 +2,9 @@
 //! overrides, lookup) and every error it reports, with its location.
 
 use fixlog_logical::*;
-use fixlog_syntax::{Diagnostics, SourceMap};
 
-fn compile(text: &str) -> Program {
-    let mut sm = SourceMap::new();
-    match compile_str("t.dl", text, &mut sm) {
-        Ok(p) => p,
-        Err(e) => panic!("unexpected errors:\n{}", e.render(&sm)),
-    }
-}
-
-/// (message, "line:col", notes) of every error.
-fn errs(text: &str) -> Vec<(String, String, Vec<String>)> {
-    let mut sm = SourceMap::new();
-    match compile_str("t.dl", text, &mut sm) {
-        Ok(_) => panic!("expected an error"),
-        Err(Diagnostics(ds)) => ds
-            .iter()
-            .map(|d| {
-                let loc = d
-                    .span
-                    .map(|s| sm.location(s).trim_start_matches("t.dl:").to_string())
-                    .unwrap_or_default();
-                (d.message.clone(), loc, d.notes.clone())
-            })
-            .collect(),
-    }
-}
-
-/// The one error of `text`: (message, "line:col").
-fn err1(text: &str) -> (String, String) {
-    let e = errs(text);
-    assert_eq!(e.len(), 1, "expected exactly one error, got {e:?}");
-    let (m, l, _) = e.into_iter().next().unwrap();
-    (m, l)
-}
+mod support;
+use support::{compile, err1, errs_with_notes as errs};
 
 fn e(msg: &str, loc: &str) -> (String, String) {
     (msg.to_string(), loc.to_string())

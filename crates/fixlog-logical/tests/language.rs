@@ -2,43 +2,9 @@
 //! become in the logical IR and their located errors.
 
 use fixlog_logical::*;
-use fixlog_syntax::{Diagnostics, SourceMap};
 
-fn compile(text: &str) -> Program {
-    let mut sm = SourceMap::new();
-    match compile_str("t.dl", text, &mut sm) {
-        Ok(p) => p,
-        Err(e) => panic!("unexpected errors:\n{}", e.render(&sm)),
-    }
-}
-
-/// (message, "line:col") of every error.
-fn errs(text: &str) -> Vec<(String, String)> {
-    let mut sm = SourceMap::new();
-    match compile_str("t.dl", text, &mut sm) {
-        Ok(_) => panic!("expected an error"),
-        Err(Diagnostics(ds)) => ds
-            .iter()
-            .map(|d| {
-                let loc = d
-                    .span
-                    .map(|s| sm.location(s).trim_start_matches("t.dl:").to_string())
-                    .unwrap_or_default();
-                (d.message.clone(), loc)
-            })
-            .collect(),
-    }
-}
-
-fn err1(text: &str) -> (String, String) {
-    let e = errs(text);
-    assert_eq!(e.len(), 1, "expected exactly one error, got {e:?}");
-    e.into_iter().next().unwrap()
-}
-
-fn e(msg: &str, loc: &str) -> (String, String) {
-    (msg.to_string(), loc.to_string())
-}
+mod support;
+use support::*;
 
 const DECLS: &str = ".decl n(x: number)\n.decl s(x: symbol)\n.decl f(x: float)\n";
 

@@ -27,57 +27,26 @@ impl RuleCx<'_, '_> {
         // Per aggregate literal: its correlated variables (with a span each).
         let mut correlated: Vec<Vec<(VarId, Span)>> = Vec::new();
         for l in lits {
-            match l {
-                LLit::Atom {
-                    args,
-                    negated: false,
-                    ..
-                } => {
-                    for a in args {
-                        if let LTerm::Var(v, _) = a {
-                            g.fact(*v);
-                        }
-                    }
+            ground_literal(&mut g, l);
+            if let LLit::Agg {
+                out,
+                arg,
+                body,
+                outer,
+                ..
+            } = l
+            {
+                let mut vs = Vec::new();
+                if let Some(a) = arg {
+                    a.vars(&mut vs);
                 }
-                LLit::Cmp {
-                    op: ir::CmpOp::Eq,
-                    lhs,
-                    rhs,
-                    ..
-                } => {
-                    for (a, b) in [(lhs, rhs), (rhs, lhs)] {
-                        if let LExpr::Var(v, _) = a {
-                            let mut vs = Vec::new();
-                            b.vars(&mut vs);
-                            g.rule(*v, vs.into_iter().map(|x| x.0).collect());
-                        }
-                    }
+                for b in body {
+                    b.vars(&mut vs);
                 }
-                LLit::Range { out, args, .. } => {
-                    let mut vs = Vec::new();
-                    args.iter().for_each(|a| a.vars(&mut vs));
-                    g.rule(*out, vs.into_iter().map(|x| x.0).collect());
-                }
-                LLit::Agg {
-                    out,
-                    arg,
-                    body,
-                    outer,
-                    ..
-                } => {
-                    let mut vs = Vec::new();
-                    if let Some(a) = arg {
-                        a.vars(&mut vs);
-                    }
-                    for b in body {
-                        b.vars(&mut vs);
-                    }
-                    vs.retain(|(v, _)| outer.contains(v));
-                    g.rule(*out, vs.iter().map(|x| x.0).collect());
-                    agg_outs.push(*out);
-                    correlated.push(vs);
-                }
-                _ => {}
+                vs.retain(|(v, _)| outer.contains(v));
+                g.rule(*out, vs.iter().map(|x| x.0).collect());
+                agg_outs.push(*out);
+                correlated.push(vs);
             }
         }
         let grounded = g.solve(&[]);
@@ -223,5 +192,45 @@ impl RuleCx<'_, '_> {
         Diagnostic::error(format!("variable `{name}` is not bound"), s).with_help(format!(
             "`{name}` must occur in a positive atom of the body, or be equated to an expression over bound variables"
         ))
+    }
+}
+
+/// What a literal grounds, apart from aggregates (each pass treats those its own way):
+/// a positive atom binds its variables, `v = e` binds `v` once `e`'s variables are
+/// bound, `v = range(...)` binds `v` once its arguments are. Shared by range
+/// restriction and the grounding of aggregate witnesses (`witness.rs`).
+pub(super) fn ground_literal(g: &mut Grounding, l: &LLit) {
+    match l {
+        LLit::Atom {
+            args,
+            negated: false,
+            ..
+        } => {
+            for a in args {
+                if let LTerm::Var(v, _) = a {
+                    g.fact(*v);
+                }
+            }
+        }
+        LLit::Cmp {
+            op: ir::CmpOp::Eq,
+            lhs,
+            rhs,
+            ..
+        } => {
+            for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+                if let LExpr::Var(v, _) = a {
+                    let mut vs = Vec::new();
+                    b.vars(&mut vs);
+                    g.rule(*v, vs.into_iter().map(|x| x.0).collect());
+                }
+            }
+        }
+        LLit::Range { out, args, .. } => {
+            let mut vs = Vec::new();
+            args.iter().for_each(|a| a.vars(&mut vs));
+            g.rule(*out, vs.into_iter().map(|x| x.0).collect());
+        }
+        _ => {}
     }
 }

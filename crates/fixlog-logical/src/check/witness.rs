@@ -27,39 +27,9 @@ impl RuleCx<'_, '_> {
         let mut g = Grounding::new(self.vars.len());
         let mut agg_outs = Vec::new();
         for l in lits.iter() {
-            match l {
-                LLit::Atom {
-                    args,
-                    negated: false,
-                    ..
-                } => {
-                    for a in args {
-                        if let LTerm::Var(v, _) = a {
-                            g.fact(*v);
-                        }
-                    }
-                }
-                LLit::Cmp {
-                    op: ir::CmpOp::Eq,
-                    lhs,
-                    rhs,
-                    ..
-                } => {
-                    for (a, b) in [(lhs, rhs), (rhs, lhs)] {
-                        if let LExpr::Var(v, _) = a {
-                            let mut vs = Vec::new();
-                            b.vars(&mut vs);
-                            g.rule(*v, vs.into_iter().map(|x| x.0).collect());
-                        }
-                    }
-                }
-                LLit::Range { out, args, .. } => {
-                    let mut vs = Vec::new();
-                    args.iter().for_each(|a| a.vars(&mut vs));
-                    g.rule(*out, vs.into_iter().map(|x| x.0).collect());
-                }
-                LLit::Agg { out, .. } => agg_outs.push(*out),
-                _ => {}
+            super::range::ground_literal(&mut g, l);
+            if let LLit::Agg { out, .. } = l {
+                agg_outs.push(*out);
             }
         }
         let grounded = g.solve(&agg_outs);
