@@ -405,21 +405,25 @@ impl Ctx<'_> {
             });
             vars.len() - 1
         };
-        for (v, m) in map.iter_mut().enumerate() {
-            if m.is_none() {
-                *m = Some(fresh(v, vars));
-            }
-        }
-        let rename = |v: VarId| Expr::Var(map[v].expect("every variable is mapped"));
+        // Every clause variable not bound by the atom gets a fresh variable.
+        let map: Vec<VarId> = map
+            .into_iter()
+            .enumerate()
+            .map(|(v, m)| m.unwrap_or_else(|| fresh(v, vars)))
+            .collect();
+        let rename = |v: VarId| Expr::Var(map[v]);
         let mut out: Vec<Literal> = def.body.iter().map(|l| literal_vars(l, &rename)).collect();
         for (j, t, h) in eqs {
-            out.push(Literal::Compare {
-                op: CmpOp::Eq,
-                lhs: term_expr(t).expect("not a wildcard"),
-                rhs: crate::rewrite::expr_vars(h, &rename),
-                ty: types[j],
-                span: atom.span,
-            });
+            // Wildcards were skipped above, so every term here is an expression.
+            if let Some(lhs) = term_expr(t) {
+                out.push(Literal::Compare {
+                    op: CmpOp::Eq,
+                    lhs,
+                    rhs: crate::rewrite::expr_vars(h, &rename),
+                    ty: types[j],
+                    span: atom.span,
+                });
+            }
         }
         out
     }
@@ -465,15 +469,25 @@ impl Ctx<'_> {
             let mut map: Vec<Option<Expr>> = vec![None; def.vars.len()];
             let mut disj = Vec::new();
             for (j, (h, t)) in def.args.iter().zip(&atom.args).enumerate() {
-                let t = term_expr(t).expect("no wildcard");
+                // Wildcards were rejected above.
+                let Some(t) = term_expr(t) else {
+                    return Err(bad());
+                };
                 match h {
-                    Expr::Var(v) if map[*v].is_none() => map[*v] = Some(t),
-                    Expr::Var(v) => disj.push((j, t, map[*v].clone().expect("mapped"))),
+                    Expr::Var(v) => match &map[*v] {
+                        None => map[*v] = Some(t),
+                        Some(seen) => disj.push((j, t, seen.clone())),
+                    },
                     Expr::Const(c) => disj.push((j, t, Expr::Const(*c))),
                     _ => return Err(bad()),
                 }
             }
-            let rename = |v: VarId| map[v].clone().expect("checked");
+            // `closed` checked that every body variable occurs in the head.
+            if map.iter().any(Option::is_none) {
+                return Err(bad());
+            }
+            let map: Vec<Expr> = map.into_iter().flatten().collect();
+            let rename = |v: VarId| map[v].clone();
             let mut d: Vec<Literal> = disj
                 .into_iter()
                 .map(|(j, t, h)| Literal::Compare {

@@ -934,7 +934,9 @@ fn substitute(body: &str, names: &[String], raw: &[String], expanded: &[String])
                 None => out.push_str(w),
             }
         } else {
-            let ch = body[i..].chars().next().expect("in bounds");
+            let Some(ch) = body[i..].chars().next() else {
+                break;
+            };
             out.push(ch);
             i += ch.len_utf8();
         }
@@ -969,7 +971,7 @@ fn cond_tokens(s: &str) -> Result<Vec<String>, String> {
                 toks.push((c as char).to_string());
                 i += 1;
             } else {
-                let ch = s[i..].chars().next().expect("in bounds");
+                let ch = s[i..].chars().next().unwrap_or('?');
                 return Err(format!("unexpected `{ch}` in `#if` condition"));
             }
         }
@@ -1138,7 +1140,9 @@ fn external(sources: &mut SourceMap, file: FileId, cmd: &str) -> Result<FileId, 
         .spawn()
         .map_err(|e| fail(format!("cannot run the preprocessor `{cmd}`: {e}")))?;
     let input = f.text.clone();
-    let mut stdin = child.stdin.take().expect("piped");
+    let Some(mut stdin) = child.stdin.take() else {
+        return Err(fail(format!("cannot write to the preprocessor `{cmd}`")));
+    };
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(input.as_bytes());
     });
