@@ -127,7 +127,7 @@ def main():
                     f"| load {ph['load']:.3f} prep {ph['prepare']:.3f} join {ph['join']:.3f} "
                     f"dedup {ph['dedup']:.3f} merge {ph['merge']:.3f} index {ph['index']:.3f} "
                     f"unload {ph['unload']:.3f} write {ph['write']:.3f} "
-                    f"derived {best.get('derived', 0)} |")
+                    f"derived {best.get('derived', 0)} split {best.get('pieces_split', 0)} |")
             print(line, flush=True)
             rows.append(line)
     print(f"\n## fixlog run --backend {opt['--backend']} ({'outputs written' if output else '.printsize'})")

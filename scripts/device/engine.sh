@@ -22,6 +22,8 @@
 #   bigmatch     triangles and 4-cliques of a large random power-law graph made here
 #                (BIG_NODES, BIG_EDGES; default 4M nodes, 32M undirected edges), GPU
 #                against CPU (BIG_BACKENDS), edges per second
+#   matchprof    the GPU matcher on that graph (MATCHPROF_QUERY: tri or clique4) under
+#                Nsight Compute: kernel time by name
 # Step time limits: T_CONF (240 s), T_TESTS (400 s), T_ENGINE (400 s), T_CSPA (300 s).
 set -u
 ROOT=$PWD
@@ -44,6 +46,55 @@ if [ -f "$C/paths" ]; then
   mkdir -p "$(dirname "$BUILD_BIN")"; cp "$C/fixlog" "$BUILD_BIN"
 fi
 export FIXLOG_DATA=$C/data
+# Nsight Compute's per-kernel CSV (gpu__time_duration) summed by kernel name.
+ncu_table() {
+  python3 - "$1" <<'PY'
+import csv, sys, io
+lines = [l for l in open(sys.argv[1]) if l.startswith('"')]
+rows = list(csv.DictReader(io.StringIO("".join(lines))))
+tot = {}
+for r in rows:
+    if r.get("Metric Name") != "gpu__time_duration.sum":
+        continue
+    name = r.get("Kernel Name", "?").split("(")[0][:60]
+    n = int(float(r.get("Invocations", "1") or 1))
+    avg = float(str(r.get("Average", r.get("Metric Value", "0"))).replace(",", ""))
+    unit = r.get("Metric Unit", "nsecond")
+    scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}.get(unit, 1e-6)
+    t, c = tot.get(name, (0.0, 0))
+    tot[name] = (t + avg * n * scale, c + n)
+all_ms = sum(t for t, _ in tot.values())
+print(f"kernels: {sum(c for _, c in tot.values())} launches, {all_ms:.1f} ms on the device")
+for name, (t, c) in sorted(tot.items(), key=lambda kv: -kv[1][0])[:20]:
+    print(f"{100*t/max(all_ms,1e-9):5.1f}% {t:9.1f} ms {c:7d}  {name}")
+PY
+}
+# The large random power-law graph of the bigmatch step (made once per machine).
+big_graph() {
+  n=${BIG_NODES:-4000000}; m=${BIG_EDGES:-32000000}; f=/tmp/big-$n-$m.tsv
+  [ -f $f ] || python3 - $n $m $f <<'PY'
+import sys, numpy as np
+n, m, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+rng = np.random.default_rng(7)
+# Chung-Lu style power-law graph: endpoints drawn with weight ~ rank^-0.6, plus locality
+w = (np.arange(1, n + 1, dtype=np.float64)) ** -0.6; w /= w.sum()
+perm = rng.permutation(n)
+a = perm[rng.choice(n, size=m, p=w)]
+b = perm[rng.choice(n, size=m, p=w)]
+# half of the edges close local triangles: b near a in a random order
+loc = rng.random(m) < 0.5
+b[loc] = (a[loc] + rng.integers(1, 64, size=loc.sum())) % n
+keep = a != b
+try:
+    import pandas as pd
+    pd.DataFrame({"a": a[keep], "b": b[keep]}).to_csv(path, sep="\t", header=False, index=False)
+except ImportError:
+    np.savetxt(path, np.stack([a[keep], b[keep]], 1), fmt="%d", delimiter="\t")
+PY
+  echo $f
+}
+TRI='MATCH (a)--(b)--(c)--(a) WHERE id(a) < id(b) AND id(b) < id(c) RETURN count(*)'
+CLIQUE4='MATCH (a)--(b)--(c)--(a), (a)--(d), (b)--(d), (c)--(d) WHERE id(a) < id(b) AND id(b) < id(c) AND id(c) < id(d) RETURN count(*)'
 STEPS=("$@"); [ ${#STEPS[@]} -eq 0 ] && STEPS=(conformance tests engine)
 date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 summary=()
@@ -125,26 +176,7 @@ for s in "${STEPS[@]}"; do
         timeout ${T_CSPA:-300} "$NCU" --metrics gpu__time_duration.sum --csv --print-summary per-kernel \
           "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-prof --backend cuda --stats > "$OUT/profile-$p.csv" 2> "$OUT/profile-$p.log"; echo "ncu rc=$?"
         grep -E "total|phases" "$OUT/profile-$p.log" | head -5
-        python3 - "$OUT/profile-$p.csv" <<'PY'
-import csv, sys, io
-lines = [l for l in open(sys.argv[1]) if l.startswith('"')]
-rows = list(csv.DictReader(io.StringIO("".join(lines))))
-tot = {}
-for r in rows:
-    if r.get("Metric Name") != "gpu__time_duration.sum":
-        continue
-    name = r.get("Kernel Name", "?").split("(")[0][:60]
-    n = int(float(r.get("Invocations", "1") or 1))
-    avg = float(str(r.get("Average", r.get("Metric Value", "0"))).replace(",", ""))
-    unit = r.get("Metric Unit", "nsecond")
-    scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}.get(unit, 1e-6)
-    t, c = tot.get(name, (0.0, 0))
-    tot[name] = (t + avg * n * scale, c + n)
-all_ms = sum(t for t, _ in tot.values())
-print(f"kernels: {sum(c for _, c in tot.values())} launches, {all_ms:.1f} ms on the device")
-for name, (t, c) in sorted(tot.items(), key=lambda kv: -kv[1][0])[:20]:
-    print(f"{100*t/max(all_ms,1e-9):5.1f}% {t:9.1f} ms {c:7d}  {name}")
-PY
+        ncu_table "$OUT/profile-$p.csv"
       elif [ -z "$NSYS" ]; then echo "no nsys or ncu here"; else
         timeout ${T_CSPA:-300} "$NSYS" profile -t cuda -o "$OUT/cspa-$p" --force-overwrite true \
           "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-prof --backend cuda --stats > "$OUT/profile-$p.log" 2>&1; echo "nsys rc=$?"
@@ -163,26 +195,7 @@ PY
         rm -f "$OUT"/cspa-$p.nsys-rep "$OUT"/*.sqlite
       fi;;
     bigmatch)
-      n=${BIG_NODES:-4000000}; m=${BIG_EDGES:-32000000}; f=/tmp/big-$n-$m.tsv
-      [ -f $f ] || python3 - $n $m $f <<'PY'
-import sys, numpy as np
-n, m, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-rng = np.random.default_rng(7)
-# Chung-Lu style power-law graph: endpoints drawn with weight ~ rank^-0.6, plus locality
-w = (np.arange(1, n + 1, dtype=np.float64)) ** -0.6; w /= w.sum()
-perm = rng.permutation(n)
-a = perm[rng.choice(n, size=m, p=w)]
-b = perm[rng.choice(n, size=m, p=w)]
-# half of the edges close local triangles: b near a in a random order
-loc = rng.random(m) < 0.5
-b[loc] = (a[loc] + rng.integers(1, 64, size=loc.sum())) % n
-keep = a != b
-try:
-    import pandas as pd
-    pd.DataFrame({"a": a[keep], "b": b[keep]}).to_csv(path, sep="\t", header=False, index=False)
-except ImportError:
-    np.savetxt(path, np.stack([a[keep], b[keep]], 1), fmt="%d", delimiter="\t")
-PY
+      f=$(big_graph)
       echo "graph $f: $(wc -l < $f) lines"
       for q in tri clique4; do
         case $q in
@@ -196,6 +209,13 @@ PY
         done
         echo "$line"; summary+=("$line")
       done;;
+    matchprof)
+      f=$(big_graph); q=${MATCHPROF_QUERY:-tri}; pat=$TRI; [ $q = clique4 ] && pat=$CLIQUE4
+      NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+      timeout ${T_MATCH:-300} "$NCU" --metrics gpu__time_duration.sum --csv --print-summary per-kernel \
+        "$C/fixlog" match --edges "$f" --undirected --backend cuda --stats "$pat" > "$OUT/matchprof-$q.csv" 2> "$OUT/matchprof-$q.log"; echo "ncu rc=$?"
+      grep "fixlog match" "$OUT/matchprof-$q.log"
+      ncu_table "$OUT/matchprof-$q.csv";;
     match)
       # `fixlog match` on the GPU against the CPU (16 cores): counts must agree; time of
       # the whole process and the matcher's own time (--stats). MATCH_GRAPHS: SNAP-style
@@ -227,5 +247,5 @@ PY
 done
 echo; echo "##### summary"
 for l in "${summary[@]}"; do echo "$l"; done
-for f in engine output cpu; do [ -f "$OUT/$f.log" ] && sed -n '/^## fixlog run/,$p' "$OUT/$f.log"; done
+for f in engine output cpu; do [ -f "$OUT/$f.log" ] && { echo "-- $f"; sed -n '/^## fixlog run/,$p' "$OUT/$f.log"; }; done
 exit 0

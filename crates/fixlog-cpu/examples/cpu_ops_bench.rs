@@ -105,7 +105,7 @@ fn tc_codes(be: &CpuBackend) -> (CpuCode, CpuCode) {
 fn ops() {
     let be = CpuBackend;
     let syms = SymbolTable::new();
-    let ctx = EvalContext { symbols: &syms };
+    let ctx = EvalContext::new(&syms);
     println!(
         "{:<28} {:>10} {:>9} {:>10} {:>12}",
         "operator", "rows", "seconds", "Mrows/s", "out rows"
@@ -174,7 +174,7 @@ fn ops() {
 fn transitive_closure(path: &str) {
     let be = CpuBackend;
     let syms = SymbolTable::new();
-    let ctx = EvalContext { symbols: &syms };
+    let ctx = EvalContext::new(&syms);
     let text = std::fs::read_to_string(path).expect("read edges");
     let mut data = Vec::new();
     for l in text.lines() {

@@ -107,7 +107,7 @@ fn results_do_not_depend_on_threads() {
     // 1 and 4 threads; every intermediate must be identical, batch order included.
     let be = CpuBackend;
     let syms = SymbolTable::new();
-    let ctx = EvalContext { symbols: &syms };
+    let ctx = EvalContext::new(&syms);
     let mut rng = Rng(99);
     let edges = rng.rows(60_000, 3000);
     let specs = [

@@ -31,7 +31,10 @@
 //! Every method that can fail on some backend returns [`ExecResult`]: a device can run
 //! out of memory or fail a call at any point. Running out of memory is
 //! [`ExecError::OutOfMemory`], which the driver answers by running a pipeline over
-//! smaller pieces of its input.
+//! smaller pieces of its input. An operator may also ask for smaller pieces before it
+//! runs out ([`ExecError::BatchTooLarge`], where [`EvalContext::can_split`] allows it):
+//! the CUDA join knows its output's size after counting, and asks when the output
+//! would exceed the backend's share of device memory for one batch.
 
 use crate::tuples::RowStore;
 use fixlog_logical::{AggFunc, ColType, SymbolTable, Value};
@@ -42,6 +45,22 @@ pub struct EvalContext<'a> {
     /// For functors (`cat`, `substr`, `to_string` make symbols; `strlen`, `contains`,
     /// `match` read them).
     pub symbols: &'a SymbolTable,
+    /// Whether the driver can run the current pipeline again over smaller pieces of
+    /// its input. An operator that knows the size of its output before making it (a
+    /// join that counts first) may then answer [`ExecError::BatchTooLarge`] instead of
+    /// making a batch larger than its backend's [`PieceBudget::max_batch_rows`];
+    /// otherwise it makes the batch whatever its size.
+    pub can_split: bool,
+}
+
+impl<'a> EvalContext<'a> {
+    /// A context in which no operator asks for smaller pieces.
+    pub fn new(symbols: &'a SymbolTable) -> EvalContext<'a> {
+        EvalContext {
+            symbols,
+            can_split: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +69,10 @@ pub enum ExecError {
     OutOfMemory(String),
     /// Any other backend failure (a CUDA call that failed, say).
     Backend(String),
+    /// An operator would make `rows` rows where its backend's budget is `limit`, and
+    /// did nothing ([`EvalContext::can_split`]): the driver runs the pipeline over
+    /// smaller pieces. Never returned when `can_split` is false.
+    BatchTooLarge { rows: usize, limit: usize },
 }
 
 impl std::fmt::Display for ExecError {
@@ -57,6 +80,10 @@ impl std::fmt::Display for ExecError {
         match self {
             ExecError::OutOfMemory(m) => write!(f, "out of memory: {m}"),
             ExecError::Backend(m) => write!(f, "backend error: {m}"),
+            ExecError::BatchTooLarge { rows, limit } => write!(
+                f,
+                "internal error: an operator asked for smaller pieces ({rows} rows over a budget of {limit}) where its input cannot be split"
+            ),
         }
     }
 }

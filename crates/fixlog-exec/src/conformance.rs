@@ -133,7 +133,7 @@ fn batch_sorted<B: Backend>(be: &B, b: &B::Batch) -> Vec<Vec<Value>> {
 }
 
 fn prepare<B: Backend>(be: &B, spec: OpSpec, syms: &SymbolTable) -> B::Code {
-    let ctx = EvalContext { symbols: syms };
+    let ctx = EvalContext::new(syms);
     let mut codes = be.prepare(&[spec], &ctx).unwrap();
     assert_eq!(codes.len(), 1);
     codes.pop().unwrap()
@@ -257,7 +257,7 @@ fn scan_all<B: Backend>(
     specs: &[OpSpec],
     syms: &SymbolTable,
 ) -> Vec<Vec<Vec<Value>>> {
-    let ctx = EvalContext { symbols: syms };
+    let ctx = EvalContext::new(syms);
     let codes = be.prepare(specs, &ctx).unwrap();
     assert_eq!(codes.len(), specs.len());
     codes
@@ -388,7 +388,7 @@ fn runs_stay_few<B: Backend>(be: &B) {
 
 fn arity_zero<B: Backend>(be: &B) {
     let syms = SymbolTable::new();
-    let ctx = EvalContext { symbols: &syms };
+    let ctx = EvalContext::new(&syms);
     let empty = be.empty_relation(0).unwrap();
     let two_units = be.batch_from_rows(0, Vec::new(), 2).unwrap();
     let one = be.sort_unique(two_units).unwrap();
@@ -623,7 +623,7 @@ impl JoinCase {
 
     fn check<B: Backend>(&self, be: &B, codes: &[B::Code], syms: &SymbolTable) {
         let what = &self.what;
-        let ctx = EvalContext { symbols: syms };
+        let ctx = EvalContext::new(syms);
         let (in_arity, inner_arity) = (self.in_arity, self.inner_arity);
         let (order, key) = (&self.order, &self.key);
         // Inner relation split in runs, indexed, then extended with the rest.
@@ -689,7 +689,7 @@ impl JoinCase {
 fn check_join_cases<B: Backend>(be: &B, cases: &[JoinCase]) {
     let syms = SymbolTable::new();
     let specs: Vec<OpSpec> = cases.iter().flat_map(|c| c.specs()).collect();
-    let codes = be.prepare(&specs, &EvalContext { symbols: &syms }).unwrap();
+    let codes = be.prepare(&specs, &EvalContext::new(&syms)).unwrap();
     assert_eq!(codes.len(), specs.len());
     for (case, codes) in cases.iter().zip(codes.chunks(3)) {
         case.check(be, codes, &syms);
@@ -726,7 +726,7 @@ fn join_edge_cases<B: Backend>(be: &B) {
 
 fn join_drops_failing_expressions<B: Backend>(be: &B) {
     let syms = SymbolTable::new();
-    let ctx = EvalContext { symbols: &syms };
+    let ctx = EvalContext::new(&syms);
     let inner = rel(be, 2, &[0, 1, 1, 2, 2, 0]);
     let index = be.build_index(&inner, &[0, 1], 1).unwrap();
     let input = batch_of(be, 1, &[0, 1, 2]);
@@ -970,14 +970,14 @@ fn symbols_in_filters_and_functors<B: Backend>(be: &B) {
         &syms,
     );
     let out = be
-        .join(&input, &index, &code, &EvalContext { symbols: &syms })
+        .join(&input, &index, &code, &EvalContext::new(&syms))
         .unwrap();
     assert_eq!(batch_sorted(be, &out), vec![vec![1], vec![2], vec![3]]);
 }
 
 fn scan_filter_row_numbers<B: Backend>(be: &B) {
     let syms = SymbolTable::new();
-    let ctx = EvalContext { symbols: &syms };
+    let ctx = EvalContext::new(&syms);
     let mut rng = Rng(5);
     for &(arity, n) in &[(1usize, 10usize), (3, 5000), (9, 777), (2, 300_000)] {
         let rows = random_rows(&mut rng, arity, n, 20);
@@ -1031,7 +1031,7 @@ fn scan_filter_row_numbers<B: Backend>(be: &B) {
 
 fn aggregates<B: Backend>(be: &B) {
     let syms = SymbolTable::new();
-    let ctx = EvalContext { symbols: &syms };
+    let ctx = EvalContext::new(&syms);
     let input = batch_of(be, 1, &[10, 20, 30]);
     let n = |x: i32| x as u32;
     // groups: row 0 -> {5, -3}, row 1 -> {}, row 2 -> {7}
@@ -1121,7 +1121,7 @@ fn join_distinct_fanning<B: Backend>(be: &B) {
     // Every input row (x, y) joins 50 inner rows (y, z) with z in 0..50, and the
     // projection keeps (x, z): 40 rows per x repeat the same 50 outputs.
     let syms = SymbolTable::new();
-    let ctx = EvalContext { symbols: &syms };
+    let ctx = EvalContext::new(&syms);
     let mut input = Vec::new();
     for x in 0..20u32 {
         for y in 0..40u32 {
@@ -1179,7 +1179,7 @@ struct IntersectAtomCase {
 /// (`100 / #c`: a failing key matches nothing), values near `u32::MAX`.
 fn intersections<B: Backend>(be: &B) {
     let syms = SymbolTable::new();
-    let ctx = EvalContext { symbols: &syms };
+    let ctx = EvalContext::new(&syms);
     for seed in 1..120u64 {
         let mut rng = Rng(seed * 32_452_843);
         let in_arity = rng.below(3) as usize;

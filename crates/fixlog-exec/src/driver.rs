@@ -28,7 +28,10 @@
 //!   piece runs through the rest of the pipeline and its result is deduplicated and
 //!   subtracted from `full` at once. The piece size adapts so that no batch of a piece
 //!   exceeds the backend's [`PieceBudget`], and a piece that runs out of memory is run
-//!   again in halves.
+//!   again in halves. Further down the pipeline, an operator whose output would exceed
+//!   the backend's budget ([`ExecError::BatchTooLarge`]) or that runs out of memory has
+//!   its own input cut into pieces, each run through the rest of the pipeline: the
+//!   batches before it stay whole (see `Driver::run_split`).
 //! - **Set results.** A rule's result is a set, so every join of a rule pipeline may drop
 //!   repeated tuples early (`OpSpec::Join::distinct`), and a join's output that feeds
 //!   another join is sorted and deduplicated first.
@@ -101,6 +104,9 @@ pub struct RunStats {
     pub derived: usize,
     /// Pieces run again in halves after running out of memory.
     pub memory_retries: usize,
+    /// Pieces run again in smaller pieces because an operator's output would have
+    /// exceeded the backend's batch budget ([`ExecError::BatchTooLarge`]).
+    pub pieces_split: usize,
     /// The most memory the backend held at once, in bytes, where it measures it
     /// (device memory: in use and cached by its pool).
     pub peak_memory: Option<usize>,
@@ -491,6 +497,20 @@ pub fn plan_op_specs(plan: &Plan) -> ExecResult<Vec<OpSpec>> {
 
 // ---- running ------------------------------------------------------------------------
 
+/// Where in a pipeline [`Driver::run_split`] runs (see there).
+#[derive(Clone, Copy, Debug)]
+enum Level {
+    /// The operators after the pipeline's first: pieces start at `first_piece_rows`
+    /// and adapt to the largest batch made, against `max_batch_rows`.
+    Top {
+        first_piece_rows: usize,
+        max_batch_rows: usize,
+    },
+    /// Further down: a batch runs whole unless its operator asks for smaller pieces or
+    /// runs out of memory.
+    Below,
+}
+
 /// Runs `plan` to its fixpoint on `backend`.
 pub fn run<B: Backend>(
     backend: &B,
@@ -501,18 +521,15 @@ pub fn run<B: Backend>(
     options: &DriverOptions,
 ) -> ExecResult<RunResult> {
     let start = Instant::now();
-    let ctx = EvalContext { symbols };
+    let ctx = EvalContext::new(symbols);
     let t = Instant::now();
     let prepared = prepare(backend, plan, &ctx)?;
     let prepare_time = t.elapsed();
-    let budget = backend.piece_budget();
     let mut driver = Driver {
         backend,
         plan,
         prepared: &prepared,
         ctx,
-        first_piece_rows: budget.first_piece_rows.max(1),
-        max_batch_rows: budget.max_batch_rows.max(1),
         full: Vec::new(),
         delta: (0..plan.relations.len()).map(|_| None).collect(),
         indexes: (0..plan.indexes.len()).map(|_| None).collect(),
@@ -632,8 +649,6 @@ struct Driver<'a, B: Backend> {
     plan: &'a Plan,
     prepared: &'a Prepared<B::Code>,
     ctx: EvalContext<'a>,
-    first_piece_rows: usize,
-    max_batch_rows: usize,
     full: Vec<B::Relation>,
     delta: Vec<Option<B::Relation>>,
     indexes: Vec<Option<B::Index>>,
@@ -841,62 +856,148 @@ impl<B: Backend> Driver<'_, B> {
         }
         let t = Instant::now();
         let (first, rest) = ops.split_at(1.min(ops.len()));
-        let (remaining, _) = self
-            .run_ops(first, None)
-            .map_err(|e| self.deriving(rule.head, e))?;
+        let remaining = match first.first() {
+            Some(op) => self.run_op(op, None, false),
+            None => Err(internal("empty pipeline")),
+        }
+        .map_err(|e| self.deriving(rule.head, e))?;
         self.stats.phases.join += t.elapsed();
         if rest.is_empty() {
             return self.absorb(rule.head, remaining, acc, only_new);
         }
+        // Asked per pipeline: a backend's budget may follow the memory it holds.
+        let budget = self.backend.piece_budget();
+        let top = Level::Top {
+            first_piece_rows: budget.first_piece_rows.max(1),
+            max_batch_rows: budget.max_batch_rows.max(1),
+        };
+        self.run_split(rule.head, rest, remaining, top, acc, only_new)
+            .map(|_| ())
+    }
+
+    /// Runs `ops` over `input` piece by piece and absorbs the results into `acc`;
+    /// returns the largest batch made. The first operator runs on pieces of `input`;
+    /// each piece's output goes through the rest in the same way, one level down.
+    ///
+    /// At the top level the pieces start at the backend's first piece size and adapt
+    /// to the largest batch the rest of the pipeline made (so no batch of a piece
+    /// exceeds the budget, for backends that cannot tell in advance). At every level a
+    /// piece is run again smaller when its operator asks for it
+    /// ([`ExecError::BatchTooLarge`]: the output would exceed the backend's budget) or
+    /// runs out of memory. Splitting at the operator that asks, not at the pipeline's
+    /// input, keeps the batches before it whole: a join's sorted and deduplicated input
+    /// stays deduplicated as a whole, so the join derives no more than unsplit.
+    ///
+    /// A piece whose tuples were absorbed before a deeper level ran out of memory may
+    /// be absorbed twice; `acc` is a union, so that only costs time.
+    fn run_split(
+        &mut self,
+        head: RelId,
+        ops: &[POp],
+        input: B::Batch,
+        level: Level,
+        acc: &mut Vec<B::Relation>,
+        only_new: bool,
+    ) -> ExecResult<usize> {
         let b = self.backend;
-        let mut piece_rows = self.first_piece_rows;
+        let (op, rest) = ops
+            .split_first()
+            .ok_or_else(|| internal("empty pipeline"))?;
+        let input = match op {
+            POp::Join {
+                sort_input: true, ..
+            } => {
+                // The output of a join feeding another join, in a pipeline whose result
+                // is a set: sorting and deduplicating it removes the repeats that
+                // projecting away join variables made, and puts rows with the same
+                // leading values together, so the next join's repeated outputs are
+                // adjacent and dropped early.
+                let t = Instant::now();
+                let sorted = b.relation_batch(&b.sort_unique(input)?)?;
+                self.stats.phases.join += t.elapsed();
+                sorted
+            }
+            _ => input,
+        };
+        let mut piece_rows = match level {
+            Level::Top {
+                first_piece_rows, ..
+            } => first_piece_rows,
+            Level::Below => usize::MAX,
+        };
+        let mut peak = 0;
         // Pieces still to run, the next on top; the bottom one is the unsplit rest.
-        let mut pending = vec![remaining];
+        let mut pending = vec![input];
         while let Some(top) = pending.pop() {
-            if b.batch_len(&top) == 0 {
+            let len = b.batch_len(&top);
+            if len == 0 {
                 continue;
             }
-            let (piece, rest_rows) = b
-                .split_batch(top, piece_rows)
-                .map_err(|e| self.deriving(rule.head, e))?;
-            if b.batch_len(&rest_rows) > 0 {
+            let piece = if len > piece_rows {
+                let (piece, rest_rows) = b
+                    .split_batch(top, piece_rows)
+                    .map_err(|e| self.deriving(head, e))?;
                 pending.push(rest_rows);
-            }
+                piece
+            } else {
+                top
+            };
+            let n = b.batch_len(&piece);
             let t = Instant::now();
-            let outcome = self.run_ops(rest, Some(&piece)).and_then(|(out, peak)| {
-                // (`absorb` counts its own time, as deduplication.)
+            let outcome = self.run_op(op, Some(&piece), n > 1).and_then(|out| {
                 self.stats.phases.join += t.elapsed();
-                Ok((self.absorb(rule.head, out, acc, only_new)?, peak))
+                let made = b.batch_len(&out);
+                let below = if rest.is_empty() {
+                    // (`absorb` counts its own time, as deduplication.)
+                    self.absorb(head, out, acc, only_new)?;
+                    0
+                } else {
+                    self.run_split(head, rest, out, Level::Below, acc, only_new)?
+                };
+                Ok(made.max(below))
             });
             match outcome {
-                Ok(((), peak)) => {
-                    if peak > self.max_batch_rows {
-                        piece_rows = (piece_rows as u128 * self.max_batch_rows as u128
-                            / peak as u128)
-                            .max(1) as usize;
-                    } else if peak < self.max_batch_rows / 4 {
-                        piece_rows = piece_rows.saturating_mul(2);
+                Ok(made) => {
+                    peak = peak.max(made);
+                    if let Level::Top { max_batch_rows, .. } = level {
+                        if made > max_batch_rows {
+                            piece_rows = (piece_rows as u128 * max_batch_rows as u128
+                                / made as u128)
+                                .max(1) as usize;
+                        } else if made < max_batch_rows / 4 {
+                            piece_rows = piece_rows.saturating_mul(2);
+                        }
                     }
                 }
-                Err(ExecError::OutOfMemory(why)) => {
-                    let n = b.batch_len(&piece);
-                    if n <= 1 {
-                        return Err(ExecError::OutOfMemory(format!(
-                            "{why}; while deriving `{}` from a single input tuple",
-                            self.plan.relations[rule.head].name
-                        )));
-                    }
-                    // Run it again in two halves, and start smaller from now on.
+                Err(ExecError::BatchTooLarge { rows, limit }) if n > 1 => {
+                    // The operator counted its output before making it: run the piece
+                    // again in pieces whose output should fit (a little under, for
+                    // uneven fan-out), and go on with that size.
+                    self.stats.pieces_split += 1;
+                    let fit = (n as u128 * limit as u128 / rows.max(1) as u128) * 7 / 8;
+                    piece_rows = (fit as usize).clamp(1, n - 1);
+                    pending.push(piece);
+                }
+                Err(ExecError::OutOfMemory(_)) if n > 1 => {
+                    // Run it again in two halves, and go on smaller.
                     self.stats.memory_retries += 1;
                     let (left, right) = b.split_batch(piece, n / 2)?;
                     pending.push(right);
                     pending.push(left);
                     piece_rows = (n / 2).max(1);
                 }
+                Err(ExecError::OutOfMemory(why)) if matches!(level, Level::Top { .. }) => {
+                    return Err(ExecError::OutOfMemory(format!(
+                        "{why}; while deriving `{}` from a single input tuple",
+                        self.plan.relations[head].name
+                    )));
+                }
+                // (Below the top, a single tuple that runs out of memory is the upper
+                // level's to split.)
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        Ok(peak)
     }
 
     /// An out-of-memory error that happened while deriving tuples of `rel`, saying so.
@@ -953,96 +1054,102 @@ impl<B: Backend> Driver<'_, B> {
         Ok(())
     }
 
-    /// Runs a pipeline; returns its result and the largest batch it made. `input`:
-    /// the batch the first operator consumes (none for a pipeline that starts with
-    /// `Unit` or a scan).
-    fn run_ops(&self, ops: &[POp], input: Option<&B::Batch>) -> ExecResult<(B::Batch, usize)> {
+    /// Runs a sub-pipeline (an aggregate's) in one piece: its result.
+    fn run_seq(&self, ops: &[POp], input: &B::Batch, can_split: bool) -> ExecResult<B::Batch> {
         let b = self.backend;
-        let ctx = &self.ctx;
+        let mut batch: Option<B::Batch> = None;
+        for op in ops {
+            let next = match (op, batch.take()) {
+                (
+                    POp::Join {
+                        sort_input: true, ..
+                    },
+                    Some(owned),
+                ) => {
+                    // (As in `run_split`.)
+                    let sorted = b.relation_batch(&b.sort_unique(owned)?)?;
+                    self.run_op(op, Some(&sorted), can_split)?
+                }
+                (_, Some(owned)) => self.run_op(op, Some(&owned), can_split)?,
+                (_, None) => self.run_op(op, Some(input), can_split)?,
+            };
+            batch = Some(next);
+        }
+        batch.ok_or_else(|| internal("empty pipeline"))
+    }
+
+    /// Runs one operator. `input`: the batch it consumes (none for `Unit` and scans;
+    /// a join marked `sort_input` takes it sorted already). `can_split`: whether the
+    /// caller runs it again over smaller pieces of `input` when it answers
+    /// [`ExecError::BatchTooLarge`].
+    fn run_op(&self, op: &POp, input: Option<&B::Batch>, can_split: bool) -> ExecResult<B::Batch> {
+        let b = self.backend;
+        let ctx = &EvalContext {
+            symbols: self.ctx.symbols,
+            can_split,
+        };
         let codes = &self.prepared.codes;
         let code = |i: usize| {
             codes
                 .get(i)
                 .ok_or_else(|| internal("an operator was not prepared"))
         };
-        let mut peak = 0;
-        let mut batch: Option<B::Batch> = None;
-        for op in ops {
-            let next = match op {
-                POp::Unit => b.unit()?,
-                POp::Scan {
-                    rel,
-                    version,
-                    code: c,
-                } => {
-                    let relation = match version {
-                        Version::Full => &self.full[*rel],
-                        Version::Delta => self.delta[*rel].as_ref().ok_or_else(|| {
-                            internal("a delta variant ran outside its stratum's loop")
-                        })?,
-                    };
-                    b.scan(relation, code(*c)?, ctx)?
-                }
-                POp::Join {
-                    index,
-                    code: c,
-                    sort_input,
-                } => {
-                    let inner = self.index(*index)?;
-                    match batch.take() {
-                        Some(owned) if *sort_input => {
-                            // The output of a join feeding another join, in a pipeline
-                            // whose result is a set: sorting and deduplicating it removes
-                            // the repeats that projecting away join variables made, and
-                            // puts rows with the same leading values together, so the
-                            // next join's repeated outputs are adjacent and dropped early.
-                            let sorted = b.relation_batch(&b.sort_unique(owned)?)?;
-                            b.join(&sorted, inner, code(*c)?, ctx)?
-                        }
-                        Some(owned) => b.join(&owned, inner, code(*c)?, ctx)?,
-                        None => b.join(current(&batch, input)?, inner, code(*c)?, ctx)?,
+        let input = || input.ok_or_else(|| internal("an operator has no input"));
+        Ok(match op {
+            POp::Unit => b.unit()?,
+            POp::Scan {
+                rel,
+                version,
+                code: c,
+            } => {
+                let relation = match version {
+                    Version::Full => &self.full[*rel],
+                    Version::Delta => self.delta[*rel].as_ref().ok_or_else(|| {
+                        internal("a delta variant ran outside its stratum's loop")
+                    })?,
+                };
+                b.scan(relation, code(*c)?, ctx)?
+            }
+            POp::Join { index, code: c, .. } => {
+                b.join(input()?, self.index(*index)?, code(*c)?, ctx)?
+            }
+            POp::Intersect { indexes, code: c } => {
+                let atoms = indexes
+                    .iter()
+                    .map(|&i| self.index(i))
+                    .collect::<ExecResult<Vec<_>>>()?;
+                b.intersect(input()?, &atoms, code(*c)?, ctx)?
+            }
+            POp::AntiJoin { index, code: c } => {
+                b.antijoin(input()?, self.index(*index)?, code(*c)?, ctx)?
+            }
+            POp::Filter { code: c } => b.filter(input()?, code(*c)?, ctx)?,
+            POp::Range { ty, step } => b.range(input()?, *ty, *step)?,
+            POp::Aggregate {
+                sub,
+                code: c,
+                join_value,
+            } => {
+                let input = input()?;
+                match join_value {
+                    None => {
+                        // (Groups are per input tuple: smaller pieces of the input make
+                        // smaller groups.)
+                        let numbered = b.with_row_numbers(input)?;
+                        let groups = self.run_seq(sub, &numbered, can_split)?;
+                        b.aggregate(input, groups, code(*c)?, ctx)?
+                    }
+                    Some(j) => {
+                        let unit = b.unit()?;
+                        let numbered = b.with_row_numbers(&unit)?;
+                        let groups = self.run_seq(sub, &numbered, false)?;
+                        let value = b.aggregate(&unit, groups, code(*c)?, ctx)?;
+                        let value = b.build_index(&b.sort_unique(value)?, &[0], 0)?;
+                        b.join(input, &value, code(*j)?, ctx)?
                     }
                 }
-                POp::Intersect { indexes, code: c } => {
-                    let atoms = indexes
-                        .iter()
-                        .map(|&i| self.index(i))
-                        .collect::<ExecResult<Vec<_>>>()?;
-                    b.intersect(current(&batch, input)?, &atoms, code(*c)?, ctx)?
-                }
-                POp::AntiJoin { index, code: c } => {
-                    b.antijoin(current(&batch, input)?, self.index(*index)?, code(*c)?, ctx)?
-                }
-                POp::Filter { code: c } => b.filter(current(&batch, input)?, code(*c)?, ctx)?,
-                POp::Range { ty, step } => b.range(current(&batch, input)?, *ty, *step)?,
-                POp::Aggregate {
-                    sub,
-                    code: c,
-                    join_value,
-                } => {
-                    let input = current(&batch, input)?;
-                    match join_value {
-                        None => {
-                            let numbered = b.with_row_numbers(input)?;
-                            let (groups, _) = self.run_ops(sub, Some(&numbered))?;
-                            b.aggregate(input, groups, code(*c)?, ctx)?
-                        }
-                        Some(j) => {
-                            let unit = b.unit()?;
-                            let numbered = b.with_row_numbers(&unit)?;
-                            let (groups, _) = self.run_ops(sub, Some(&numbered))?;
-                            let value = b.aggregate(&unit, groups, code(*c)?, ctx)?;
-                            let value = b.build_index(&b.sort_unique(value)?, &[0], 0)?;
-                            b.join(input, &value, code(*j)?, ctx)?
-                        }
-                    }
-                }
-            };
-            peak = peak.max(b.batch_len(&next));
-            batch = Some(next);
-        }
-        let batch = batch.ok_or_else(|| internal("empty pipeline"))?;
-        Ok((batch, peak))
+            }
+        })
     }
 
     fn index(&self, id: usize) -> ExecResult<&B::Index> {
@@ -1165,13 +1272,6 @@ impl<B: Backend> Driver<'_, B> {
 
 /// The batch an operator consumes: the previous operator's output, or the pipeline's
 /// input for the first.
-fn current<'b, T>(batch: &'b Option<T>, input: Option<&'b T>) -> ExecResult<&'b T> {
-    batch
-        .as_ref()
-        .or(input)
-        .ok_or_else(|| internal("an operator has no input"))
-}
-
 fn collect_indexes(ops: &[POp], out: &mut Vec<usize>) {
     for op in ops {
         match op {

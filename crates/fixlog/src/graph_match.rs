@@ -85,12 +85,16 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
                     list(|f| gpu.for_each_row(&graph, pattern, command.semantics, f))?
                 }
             };
+            let t = gpu.times();
             (
                 rows,
                 format!(
-                    "the GPU ({}; opened in {:.3} s)",
+                    "the GPU ({}; opened in {:.3} s; plan {:.3} s, upload {:.3} s, run {:.3} s)",
                     gpu.device(),
-                    setup.as_secs_f64()
+                    setup.as_secs_f64(),
+                    t.plan.as_secs_f64(),
+                    t.upload.as_secs_f64(),
+                    t.run.as_secs_f64()
                 ),
             )
         }

@@ -622,6 +622,12 @@ fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
             stats.memory_retries
         ));
     }
+    if stats.pieces_split > 0 {
+        s.push_str(&format!(
+            "pieces run again smaller to bound a batch's size: {}\n",
+            stats.pieces_split
+        ));
+    }
     s.push_str("relation sizes:\n");
     for (name, size) in &stats.relation_sizes {
         s.push_str(&format!("  {name}\t{size}\n"));
@@ -651,6 +657,7 @@ fn stats_json(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
         "backend": stats.backend,
         "device": stats.device,
         "memory_retries": stats.memory_retries,
+        "pieces_split": stats.pieces_split,
         "peak_device_memory": stats.peak_memory,
         "peak_device_memory_in_use": stats.peak_memory_in_use,
         "peak_host_spilled": stats.peak_spilled,

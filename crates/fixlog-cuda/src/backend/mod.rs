@@ -11,6 +11,14 @@
 //! (`--gpu-memory-limit`, default 90% of the free memory) turns exhaustion into
 //! `ExecError::OutOfMemory`; the driver then runs the pipeline over smaller pieces of
 //! its input. [`run`] reports the pool's high-water mark as the peak device memory.
+//!
+//! Batches are bounded before memory runs out, too: a join counts its output before
+//! writing it and, where the driver can split its input, asks for smaller pieces
+//! (`ExecError::BatchTooLarge`) when the output would exceed a quarter of the room
+//! left under the limit ([`CudaBackend::batch_budget_bytes`]; deduplicating a batch
+//! needs about three times its size at once: the batch, the sort's second buffer and
+//! the result). So a run whose relations fill the device derives in smaller pieces
+//! instead of moving its relations to host memory.
 
 mod code;
 mod pipe;
@@ -204,7 +212,28 @@ impl CudaBackend {
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
     }
+
+    /// The most bytes one batch of a pipeline should hold: a quarter of the room left
+    /// under the pool's limit (deduplicating a batch needs about three times its size
+    /// at once), within [`BATCH_MIN_BYTES`] and [`BATCH_MAX_BYTES`]. With the device's
+    /// memory to spare that is the maximum; under `--gpu-memory-limit`, or with
+    /// relations that fill the device, batches shrink before runs must move to host
+    /// memory.
+    pub(crate) fn batch_budget_bytes(&self) -> usize {
+        let s = self.gpu.pool_stats();
+        let room = s.limit.saturating_sub(s.in_use);
+        (room / 4).clamp(BATCH_MIN_BYTES, BATCH_MAX_BYTES)
+    }
 }
+
+/// Batches may always be this large: smaller ones cost more in launches and
+/// synchronisations than they save.
+const BATCH_MIN_BYTES: usize = 32 << 20;
+/// And never larger (2^27 rows of two columns). Bounding batches by a share of the
+/// relations instead (so that small dense graphs peak at their relations plus a
+/// half) was measured and dropped: 1.5x the time of TC, up to 6x of SG
+/// (docs/gpu-results.md, round 12).
+const BATCH_MAX_BYTES: usize = 1 << 30;
 
 fn wrong_code(op: &str, code: &CudaCode) -> ExecError {
     ExecError::Backend(format!(
@@ -232,7 +261,8 @@ impl Backend for CudaBackend {
     fn piece_budget(&self) -> PieceBudget {
         PieceBudget {
             first_piece_rows: 1 << 22,
-            max_batch_rows: 1 << 27,
+            // (In rows of two columns, the common case.)
+            max_batch_rows: self.batch_budget_bytes() / 8,
         }
     }
 

@@ -183,7 +183,7 @@ impl CudaBackend {
             }
             None => input,
         };
-        let out = self.device_join(input, index, code)?;
+        let out = self.device_join(input, index, code, ctx)?;
         match &code.host_after {
             None => Ok(out),
             Some(after) => {
@@ -200,6 +200,7 @@ impl CudaBackend {
         input: &CudaBatch,
         index: &CudaIndex,
         code: &JoinCode,
+        ctx: &EvalContext,
     ) -> Result<CudaBatch> {
         let ow = code.device_out;
         let pieces = input.pieces();
@@ -267,6 +268,15 @@ impl CudaBackend {
         }
         if total == 0 {
             return Ok(CudaBatch::empty(ow));
+        }
+        if ctx.can_split && ow > 0 {
+            let limit = (self.batch_budget_bytes() / (ow * 4)).max(1);
+            if total > limit {
+                return Err(CudaError::Exec(fixlog_exec::ExecError::BatchTooLarge {
+                    rows: total,
+                    limit,
+                }));
+            }
         }
         self.make_room_for(total * ow * 4)?;
         let out = self.out_buffer(total, ow)?;

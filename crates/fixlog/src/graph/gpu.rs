@@ -16,6 +16,7 @@ use fixlog_match::graph::Adjacency;
 use fixlog_match::plan::Plan;
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 fn gpu_error(e: CudaError) -> Error {
     match e {
@@ -30,6 +31,19 @@ pub struct GpuMatcher {
     gpu: Gpu,
     /// The adjacencies on the device, in the order of `device`'s table.
     uploaded: RefCell<Option<(Vec<Arc<Adjacency>>, DeviceGraph)>>,
+    /// Where the time of the last pattern went.
+    times: std::cell::Cell<MatchTimes>,
+}
+
+/// Where the time of a pattern run on the GPU went (`fixlog match --stats`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MatchTimes {
+    /// Planning on the host (candidate filters included).
+    pub plan: Duration,
+    /// Copying the adjacencies (unless already there) and the steps to the device.
+    pub upload: Duration,
+    /// Running the steps (kernels, and handing listed rows over).
+    pub run: Duration,
 }
 
 impl GpuMatcher {
@@ -44,7 +58,13 @@ impl GpuMatcher {
         Ok(GpuMatcher {
             gpu,
             uploaded: RefCell::new(None),
+            times: Default::default(),
         })
+    }
+
+    /// Where the time of the last pattern went.
+    pub fn times(&self) -> MatchTimes {
+        self.times.get()
     }
 
     /// The device's name.
@@ -65,10 +85,12 @@ impl GpuMatcher {
         pattern: &Pattern,
         semantics: Semantics,
     ) -> Result<u64, Error> {
+        let t = Instant::now();
         let plan = fixlog_match::plan::Plan {
             limit: None,
             ..graph.plan(pattern, semantics)
         };
+        self.note_plan(t.elapsed());
         if plan.empty_because.is_some() || plan.steps.is_empty() {
             return Ok(0);
         }
@@ -87,7 +109,9 @@ impl GpuMatcher {
         semantics: Semantics,
         mut f: impl FnMut(&[u64]) -> bool,
     ) -> Result<u64, Error> {
+        let t = Instant::now();
         let plan = graph.plan(pattern, semantics);
+        self.note_plan(t.elapsed());
         if plan.empty_because.is_some() || plan.steps.is_empty() {
             return Ok(0);
         }
@@ -130,6 +154,13 @@ impl GpuMatcher {
         Ok(calls)
     }
 
+    fn note_plan(&self, plan: Duration) {
+        self.times.set(MatchTimes {
+            plan,
+            ..MatchTimes::default()
+        });
+    }
+
     /// Uploads the adjacencies `plan` needs (unless they are there) and its steps, and
     /// runs `f` on them.
     fn with_program<T>(
@@ -148,6 +179,7 @@ impl GpuMatcher {
                 }
             }
         };
+        let uploading = Instant::now();
         let mut steps = Vec::with_capacity(plan.steps.len());
         for s in &plan.steps {
             let sources = s
@@ -207,6 +239,14 @@ impl GpuMatcher {
             ));
         };
         let program = DeviceProgram::upload(&self.gpu, device, &steps).map_err(gpu_error)?;
-        f(&self.gpu, device, &program).map_err(gpu_error)
+        let upload = uploading.elapsed();
+        let running = Instant::now();
+        let out = f(&self.gpu, device, &program).map_err(gpu_error);
+        self.times.set(MatchTimes {
+            upload,
+            run: running.elapsed(),
+            ..self.times.get()
+        });
+        out
     }
 }
