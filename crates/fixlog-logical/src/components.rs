@@ -94,7 +94,10 @@ pub fn expand(
         }
     }
     if ex.errors.is_empty() {
-        Ok(ast::Program { items })
+        Ok(ast::Program {
+            items,
+            warnings: program.warnings.clone(),
+        })
     } else {
         Err(ex.errors)
     }

@@ -22,6 +22,10 @@ pub struct Ident {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Program {
     pub items: Vec<Item>,
+    /// Warnings found while parsing (Soufflé's parser warns about the deprecated
+    /// counter `$`), located. The checker passes them on with its own
+    /// (`fixlog_logical::Program::warnings`).
+    pub warnings: Vec<crate::Diagnostic>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

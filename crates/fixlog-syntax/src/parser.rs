@@ -40,12 +40,14 @@ pub fn parse_text(file: FileId, text: &str) -> (Program, Vec<Diagnostic>) {
         file,
         depth: 0,
         errors: Vec::new(),
+        warnings: Vec::new(),
     };
     let (items, parse_errors) = p.program();
     errors.extend(parse_errors);
     errors.append(&mut p.errors);
     errors.sort_by_key(|d| d.span.map(|s| s.start));
-    (Program { items }, errors)
+    let warnings = p.warnings;
+    (Program { items, warnings }, errors)
 }
 
 /// Read, parse and splice in `.include`s of the program in `path`.
@@ -70,6 +72,7 @@ pub fn parse_file_with(
     let file = sources.add(SourceFile::new(path.display().to_string(), path, text));
     let mut loader = Loader {
         errors: Vec::new(),
+        warnings: Vec::new(),
         options,
     };
     let mut stack = vec![std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())];
@@ -93,6 +96,7 @@ pub fn parse_str_with(
     let file = sources.add_text(name, text);
     let mut loader = Loader {
         errors: Vec::new(),
+        warnings: Vec::new(),
         options,
     };
     let mut stack = Vec::new();
@@ -113,13 +117,17 @@ fn read_source(path: &Path) -> std::io::Result<String> {
 
 struct Loader<'o> {
     errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
     options: &'o PreprocessOptions,
 }
 
 impl Loader<'_> {
     fn finish(self, items: Vec<Item>) -> Result<Program, Diagnostics> {
         if self.errors.is_empty() {
-            Ok(Program { items })
+            Ok(Program {
+                items,
+                warnings: self.warnings,
+            })
         } else {
             Err(Diagnostics(self.errors))
         }
@@ -140,6 +148,7 @@ impl Loader<'_> {
         };
         let (program, errors) = parse_text(text_file, &sources.file(text_file).text);
         self.errors.extend(errors);
+        self.warnings.extend(program.warnings);
         let dir = sources
             .file(file)
             .path
@@ -220,16 +229,21 @@ struct Parser<'t> {
     depth: usize,
     /// Errors of items inside component bodies (each body recovers item by item).
     errors: Vec<Diagnostic>,
+    /// Warnings (the deprecated counter `$`).
+    warnings: Vec<Diagnostic>,
 }
 
 /// Deepest nesting of parentheses, braces and operators accepted.
 const MAX_DEPTH: usize = 256;
 
 /// Names that start a term of a Soufflé feature Fixlog lacks, with the feature (the
-/// error names what was used, not a neighbouring feature).
+/// error names what was used, not a neighbouring feature). Soufflé 2.4.1 added the
+/// counter of fixpoint iterations as `recursive_iteration_cnt()` (a keyword there);
+/// `__ITERATION__`, its name in an early version of that change (souffle-lang/souffle
+/// pull request 2414), is an ordinary identifier in Soufflé 2.5 and here.
 const UNSUPPORTED_TERMS: &[(&str, &str)] = &[(
-    "__ITERATION__",
-    "`__ITERATION__` (the iteration counter) is",
+    "recursive_iteration_cnt",
+    "`recursive_iteration_cnt()` (the counter of fixpoint iterations) is",
 )];
 
 /// `.decl` qualifiers that are recognised (and, except `eqrel`, ignored by the checker).
@@ -1257,11 +1271,24 @@ impl<'t> Parser<'t> {
                         span: self.span_from(t.span),
                     })
                 }
-                _ => Err(Diagnostic::error(
-                    "`$` (auto-increment counter) is not supported",
-                    t.span,
-                )
-                .with_help("write `autoinc()`")),
+                // `$` alone: Soufflé's old counter, still accepted (with a warning) as
+                // `autoinc()`.
+                _ => {
+                    self.bump();
+                    self.warnings.push(Diagnostic::error(
+                        "deprecated `$` symbol was used; use the functor `autoinc()` instead",
+                        t.span,
+                    ));
+                    Ok(Expr::Call {
+                        name: Ident {
+                            name: "autoinc".to_string(),
+                            span: t.span,
+                        },
+                        args: Vec::new(),
+                        user: false,
+                        span: t.span,
+                    })
+                }
             },
             TokenKind::LBracket => {
                 self.bump();

@@ -674,8 +674,6 @@ fn error_number_too_large_for_lexer() {
 
 #[test]
 fn error_unsupported_syntax() {
-    let e = parse_errs("a(x) :- b(x), x = $.");
-    assert_eq!(e[0].0, "`$` (auto-increment counter) is not supported");
     // `autoinc()`, `as(..)` and `range(..)` parse (the checker decides).
     let mut sm = SourceMap::new();
     for ok in [
@@ -687,8 +685,6 @@ fn error_unsupported_syntax() {
     }
     let e = parse_errs("a(x) :- b(y), x = as(y, 1).");
     assert_eq!(e[0].0, "expected a type name, found number `1`");
-    let e = parse_errs(".once\na(1).");
-    assert_eq!(e[0].0, "`.once` (include only once) is not supported");
     // `as`, `range` and `autoinc` not followed by `(` are names as before.
     let mut sm = SourceMap::new();
     assert!(parse_str("t.dl", "a(as, range) :- b(as, range).", &mut sm).is_ok());
@@ -1303,4 +1299,51 @@ fn subsumptive_clauses() {
     assert_eq!(errs.len(), 1);
     assert!(errs[0].0.contains("`:-`"), "{errs:?}");
     assert_eq!(errs[0].1, "t.dl:1:13");
+}
+
+/// Soufflé's old counter `$` is still read, as `autoinc()`, with a warning at the `$`
+/// (Soufflé 2.5's parser: "Deprecated $ symbol was used"); `$Branch` stays a
+/// constructor and gives no warning.
+#[test]
+fn dollar_is_the_deprecated_autoinc() {
+    let mut sm = SourceMap::new();
+    let p = parse_str("t.dl", "a(x, $) :- b(x).\nc($C(1), $D) :- b(_).", &mut sm).unwrap();
+    let Item::Clause(c) = &p.items[0] else {
+        panic!("expected a clause, found {:?}", p.items[0]);
+    };
+    match &c.heads[0].args[1] {
+        Expr::Call {
+            name, args, user, ..
+        } => {
+            assert_eq!(name.name, "autoinc");
+            assert!(args.is_empty() && !user);
+            assert_eq!(sm.location(name.span), "t.dl:1:6");
+        }
+        other => panic!("`$` parsed as {other:?}"),
+    }
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(p.warnings[0].message.contains("deprecated `$`"));
+    assert!(p.warnings[0].message.contains("autoinc()"));
+    assert_eq!(sm.location(p.warnings[0].span.unwrap()), "t.dl:1:6");
+}
+
+/// Soufflé 2.5's counter of fixpoint iterations, `recursive_iteration_cnt()`, is not
+/// supported (a located error naming it). `__ITERATION__` is no keyword in Soufflé 2.5
+/// (only an early draft of the counter used that name): an identifier like any other.
+#[test]
+fn iteration_counter() {
+    let e = parse_errs("r(x) :- r(y), x = y + 1, recursive_iteration_cnt() < 100.");
+    assert_eq!(
+        e[0],
+        (
+            "`recursive_iteration_cnt()` (the counter of fixpoint iterations) is not supported"
+                .to_string(),
+            "t.dl:1:26".to_string()
+        )
+    );
+    let p = parse_ok("r(__ITERATION__) :- __ITERATION__(__ITERATION__).");
+    let Item::Clause(c) = &p.items[0] else {
+        panic!("expected a clause, found {:?}", p.items[0]);
+    };
+    assert!(matches!(&c.heads[0].args[0], Expr::Var(v) if v.name == "__ITERATION__"));
 }

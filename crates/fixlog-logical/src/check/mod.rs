@@ -123,6 +123,8 @@ pub fn check_with(
         functors: Vec::new(),
         functor_ids: HashMap::new(),
     };
+    // The parser's warnings (the deprecated `$`) come first; all are sorted at the end.
+    ck.warnings.extend(program.warnings.iter().cloned());
     ck.run(program);
     if !ck.errors.is_empty() {
         return Err(finish_errors(ck.errors));
