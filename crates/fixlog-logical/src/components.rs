@@ -685,7 +685,8 @@ impl<'a> Expander<'a> {
                 | Item::Component(_)
                 | Item::Init(_)
                 | Item::Override { .. }
-                | Item::Pragma { .. } => {}
+                | Item::Pragma { .. }
+                | Item::Once { .. } => {}
             }
         }
         let declared: HashSet<&str> = res.decls.iter().map(|d| d.name.name.as_str()).collect();

@@ -39,6 +39,10 @@ pub enum Item {
     /// `.include "file"` (only present in the output of [`crate::parse`]; the loaders
     /// replace it by the included file's items).
     Include { path: String, span: Span },
+    /// `.once` (Soufflé's include guard): when the loaders reach a `.once` they have
+    /// passed before (the same line of the same file), they skip the rest of its file.
+    /// Only present in the output of [`crate::parse`]; the loaders act on it and drop it.
+    Once { span: Span },
     /// `.pragma "key" "value"` (or `.pragma "key"`): the strings as written. The
     /// checker reads `magic-transform` (and `magic-transform-exclude`); others are
     /// ignored.

@@ -16,6 +16,7 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::lexer::{lex, Token, TokenKind};
 use crate::preprocess::{preprocess, PreprocessOptions};
 use crate::source::{FileId, SourceFile, SourceMap, Span};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 type PResult<T> = Result<T, Diagnostic>;
@@ -74,6 +75,7 @@ pub fn parse_file_with(
         errors: Vec::new(),
         warnings: Vec::new(),
         options,
+        once: HashSet::new(),
     };
     let mut stack = vec![std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())];
     let items = loader.load(file, sources, &mut stack);
@@ -98,6 +100,7 @@ pub fn parse_str_with(
         errors: Vec::new(),
         warnings: Vec::new(),
         options,
+        once: HashSet::new(),
     };
     let mut stack = Vec::new();
     let items = loader.load(file, sources, &mut stack);
@@ -119,6 +122,22 @@ struct Loader<'o> {
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
     options: &'o PreprocessOptions,
+    /// The `.once`s passed so far: (canonical path of the original file, line), as
+    /// Soufflé's `ParserDriver::canEnterOnce` records them.
+    once: HashSet<(PathBuf, usize)>,
+}
+
+/// Deepest nesting of `.include`s (a file may include itself again only past a `.once`
+/// it has passed, which ends that inclusion; the bound is for anything else).
+const MAX_INCLUDE_DEPTH: usize = 64;
+
+/// Where a `.once` is, as Soufflé keys it: the canonical path of the file it is written
+/// in (through the preprocessor: the original file) and its line.
+fn once_key(sources: &SourceMap, span: Span) -> (PathBuf, usize) {
+    let at = sources.resolve(span);
+    let f = sources.file(at.file);
+    let path = std::fs::canonicalize(&f.path).unwrap_or_else(|_| f.path.clone());
+    (path, f.line_col(at.start as usize).0)
 }
 
 impl Loader<'_> {
@@ -155,24 +174,58 @@ impl Loader<'_> {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        self.splice(program.items, &dir, sources, stack)
+        self.splice(program.items, &dir, sources, stack, None)
     }
 
     /// Replaces every `.include` among `items` (also inside component bodies, as
-    /// Soufflé's preprocessor does) by the items of the included file.
+    /// Soufflé's preprocessor does) by the items of the included file, and acts on
+    /// `.once`: the first time a `.once` is reached it is dropped; when it is reached
+    /// again (its file is included again), the rest of its file is skipped, as Soufflé's
+    /// scanner stops reading the file there. `component`: the component whose body
+    /// `items` are (a `.once` reached again there would cut the body short: an error).
     fn splice(
         &mut self,
         items: Vec<Item>,
         dir: &Path,
         sources: &mut SourceMap,
         stack: &mut Vec<PathBuf>,
+        component: Option<&str>,
     ) -> Vec<Item> {
         let mut out = Vec::with_capacity(items.len());
         for item in items {
             let (path, span) = match item {
                 Item::Include { path, span } => (path, span),
+                Item::Once { span } => {
+                    if self.once.insert(once_key(sources, span)) {
+                        continue;
+                    }
+                    match component {
+                        None => break,
+                        Some(name) => {
+                            self.errors.push(
+                                Diagnostic::error(
+                                    format!(
+                                        "`.once` reached a second time inside the body of component `{name}`"
+                                    ),
+                                    span,
+                                )
+                                .with_note(
+                                    "the rest of the file would be skipped, leaving the component unfinished",
+                                ),
+                            );
+                            continue;
+                        }
+                    }
+                }
                 Item::Component(mut c) => {
-                    c.items = self.splice(std::mem::take(&mut c.items), dir, sources, stack);
+                    let name = c.head.name.name.clone();
+                    c.items = self.splice(
+                        std::mem::take(&mut c.items),
+                        dir,
+                        sources,
+                        stack,
+                        Some(&name),
+                    );
                     out.push(Item::Component(c));
                     continue;
                 }
@@ -193,7 +246,17 @@ impl Loader<'_> {
                 }
             };
             let canonical = std::fs::canonicalize(&full).unwrap_or_else(|_| full.clone());
-            if stack.contains(&canonical) {
+            if stack.len() >= MAX_INCLUDE_DEPTH {
+                self.errors.push(Diagnostic::error(
+                    format!("`.include`s nested more than {MAX_INCLUDE_DEPTH} deep"),
+                    span,
+                ));
+                continue;
+            }
+            // A file being included may be included again only when it has a `.once`
+            // that was passed (the usual guard at its top): that inclusion stops there.
+            let guarded = self.once.iter().any(|(p, _)| *p == canonical);
+            if stack.contains(&canonical) && !guarded {
                 let chain: Vec<String> = stack
                     .iter()
                     .chain(std::iter::once(&canonical))
@@ -478,10 +541,7 @@ impl<'t> Parser<'t> {
                             self.span_from(kw),
                         ))
                     }
-                    "once" => Err(Diagnostic::error(
-                        "`.once` (include only once) is not supported",
-                        kw,
-                    )),
+                    "once" => Ok(vec![Item::Once { span: kw }]),
                     "comp" => self.component(kw).map(|c| vec![Item::Component(c)]),
                     "init" => {
                         let name = self.ident("an instance name after `.init`")?;
