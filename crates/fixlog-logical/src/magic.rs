@@ -303,6 +303,7 @@ impl Magic<'_> {
             printsize: false,
             eqrel: false,
             choice_domains: Vec::new(),
+            limitsize: None,
             ..orig
         };
         self.relations.push(adorned);
