@@ -573,7 +573,11 @@ impl<'t> Parser<'t> {
                     TokenKind::Ident(name) if t.span.end == self.toks[self.pos + 1].span.start => {
                         let span = t.span.join(self.toks[self.pos + 1].span);
                         Err(Diagnostic::error(
-                            format!("unknown directive `.{name}`"),
+                            if name == "lattice" {
+                                "`.lattice` (lattice types) is not supported".to_string()
+                            } else {
+                                format!("unknown directive `.{name}`")
+                            },
                             span,
                         ))
                     }
@@ -671,6 +675,16 @@ impl<'t> Parser<'t> {
         let mut names = vec![self.ident("a relation name after `.decl`")?];
         while self.eat(&TokenKind::Comma).is_some() {
             names.push(self.ident("a relation name after `,`")?);
+        }
+        // Soufflé 2.4.1's `.decl d = debug_delta(r)`.
+        if self.at(&TokenKind::Eq)
+            && matches!(self.peek_n(1), TokenKind::Ident(n) if n == "debug_delta")
+        {
+            self.bump();
+            return Err(Diagnostic::error(
+                "`debug_delta` relations (each iteration's new tuples) are not supported",
+                self.tok().span,
+            ));
         }
         self.expect(TokenKind::LParen)?;
         let attrs = self.attributes(TokenKind::RParen)?;

@@ -1462,3 +1462,25 @@ fn iteration_counter() {
     };
     assert!(matches!(&c.heads[0].args[0], Expr::Var(v) if v.name == "__ITERATION__"));
 }
+
+/// Soufflé's `debug_delta` relations (2.4.1) and lattice types are not supported: a
+/// located error naming each.
+#[test]
+fn debug_delta_and_lattice_are_named() {
+    let e = parse_errs(".decl r(x: number)\n.decl d = debug_delta(r)\n");
+    assert_eq!(
+        e[0],
+        (
+            "`debug_delta` relations (each iteration's new tuples) are not supported".to_string(),
+            "t.dl:2:11".to_string()
+        )
+    );
+    let e = parse_errs(".type S = A {} | B {}\n.lattice S<> {\n  Bottom -> $A()\n}\n");
+    assert_eq!(
+        e[0],
+        (
+            "`.lattice` (lattice types) is not supported".to_string(),
+            "t.dl:2:1".to_string()
+        )
+    );
+}
