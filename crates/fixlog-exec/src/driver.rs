@@ -10,7 +10,9 @@
 //!    deltas; per relation `new := sort_unique(results) − full`; `full := full ∪ new`;
 //!    `delta := new`; indexes over the stratum's relations are extended with `new`. The
 //!    loop ends after the first pass that derives nothing (that pass is counted, as in
-//!    the published iteration counts).
+//!    the published iteration counts), or, with `.limitsize`, after a pass that found a
+//!    relation of the stratum at its limit, whose new tuples are then dropped (as in
+//!    Soufflé: see [`fixlog_logical::LimitSize`]).
 //!
 //! Relations kept in a shape ([`crate::maintain`]): the new tuples of an `eqrel` or
 //! `choice-domain` relation (facts, and each step's `new`) are folded on the host before
@@ -745,6 +747,9 @@ impl<B: Backend> Driver<'_, B> {
                 &stratum.relations,
                 true,
             )?;
+            if self.size_limit_reached(stratum) {
+                break;
+            }
             for &rel in &stratum.relations {
                 self.delta[rel] = None;
             }
@@ -1267,6 +1272,21 @@ impl<B: Backend> Driver<'_, B> {
         }
         self.stats.phases.index += t.elapsed();
         Ok(new)
+    }
+
+    /// `.limitsize` (Soufflé's exit condition, `fixlog_logical::LimitSize`): whether
+    /// some relation of the stratum holds at least its limit. The loop asks after an
+    /// iteration's rules ran and before their new tuples are added, so a stratum that
+    /// reached its limit ends without them, as in Soufflé.
+    fn size_limit_reached(&self, stratum: &fixlog_plan::StratumPlan) -> bool {
+        stratum.relations.iter().any(|&rel| {
+            let limit = self.plan.relations.get(rel).and_then(|r| r.limitsize);
+            limit.is_some_and(|n| {
+                self.full
+                    .get(rel)
+                    .is_some_and(|r| self.backend.relation_len(r) as u64 >= n)
+            })
+        })
     }
 }
 

@@ -94,7 +94,10 @@ pub fn expand(
         }
     }
     if ex.errors.is_empty() {
-        Ok(ast::Program { items })
+        Ok(ast::Program {
+            items,
+            warnings: program.warnings.clone(),
+        })
     } else {
         Err(ex.errors)
     }
@@ -682,7 +685,8 @@ impl<'a> Expander<'a> {
                 | Item::Component(_)
                 | Item::Init(_)
                 | Item::Override { .. }
-                | Item::Pragma { .. } => {}
+                | Item::Pragma { .. }
+                | Item::Once { .. } => {}
             }
         }
         let declared: HashSet<&str> = res.decls.iter().map(|d| d.name.name.as_str()).collect();

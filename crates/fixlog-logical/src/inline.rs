@@ -20,7 +20,9 @@
 //! relations.
 
 use crate::ir::*;
-use crate::rewrite::{literal_vars, remove_relations, vars_of_literal};
+use crate::rewrite::{
+    remove_relations, rename_literal, substitute_literal, vars_of_literal, Renamed,
+};
 use fixlog_syntax::{Diagnostic, SourceMap};
 
 /// The most rules unfolding may produce before it is an error (inlining multiplies
@@ -263,8 +265,10 @@ fn term_expr(t: &Term) -> Option<Expr> {
     }
 }
 
-fn negate(l: Literal) -> Literal {
-    match l {
+/// The negation of a literal; `None` for an aggregate or a range (which bind a
+/// variable: a clause holding one cannot be negated by inlining, see [`closed`]).
+fn negate(l: Literal) -> Option<Literal> {
+    Some(match l {
         Literal::Atom(a) => Literal::Negation(a),
         Literal::Negation(a) => Literal::Atom(a),
         Literal::Compare {
@@ -298,10 +302,8 @@ fn negate(l: Literal) -> Literal {
             negated: !negated,
             span,
         },
-        Literal::Aggregate { .. } | Literal::Range { .. } => {
-            unreachable!("checked before negating")
-        }
-    }
+        Literal::Aggregate { .. } | Literal::Range { .. } => return None,
+    })
 }
 
 impl Ctx<'_> {
@@ -411,15 +413,19 @@ impl Ctx<'_> {
             .enumerate()
             .map(|(v, m)| m.unwrap_or_else(|| fresh(v, vars)))
             .collect();
-        let rename = |v: VarId| Expr::Var(map[v]);
-        let mut out: Vec<Literal> = def.body.iter().map(|l| literal_vars(l, &rename)).collect();
+        let rename = |v: VarId| map[v];
+        let mut out: Vec<Literal> = def
+            .body
+            .iter()
+            .map(|l| rename_literal(l, &rename))
+            .collect();
         for (j, t, h) in eqs {
             // Wildcards were skipped above, so every term here is an expression.
             if let Some(lhs) = term_expr(t) {
                 out.push(Literal::Compare {
                     op: CmpOp::Eq,
                     lhs,
-                    rhs: crate::rewrite::expr_vars(h, &rename),
+                    rhs: crate::rewrite::expr_vars(h, &|v| Expr::Var(rename(v))),
                     ty: types[j],
                     span: atom.span,
                 });
@@ -466,19 +472,21 @@ impl Ctx<'_> {
             if !closed(def, false) {
                 return Err(bad());
             }
-            let mut map: Vec<Option<Expr>> = vec![None; def.vars.len()];
+            let mut map: Vec<Option<Renamed>> = vec![None; def.vars.len()];
             let mut disj = Vec::new();
             for (j, (h, t)) in def.args.iter().zip(&atom.args).enumerate() {
                 // Wildcards were rejected above.
-                let Some(t) = term_expr(t) else {
-                    return Err(bad());
+                let t = match t {
+                    Term::Var(v) => Renamed::Var(*v),
+                    Term::Const(c) => Renamed::Const(*c),
+                    Term::Wildcard => return Err(bad()),
                 };
                 match h {
-                    Expr::Var(v) => match &map[*v] {
+                    Expr::Var(v) => match map[*v] {
                         None => map[*v] = Some(t),
-                        Some(seen) => disj.push((j, t, seen.clone())),
+                        Some(seen) => disj.push((j, t, seen)),
                     },
-                    Expr::Const(c) => disj.push((j, t, Expr::Const(*c))),
+                    Expr::Const(c) => disj.push((j, t, Renamed::Const(*c))),
                     _ => return Err(bad()),
                 }
             }
@@ -486,19 +494,24 @@ impl Ctx<'_> {
             if map.iter().any(Option::is_none) {
                 return Err(bad());
             }
-            let map: Vec<Expr> = map.into_iter().flatten().collect();
-            let rename = |v: VarId| map[v].clone();
+            let map: Vec<Renamed> = map.into_iter().flatten().collect();
+            let rename = |v: VarId| map[v];
             let mut d: Vec<Literal> = disj
                 .into_iter()
                 .map(|(j, t, h)| Literal::Compare {
                     op: CmpOp::Ne,
-                    lhs: t,
-                    rhs: h,
+                    lhs: t.expr(),
+                    rhs: h.expr(),
                     ty: types[j],
                     span: atom.span,
                 })
                 .collect();
-            d.extend(def.body.iter().map(|l| negate(literal_vars(l, &rename))));
+            // `closed` also checked that the body has no aggregate or range (which
+            // could not be negated, nor have a constant for their result).
+            for l in &def.body {
+                let negated = substitute_literal(l, &rename).and_then(negate);
+                d.push(negated.ok_or_else(bad)?);
+            }
             disjunctions.push(d);
         }
         // One rule per choice of a literal in each disjunction.

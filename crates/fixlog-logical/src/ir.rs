@@ -85,6 +85,21 @@ pub struct Relation {
     /// tuple of the relation has its values in the columns of any domain; among the new
     /// tuples of one step, the smallest first (see `fixlog_exec::maintain`).
     pub choice_domains: Vec<Vec<usize>>,
+    /// `.limitsize r(n=N)` (Soufflé's aid for debugging programs that do not end).
+    pub limitsize: Option<LimitSize>,
+}
+
+/// `.limitsize r(n=N)`: in a recursive stratum, once `r` holds at least `n` tuples the
+/// stratum's loop ends, before an iteration adds the tuples it derived (Soufflé's
+/// exit condition, checked after the iteration's rules ran: its new tuples are
+/// dropped). It stops every relation of the stratum; in a stratum that is not
+/// recursive it changes nothing (as in Soufflé). See `fixlog_exec::driver`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LimitSize {
+    /// The limit (a negative `N` is 0: any size reaches it).
+    pub n: u64,
+    /// The directive.
+    pub span: Span,
 }
 
 impl Relation {

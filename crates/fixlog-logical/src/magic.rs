@@ -303,6 +303,7 @@ impl Magic<'_> {
             printsize: false,
             eqrel: false,
             choice_domains: Vec::new(),
+            limitsize: None,
             ..orig
         };
         self.relations.push(adorned);
@@ -348,26 +349,23 @@ impl Magic<'_> {
                             .collect();
                         if adorn.iter().any(|&b| b) {
                             let (ra, ma) = self.adorn_id(a.rel, &adorn, label);
-                            let args: Vec<Term> = a
+                            // The bound arguments (those `adorn` marks): as the terms
+                            // of the magic atom and as the magic rule's head.
+                            let (args, head_args): (Vec<Term>, Vec<Expr>) = a
                                 .args
                                 .iter()
-                                .zip(&adorn)
-                                .filter(|(_, &b)| b)
-                                .map(|(t, _)| *t)
-                                .collect();
+                                .filter_map(|t| match t {
+                                    Term::Const(c) => Some((*t, Expr::Const(*c))),
+                                    Term::Var(v) if bound.contains(v) => Some((*t, Expr::Var(*v))),
+                                    Term::Var(_) | Term::Wildcard => None,
+                                })
+                                .unzip();
                             let trivial = matches!(prefix.as_slice(),
                                 [Literal::Atom(p)] if p.rel == ma && p.args == args);
                             if !trivial {
                                 let head = Head {
                                     rel: ma,
-                                    args: args
-                                        .iter()
-                                        .map(|t| match t {
-                                            Term::Var(v) => Expr::Var(*v),
-                                            Term::Const(c) => Expr::Const(*c),
-                                            Term::Wildcard => unreachable!("bound"),
-                                        })
-                                        .collect(),
+                                    args: head_args,
                                     span: a.span,
                                 };
                                 self.rules.push(compact(Rule {
@@ -442,12 +440,17 @@ fn compact(mut rule: Rule) -> Rule {
         map[v] = vars.len();
         vars.push(rule.vars[v].clone());
     }
-    let f = |v: VarId| Expr::Var(map[v]);
-    rule.head.args = rule.head.args.iter().map(|e| expr_vars(e, &f)).collect();
+    let f = |v: VarId| map[v];
+    rule.head.args = rule
+        .head
+        .args
+        .iter()
+        .map(|e| expr_vars(e, &|v| Expr::Var(f(v))))
+        .collect();
     rule.body = rule
         .body
         .iter()
-        .map(|l| crate::rewrite::literal_vars(l, &f))
+        .map(|l| crate::rewrite::rename_literal(l, &f))
         .collect();
     rule.vars = vars;
     rule

@@ -27,22 +27,39 @@ pub(crate) fn expr_vars(e: &Expr, map: &dyn Fn(VarId) -> Expr) -> Expr {
     }
 }
 
-fn term_of(e: Expr) -> Term {
-    match e {
-        Expr::Var(v) => Term::Var(v),
-        Expr::Const(c) => Term::Const(c),
-        _ => unreachable!("variables are renamed to variables or constants"),
+/// What a rewrite puts in place of a variable: a variable, or a constant (only where
+/// the variable is a term or in an expression; the result of a range or an aggregate
+/// must stay a variable).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Renamed {
+    Var(VarId),
+    Const(Value),
+}
+
+impl Renamed {
+    pub(crate) fn expr(self) -> Expr {
+        match self {
+            Renamed::Var(v) => Expr::Var(v),
+            Renamed::Const(c) => Expr::Const(c),
+        }
+    }
+
+    fn term(self) -> Term {
+        match self {
+            Renamed::Var(v) => Term::Var(v),
+            Renamed::Const(c) => Term::Const(c),
+        }
     }
 }
 
-fn atom_vars(a: &Atom, map: &dyn Fn(VarId) -> Expr) -> Atom {
+fn atom_vars(a: &Atom, map: &dyn Fn(VarId) -> Renamed) -> Atom {
     Atom {
         rel: a.rel,
         args: a
             .args
             .iter()
             .map(|t| match t {
-                Term::Var(v) => term_of(map(*v)),
+                Term::Var(v) => map(*v).term(),
                 t => *t,
             })
             .collect(),
@@ -50,10 +67,35 @@ fn atom_vars(a: &Atom, map: &dyn Fn(VarId) -> Expr) -> Atom {
     }
 }
 
-/// Rewrite every variable of a literal through `map`, which must give a variable or a
-/// constant (and a variable for an aggregate's result).
-pub(crate) fn literal_vars(l: &Literal, map: &dyn Fn(VarId) -> Expr) -> Literal {
-    match l {
+/// Rewrite every variable of a literal to another variable.
+pub(crate) fn rename_literal(l: &Literal, map: &dyn Fn(VarId) -> VarId) -> Literal {
+    let renamed =
+        map_literal::<std::convert::Infallible>(l, &|v| Renamed::Var(map(v)), &|v| Ok(map(v)));
+    match renamed {
+        Ok(l) => l,
+        Err(never) => match never {},
+    }
+}
+
+/// Rewrite every variable of a literal to a variable or a constant; `None` when the
+/// result of a range or an aggregate (which must stay a variable) would be a constant.
+pub(crate) fn substitute_literal(l: &Literal, map: &dyn Fn(VarId) -> Renamed) -> Option<Literal> {
+    map_literal(l, map, &|v| match map(v) {
+        Renamed::Var(u) => Ok(u),
+        Renamed::Const(_) => Err(()),
+    })
+    .ok()
+}
+
+/// Rewrite every variable of a literal through `map`; the results of ranges and
+/// aggregates through `out`, which may refuse.
+fn map_literal<E>(
+    l: &Literal,
+    map: &dyn Fn(VarId) -> Renamed,
+    out: &dyn Fn(VarId) -> Result<VarId, E>,
+) -> Result<Literal, E> {
+    let expr = |e: &Expr| expr_vars(e, &|v| map(v).expr());
+    Ok(match l {
         Literal::Atom(a) => Literal::Atom(atom_vars(a, map)),
         Literal::Negation(a) => Literal::Negation(atom_vars(a, map)),
         Literal::Compare {
@@ -64,8 +106,8 @@ pub(crate) fn literal_vars(l: &Literal, map: &dyn Fn(VarId) -> Expr) -> Literal 
             span,
         } => Literal::Compare {
             op: *op,
-            lhs: expr_vars(lhs, map),
-            rhs: expr_vars(rhs, map),
+            lhs: expr(lhs),
+            rhs: expr(rhs),
             ty: *ty,
             span: *span,
         },
@@ -76,41 +118,38 @@ pub(crate) fn literal_vars(l: &Literal, map: &dyn Fn(VarId) -> Expr) -> Literal 
             span,
         } => Literal::Predicate {
             pred: *pred,
-            args: args.iter().map(|a| expr_vars(a, map)).collect(),
+            args: args.iter().map(expr).collect(),
             negated: *negated,
             span: *span,
         },
         Literal::Range {
-            out,
+            out: v,
             ty,
             args,
             span,
         } => Literal::Range {
-            out: match map(*out) {
-                Expr::Var(v) => v,
-                _ => unreachable!("a range's result is renamed to a variable"),
-            },
+            out: out(*v)?,
             ty: *ty,
-            args: args.iter().map(|a| expr_vars(a, map)).collect(),
+            args: args.iter().map(expr).collect(),
             span: *span,
         },
         Literal::Aggregate {
-            out,
+            out: v,
             func,
             arg,
             body,
             span,
         } => Literal::Aggregate {
-            out: match map(*out) {
-                Expr::Var(v) => v,
-                _ => unreachable!("an aggregate's result is renamed to a variable"),
-            },
+            out: out(*v)?,
             func: *func,
-            arg: arg.as_ref().map(|a| expr_vars(a, map)),
-            body: body.iter().map(|l| literal_vars(l, map)).collect(),
+            arg: arg.as_ref().map(expr),
+            body: body
+                .iter()
+                .map(|l| map_literal(l, map, out))
+                .collect::<Result<_, E>>()?,
             span: *span,
         },
-    }
+    })
 }
 
 /// Every variable of an expression.

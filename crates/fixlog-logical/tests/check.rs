@@ -178,6 +178,76 @@ fn directive_on_undeclared_relation() {
     );
 }
 
+/// `.limitsize r(n=N)`: the limit lands on each relation named (a negative `N` is 0);
+/// misuse is located: an unknown relation, a missing, repeated or non-integer `n`, any
+/// other parameter, and a second `.limitsize` of a relation (Soufflé's parser: a
+/// redefinition).
+#[test]
+fn limitsize_directive() {
+    let p = compile(&format!(
+        "{EDGE}.decl p(x: number)\n.limitsize edge, p(n=12)\n.decl q(x: number)\n.limitsize q(n=\"-3\")\n"
+    ));
+    let limit = |r: usize| p.relations[r].limitsize.map(|l| l.n);
+    assert_eq!(
+        (limit(0), limit(1), limit(2)),
+        (Some(12), Some(12), Some(0))
+    );
+    assert_eq!(
+        err1(&format!("{EDGE}.limitsize pth(n=3)\n")),
+        e("unknown relation `pth` in `.limitsize`", "2:12")
+    );
+    assert_eq!(
+        err1(&format!("{EDGE}.limitsize edge\n")),
+        e("`.limitsize` needs the parameter `n`", "2:1")
+    );
+    assert_eq!(
+        errs(&format!(
+            "{EDGE}.limitsize edge(n=ten)\n.limitsize edge(m=3, n=2, n=4)\n"
+        )),
+        vec![
+            e(
+                "`n` of `.limitsize` must be an integer, found `ten`",
+                "2:17"
+            ),
+            e("unknown parameter `m` of `.limitsize`", "3:17"),
+            e("the parameter `n` of `.limitsize` is given twice", "3:27"),
+        ]
+    );
+    let e2 = errs_with_notes(&format!(
+        "{EDGE}.limitsize edge(n=5)\n.limitsize edge(n=6)\n"
+    ));
+    assert_eq!(e2.len(), 1, "{e2:?}");
+    assert_eq!(
+        (e2[0].0.as_str(), e2[0].1.as_str()),
+        ("`.limitsize` is given twice for relation `edge`", "3:12")
+    );
+    assert_eq!(e2[0].2, vec!["note: the first is at t.dl:2:1".to_string()]);
+}
+
+/// A program with `.limitsize` is left out of the magic-set transform (which would
+/// change the strata whose loops the limit stops), as one with `autoinc()`.
+#[test]
+fn limitsize_keeps_the_magic_set_transform_out() {
+    let text = format!(
+        "{EDGE}edge(1, 2). edge(2, 3).\n.decl path(x: number, y: number)\n\
+         path(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), edge(y, z).\n\
+         .decl q(y: number)\n.output q\nq(y) :- path(1, y).\n.pragma \"magic-transform\" \"*\"\n"
+    );
+    let adorned = |p: &Program| p.relations.iter().any(|r| r.name.contains('@'));
+    assert!(
+        adorned(&compile(&text)),
+        "the transform applies without a limit"
+    );
+    let limited = compile(&format!("{text}.limitsize path(n=100)\n"));
+    assert!(!adorned(&limited));
+    assert_eq!(
+        limited.relations[limited.relation_id("path").unwrap()]
+            .limitsize
+            .map(|l| l.n),
+        Some(100)
+    );
+}
+
 #[test]
 fn facts_must_be_constants() {
     assert_eq!(

@@ -254,6 +254,9 @@ pub struct RelationInfo {
     pub eqrel: bool,
     /// The columns of each `choice-domain` (see `fixlog_exec::maintain`).
     pub choice_domains: Vec<Vec<usize>>,
+    /// `.limitsize`: the size at which this relation's recursive stratum stops (see
+    /// [`fixlog_logical::LimitSize`]).
+    pub limitsize: Option<u64>,
 }
 
 impl RelationInfo {

@@ -137,6 +137,7 @@ pub fn plan_with(program: &Program, options: &PlanOptions) -> Result<Plan, Diagn
                 types: r.types(),
                 eqrel: r.eqrel,
                 choice_domains: r.choice_domains.clone(),
+                limitsize: r.limitsize.map(|l| l.n),
             })
             .collect(),
         indexes,

@@ -22,6 +22,10 @@ pub struct Ident {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Program {
     pub items: Vec<Item>,
+    /// Warnings found while parsing (Soufflé's parser warns about the deprecated
+    /// counter `$`), located. The checker passes them on with its own
+    /// (`fixlog_logical::Program::warnings`).
+    pub warnings: Vec<crate::Diagnostic>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -35,6 +39,10 @@ pub enum Item {
     /// `.include "file"` (only present in the output of [`crate::parse`]; the loaders
     /// replace it by the included file's items).
     Include { path: String, span: Span },
+    /// `.once` (Soufflé's include guard): when the loaders reach a `.once` they have
+    /// passed before (the same line of the same file), they skip the rest of its file.
+    /// Only present in the output of [`crate::parse`]; the loaders act on it and drop it.
+    Once { span: Span },
     /// `.pragma "key" "value"` (or `.pragma "key"`): the strings as written. The
     /// checker reads `magic-transform` (and `magic-transform-exclude`); others are
     /// ignored.

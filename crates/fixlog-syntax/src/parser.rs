@@ -16,6 +16,7 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::lexer::{lex, Token, TokenKind};
 use crate::preprocess::{preprocess, PreprocessOptions};
 use crate::source::{FileId, SourceFile, SourceMap, Span};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 type PResult<T> = Result<T, Diagnostic>;
@@ -40,12 +41,14 @@ pub fn parse_text(file: FileId, text: &str) -> (Program, Vec<Diagnostic>) {
         file,
         depth: 0,
         errors: Vec::new(),
+        warnings: Vec::new(),
     };
     let (items, parse_errors) = p.program();
     errors.extend(parse_errors);
     errors.append(&mut p.errors);
     errors.sort_by_key(|d| d.span.map(|s| s.start));
-    (Program { items }, errors)
+    let warnings = p.warnings;
+    (Program { items, warnings }, errors)
 }
 
 /// Read, parse and splice in `.include`s of the program in `path`.
@@ -70,7 +73,9 @@ pub fn parse_file_with(
     let file = sources.add(SourceFile::new(path.display().to_string(), path, text));
     let mut loader = Loader {
         errors: Vec::new(),
+        warnings: Vec::new(),
         options,
+        once: HashSet::new(),
     };
     let mut stack = vec![std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())];
     let items = loader.load(file, sources, &mut stack);
@@ -93,7 +98,9 @@ pub fn parse_str_with(
     let file = sources.add_text(name, text);
     let mut loader = Loader {
         errors: Vec::new(),
+        warnings: Vec::new(),
         options,
+        once: HashSet::new(),
     };
     let mut stack = Vec::new();
     let items = loader.load(file, sources, &mut stack);
@@ -113,13 +120,33 @@ fn read_source(path: &Path) -> std::io::Result<String> {
 
 struct Loader<'o> {
     errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
     options: &'o PreprocessOptions,
+    /// The `.once`s passed so far: (canonical path of the original file, line), as
+    /// Soufflé's `ParserDriver::canEnterOnce` records them.
+    once: HashSet<(PathBuf, usize)>,
+}
+
+/// Deepest nesting of `.include`s (a file may include itself again only past a `.once`
+/// it has passed, which ends that inclusion; the bound is for anything else).
+const MAX_INCLUDE_DEPTH: usize = 64;
+
+/// Where a `.once` is, as Soufflé keys it: the canonical path of the file it is written
+/// in (through the preprocessor: the original file) and its line.
+fn once_key(sources: &SourceMap, span: Span) -> (PathBuf, usize) {
+    let at = sources.resolve(span);
+    let f = sources.file(at.file);
+    let path = std::fs::canonicalize(&f.path).unwrap_or_else(|_| f.path.clone());
+    (path, f.line_col(at.start as usize).0)
 }
 
 impl Loader<'_> {
     fn finish(self, items: Vec<Item>) -> Result<Program, Diagnostics> {
         if self.errors.is_empty() {
-            Ok(Program { items })
+            Ok(Program {
+                items,
+                warnings: self.warnings,
+            })
         } else {
             Err(Diagnostics(self.errors))
         }
@@ -140,30 +167,65 @@ impl Loader<'_> {
         };
         let (program, errors) = parse_text(text_file, &sources.file(text_file).text);
         self.errors.extend(errors);
+        self.warnings.extend(program.warnings);
         let dir = sources
             .file(file)
             .path
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        self.splice(program.items, &dir, sources, stack)
+        self.splice(program.items, &dir, sources, stack, None)
     }
 
     /// Replaces every `.include` among `items` (also inside component bodies, as
-    /// Soufflé's preprocessor does) by the items of the included file.
+    /// Soufflé's preprocessor does) by the items of the included file, and acts on
+    /// `.once`: the first time a `.once` is reached it is dropped; when it is reached
+    /// again (its file is included again), the rest of its file is skipped, as Soufflé's
+    /// scanner stops reading the file there. `component`: the component whose body
+    /// `items` are (a `.once` reached again there would cut the body short: an error).
     fn splice(
         &mut self,
         items: Vec<Item>,
         dir: &Path,
         sources: &mut SourceMap,
         stack: &mut Vec<PathBuf>,
+        component: Option<&str>,
     ) -> Vec<Item> {
         let mut out = Vec::with_capacity(items.len());
         for item in items {
             let (path, span) = match item {
                 Item::Include { path, span } => (path, span),
+                Item::Once { span } => {
+                    if self.once.insert(once_key(sources, span)) {
+                        continue;
+                    }
+                    match component {
+                        None => break,
+                        Some(name) => {
+                            self.errors.push(
+                                Diagnostic::error(
+                                    format!(
+                                        "`.once` reached a second time inside the body of component `{name}`"
+                                    ),
+                                    span,
+                                )
+                                .with_note(
+                                    "the rest of the file would be skipped, leaving the component unfinished",
+                                ),
+                            );
+                            continue;
+                        }
+                    }
+                }
                 Item::Component(mut c) => {
-                    c.items = self.splice(std::mem::take(&mut c.items), dir, sources, stack);
+                    let name = c.head.name.name.clone();
+                    c.items = self.splice(
+                        std::mem::take(&mut c.items),
+                        dir,
+                        sources,
+                        stack,
+                        Some(&name),
+                    );
                     out.push(Item::Component(c));
                     continue;
                 }
@@ -184,7 +246,17 @@ impl Loader<'_> {
                 }
             };
             let canonical = std::fs::canonicalize(&full).unwrap_or_else(|_| full.clone());
-            if stack.contains(&canonical) {
+            if stack.len() >= MAX_INCLUDE_DEPTH {
+                self.errors.push(Diagnostic::error(
+                    format!("`.include`s nested more than {MAX_INCLUDE_DEPTH} deep"),
+                    span,
+                ));
+                continue;
+            }
+            // A file being included may be included again only when it has a `.once`
+            // that was passed (the usual guard at its top): that inclusion stops there.
+            let guarded = self.once.iter().any(|(p, _)| *p == canonical);
+            if stack.contains(&canonical) && !guarded {
                 let chain: Vec<String> = stack
                     .iter()
                     .chain(std::iter::once(&canonical))
@@ -220,16 +292,21 @@ struct Parser<'t> {
     depth: usize,
     /// Errors of items inside component bodies (each body recovers item by item).
     errors: Vec<Diagnostic>,
+    /// Warnings (the deprecated counter `$`).
+    warnings: Vec<Diagnostic>,
 }
 
 /// Deepest nesting of parentheses, braces and operators accepted.
 const MAX_DEPTH: usize = 256;
 
 /// Names that start a term of a Soufflé feature Fixlog lacks, with the feature (the
-/// error names what was used, not a neighbouring feature).
+/// error names what was used, not a neighbouring feature). Soufflé 2.4.1 added the
+/// counter of fixpoint iterations as `recursive_iteration_cnt()` (a keyword there);
+/// `__ITERATION__`, its name in an early version of that change (souffle-lang/souffle
+/// pull request 2414), is an ordinary identifier in Soufflé 2.5 and here.
 const UNSUPPORTED_TERMS: &[(&str, &str)] = &[(
-    "__ITERATION__",
-    "`__ITERATION__` (the iteration counter) is",
+    "recursive_iteration_cnt",
+    "`recursive_iteration_cnt()` (the counter of fixpoint iterations) is",
 )];
 
 /// `.decl` qualifiers that are recognised (and, except `eqrel`, ignored by the checker).
@@ -464,10 +541,7 @@ impl<'t> Parser<'t> {
                             self.span_from(kw),
                         ))
                     }
-                    "once" => Err(Diagnostic::error(
-                        "`.once` (include only once) is not supported",
-                        kw,
-                    )),
+                    "once" => Ok(vec![Item::Once { span: kw }]),
                     "comp" => self.component(kw).map(|c| vec![Item::Component(c)]),
                     "init" => {
                         let name = self.ident("an instance name after `.init`")?;
@@ -499,7 +573,11 @@ impl<'t> Parser<'t> {
                     TokenKind::Ident(name) if t.span.end == self.toks[self.pos + 1].span.start => {
                         let span = t.span.join(self.toks[self.pos + 1].span);
                         Err(Diagnostic::error(
-                            format!("unknown directive `.{name}`"),
+                            if name == "lattice" {
+                                "`.lattice` (lattice types) is not supported".to_string()
+                            } else {
+                                format!("unknown directive `.{name}`")
+                            },
                             span,
                         ))
                     }
@@ -597,6 +675,16 @@ impl<'t> Parser<'t> {
         let mut names = vec![self.ident("a relation name after `.decl`")?];
         while self.eat(&TokenKind::Comma).is_some() {
             names.push(self.ident("a relation name after `,`")?);
+        }
+        // Soufflé 2.4.1's `.decl d = debug_delta(r)`.
+        if self.at(&TokenKind::Eq)
+            && matches!(self.peek_n(1), TokenKind::Ident(n) if n == "debug_delta")
+        {
+            self.bump();
+            return Err(Diagnostic::error(
+                "`debug_delta` relations (each iteration's new tuples) are not supported",
+                self.tok().span,
+            ));
         }
         self.expect(TokenKind::LParen)?;
         let attrs = self.attributes(TokenKind::RParen)?;
@@ -1257,11 +1345,24 @@ impl<'t> Parser<'t> {
                         span: self.span_from(t.span),
                     })
                 }
-                _ => Err(Diagnostic::error(
-                    "`$` (auto-increment counter) is not supported",
-                    t.span,
-                )
-                .with_help("write `autoinc()`")),
+                // `$` alone: Soufflé's old counter, still accepted (with a warning) as
+                // `autoinc()`.
+                _ => {
+                    self.bump();
+                    self.warnings.push(Diagnostic::error(
+                        "deprecated `$` symbol was used; use the functor `autoinc()` instead",
+                        t.span,
+                    ));
+                    Ok(Expr::Call {
+                        name: Ident {
+                            name: "autoinc".to_string(),
+                            span: t.span,
+                        },
+                        args: Vec::new(),
+                        user: false,
+                        span: t.span,
+                    })
+                }
             },
             TokenKind::LBracket => {
                 self.bump();

@@ -618,13 +618,13 @@ impl Pre<'_> {
                 });
             }
             "elif" | "else" => {
-                let Some(c) = conds.last().copied() else {
+                let Some(last) = conds.last_mut() else {
                     return self.err(format!("`#{name}` without `#if`"), span);
                 };
-                if c.else_seen {
+                if last.else_seen {
                     return self.err(format!("`#{name}` after `#else`"), span);
                 }
-                let value = if !c.parent || c.taken {
+                let value = if !last.parent || last.taken {
                     false
                 } else if name == "else" {
                     true
@@ -637,8 +637,7 @@ impl Pre<'_> {
                         }
                     }
                 };
-                let last = conds.last_mut().expect("checked");
-                last.active = c.parent && value;
+                last.active = last.parent && value;
                 last.taken |= value;
                 last.else_seen = name == "else";
             }

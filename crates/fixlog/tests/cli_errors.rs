@@ -1698,3 +1698,23 @@ fn subsumptive_clause_errors() {
     assert_failed(&o);
     assert_points_at(&o, "prog.dl", prog, 3, &["z."]);
 }
+
+/// `.limitsize` misuse, each located: an unknown relation, a limit that is not an
+/// integer, a parameter other than `n`.
+#[test]
+fn limitsize_misuse_is_located() {
+    let prog = ".decl e(x: number)\ne(1).\n.limitsize f(n=3)\n.limitsize e(n=many)\n.limitsize e(size=3)\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 3, &["f(n=3)"]);
+    assert_points_at(&o, "prog.dl", prog, 4, &["n=many"]);
+    assert_points_at(&o, "prog.dl", prog, 5, &["size=3"]);
+    assert_mentions(
+        &o,
+        &[
+            &["unknown relation `f` in `.limitsize`"],
+            &["`n` of `.limitsize` must be an integer, found `many`"],
+            &["unknown parameter `size` of `.limitsize`"],
+        ],
+    );
+}

@@ -109,12 +109,14 @@ struct Tally {
     /// Some relation of a recursive stratum was non-empty.
     recursive: usize,
     /// Per feature of [`FEATURES`], the programs that used it.
-    features: [usize; 17],
+    features: [usize; 18],
     /// Programs whose plan with worst-case-optimal joins forced has an intersection.
     intersections: usize,
+    /// Programs whose `.limitsize` changed the result (against the reference without it).
+    limit_bites: usize,
 }
 
-const FEATURES: [&str; 17] = [
+const FEATURES: [&str; 18] = [
     "rec",
     "neg",
     "agg",
@@ -132,6 +134,7 @@ const FEATURES: [&str; 17] = [
     "cast",
     "witness",
     "autoinc",
+    "limitsize",
 ];
 
 /// Runs `check_inner`, turning a panic (in the engine or the reference) into a failure
@@ -187,6 +190,14 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
         }
     }
     let expected = reference::evaluate(program, &extra, &symbols);
+    // Whether a `.limitsize` stopped a loop early (so that the feature is not vacuous).
+    let limit_bites = program.relations.iter().any(|r| r.limitsize.is_some()) && {
+        let mut unlimited = program.clone();
+        for r in &mut unlimited.relations {
+            r.limitsize = None;
+        }
+        reference::evaluate(&unlimited, &extra, &symbols) != expected
+    };
 
     let mut any_idb = false;
     let mut recursive_idb = false;
@@ -293,6 +304,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
     t.nonempty += usize::from(any_idb);
     t.recursive += usize::from(recursive_idb);
     t.intersections += usize::from(intersects);
+    t.limit_bites += usize::from(limit_bites);
     let f = &generated.features;
     let used = [
         f.recursion,
@@ -312,6 +324,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
         f.cast,
         f.witness,
         f.autoinc,
+        f.limitsize,
     ];
     for (count, on) in t.features.iter_mut().zip(used) {
         *count += usize::from(on);
@@ -345,8 +358,15 @@ fn differential() {
     let t = tally.into_inner();
     eprintln!(
         "{} cases; {} with a non-empty IDB relation, {} with a non-empty recursive \
-         relation, {} with worst-case-optimal intersections; features {FEATURES:?}: {:?}",
-        t.cases, t.nonempty, t.recursive, t.intersections, t.features
+         relation, {} with worst-case-optimal intersections, {} cut short by `.limitsize`; \
+         features {FEATURES:?}: {:?}",
+        t.cases, t.nonempty, t.recursive, t.intersections, t.limit_bites, t.features
+    );
+    assert!(
+        t.limit_bites * 200 >= t.cases,
+        "`.limitsize` changed the result of only {} of {} random programs",
+        t.limit_bites,
+        t.cases
     );
     assert!(
         t.intersections * 20 >= t.cases,

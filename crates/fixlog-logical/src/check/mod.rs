@@ -123,6 +123,8 @@ pub fn check_with(
         functors: Vec::new(),
         functor_ids: HashMap::new(),
     };
+    // The parser's warnings (the deprecated `$`) come first; all are sorted at the end.
+    ck.warnings.extend(program.warnings.iter().cloned());
     ck.run(program);
     if !ck.errors.is_empty() {
         return Err(finish_errors(ck.errors));
@@ -201,8 +203,14 @@ pub fn check_with(
     }
     spec.exclude = exclude.names;
     // `autoinc()` draws one counter in stratum order, which the transform changes: a
-    // program that uses it is left as it is (its numbers stay those of a plain run).
-    if ck.autoincs.is_empty() && (!spec.is_empty() || ck.magic_qualifier.values().any(|&q| q)) {
+    // program that uses it is left as it is (its numbers stay those of a plain run). So
+    // is a program with `.limitsize`, which stops a stratum's loop: the transform makes
+    // other strata.
+    let limited = ck.relations.iter().any(|r| r.limitsize.is_some());
+    if ck.autoincs.is_empty()
+        && !limited
+        && (!spec.is_empty() || ck.magic_qualifier.values().any(|&q| q))
+    {
         let mut candidates =
             crate::magic::candidates(&ck.relations, &ck.rules, &ck.subsumptions, &spec, &|name| {
                 ck.magic_qualifier.get(name).copied()
@@ -700,6 +708,7 @@ impl<'a> Checker<'a> {
             printsize: false,
             eqrel: false,
             choice_domains: Vec::new(),
+            limitsize: None,
         };
         for q in &d.qualifiers {
             match q.name.as_str() {
@@ -750,6 +759,12 @@ impl<'a> Checker<'a> {
     }
 
     fn directive(&mut self, d: &ast::Directive) {
+        let limit = match d.kind {
+            ast::DirectiveKind::LimitSize => self
+                .limitsize_param(d)
+                .map(|n| ir::LimitSize { n, span: d.span }),
+            _ => None,
+        };
         for r in &d.relations {
             let Some(&id) = self.rel_ids.get(&r.name) else {
                 self.unknown_relation(r, &format!(" in `{}`", d.kind.keyword()));
@@ -769,12 +784,67 @@ impl<'a> Checker<'a> {
                 ast::DirectiveKind::Input => rel.inputs.push(io),
                 ast::DirectiveKind::Output => rel.outputs.push(io),
                 ast::DirectiveKind::PrintSize => rel.printsize = true,
-                ast::DirectiveKind::LimitSize => {
-                    self.error(Diagnostic::error("`.limitsize` is not supported", d.span));
-                    return;
+                ast::DirectiveKind::LimitSize => match rel.limitsize {
+                    // As Soufflé's parser: one `.limitsize` per relation.
+                    Some(previous) => {
+                        let note =
+                            format!("the first is at {}", self.sources.location(previous.span));
+                        self.error(
+                            Diagnostic::error(
+                                format!("`.limitsize` is given twice for relation `{}`", r.name),
+                                r.span,
+                            )
+                            .with_note(note),
+                        );
+                    }
+                    None => rel.limitsize = limit,
+                },
+            }
+        }
+    }
+
+    /// The limit of `.limitsize r(n=N)`: its one parameter `n`, an integer (negative
+    /// reads as 0); `None` after reporting what is wrong.
+    fn limitsize_param(&mut self, d: &ast::Directive) -> Option<u64> {
+        let mut n = None;
+        let mut ok = true;
+        for (key, value) in &d.params {
+            if key.name != "n" {
+                self.error(
+                    Diagnostic::error(
+                        format!("unknown parameter `{}` of `.limitsize`", key.name),
+                        key.span,
+                    )
+                    .with_help("`.limitsize` takes the number of tuples: `.limitsize r(n=1000)`"),
+                );
+                ok = false;
+                continue;
+            }
+            match value.trim().parse::<i64>() {
+                Ok(v) if n.is_none() => n = Some(v.max(0) as u64),
+                Ok(_) => {
+                    self.error(Diagnostic::error(
+                        "the parameter `n` of `.limitsize` is given twice",
+                        key.span,
+                    ));
+                    ok = false;
+                }
+                Err(_) => {
+                    self.error(Diagnostic::error(
+                        format!("`n` of `.limitsize` must be an integer, found `{value}`"),
+                        key.span,
+                    ));
+                    ok = false;
                 }
             }
         }
+        if n.is_none() && ok {
+            self.error(
+                Diagnostic::error("`.limitsize` needs the parameter `n`", d.span)
+                    .with_help("give the number of tuples: `.limitsize r(n=1000)`"),
+            );
+        }
+        n.filter(|_| ok)
     }
 
     /// The relation of an atom, checking that it exists and that the arity matches.
@@ -1106,6 +1176,7 @@ impl Checker<'_> {
             printsize: false,
             eqrel: false,
             choice_domains: Vec::new(),
+            limitsize: None,
         };
         let source_cols: Vec<ir::Column> = vs.iter().map(|&v| column(v)).collect();
         let mut target_cols = vec![ir::Column {

@@ -102,6 +102,8 @@ pub struct Features {
     pub witness: bool,
     /// `autoinc()` in a head.
     pub autoinc: bool,
+    /// `.limitsize` on a relation of the IDB layers.
+    pub limitsize: bool,
 }
 
 #[derive(Clone)]
@@ -246,6 +248,22 @@ impl Gen {
         }
         if self.c.chance(50) {
             self.records(n_layers + 1);
+        }
+        // `.limitsize` on the relations of the layers (in a recursive stratum it stops
+        // the loop; elsewhere it changes nothing), with a limit the facts can reach.
+        if self.c.chance(50) {
+            let layered: Vec<String> = self
+                .rels
+                .iter()
+                .filter(|r| r.layer > 0)
+                .map(|r| r.name.clone())
+                .collect();
+            if !layered.is_empty() {
+                let n = self.c.below(8);
+                self.features.limitsize = true;
+                self.text
+                    .push_str(&format!(".limitsize {}(n={n})\n", layered.join(", ")));
+            }
         }
         Generated {
             text: self.text,

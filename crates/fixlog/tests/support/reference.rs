@@ -11,6 +11,8 @@
 //!   its pairs (classes by graph search); a `choice-domain` relation adds a round's new
 //!   tuples in output order, each only if no tuple it holds shares a domain value
 //!   with it. Facts are folded the same way before the strata run.
+//! - `.limitsize`: before each round of the loop, a relation of the stratum holding at
+//!   least its limit ends the stratum.
 //! - After each round, the subsumptive clauses of the stratum's relations are evaluated
 //!   and the dominated tuples they derive are removed.
 //! - A rule body is evaluated by nested loops: take the first literal (in body order)
@@ -98,6 +100,17 @@ pub fn evaluate(
             continue;
         }
         loop {
+            // `.limitsize`: a relation at its limit ends the loop before another round
+            // (Soufflé checks after computing a round and drops what it derived; a round
+            // that would derive nothing ends the loop either way).
+            let limited = stratum.relations.iter().any(|&r| {
+                program.relations[r]
+                    .limitsize
+                    .is_some_and(|l| rels[r].len() as u64 >= l.n)
+            });
+            if limited {
+                break;
+            }
             let before: Vec<Tuples> = stratum.relations.iter().map(|&r| rels[r].clone()).collect();
             round(program, stratum, &stratum.rules, &mut rels, symbols);
             let same = stratum
