@@ -271,7 +271,7 @@ impl Spill {
     }
 
     /// A new unnamed file in the run's spill directory (made on first use).
-    pub(crate) fn new_file(&self) -> ExecResult<File> {
+    pub fn new_file(&self) -> ExecResult<File> {
         let mut dir = lock(&self.dir);
         if dir.is_none() {
             let made = tempfile::Builder::new()
@@ -289,7 +289,7 @@ impl Spill {
     }
 
     /// Maps `values` values written to `file`, counting them as spilled.
-    pub(crate) fn map(&self, file: File, values: usize) -> ExecResult<Mapped> {
+    pub fn map(&self, file: File, values: usize) -> ExecResult<Mapped> {
         let bytes = values * VALUE;
         // SAFETY: the file is unnamed (or unlinked) and only this process has it open;
         // nothing writes to it after this point, and its size is `bytes` (written in
@@ -363,6 +363,15 @@ impl Mapped {
     }
 }
 
+impl fixlog_exec::tuples::SharedRows for Mapped {
+    fn values(&self) -> &[Value] {
+        self.rows()
+    }
+    fn in_file(&self) -> bool {
+        true
+    }
+}
+
 impl std::fmt::Debug for Mapped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Mapped({} values)", self.values)
@@ -378,7 +387,7 @@ impl Drop for Mapped {
 }
 
 /// Writes `values` at byte `offset` of `file`.
-pub(crate) fn write_at(file: &File, values: &[Value], offset: u64) -> std::io::Result<()> {
+pub fn write_at(file: &File, values: &[Value], offset: u64) -> std::io::Result<()> {
     // SAFETY: `u32` has no padding; the byte view covers exactly the values' memory.
     let bytes = unsafe {
         std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values))

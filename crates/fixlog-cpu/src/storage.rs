@@ -59,6 +59,9 @@ impl SharedRows for RunData {
     fn values(&self) -> &[Value] {
         self.rows()
     }
+    fn in_file(&self) -> bool {
+        matches!(self, RunData::Mapped(_))
+    }
 }
 
 impl std::ops::Deref for RunData {

@@ -34,6 +34,7 @@ pub mod error;
 pub mod functors;
 pub mod graph;
 pub mod io;
+pub mod ordered;
 
 pub use api::{
     BackendChoice, BackendKind, CompileOptions, Database, Datum, Fixlog, RunOptions, RunStats,

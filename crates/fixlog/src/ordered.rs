@@ -1,0 +1,399 @@
+//! A relation's tuples in output order, read in parts within bounded memory: what the
+//! output writer ([`crate::io`]) and [`crate::Database`]'s readers go through.
+//!
+//! A result is the relation's sorted runs (raw order: `u32` values column by column),
+//! possibly in files and larger than memory ([`fixlog_exec::tuples::RowStore`]).
+//!
+//! - Where raw order is output order (unsigned columns, numbers none of which is
+//!   negative: the usual case of ids and counts), the runs are read as they are,
+//!   merged lazily part by part ([`fixlog_exec::merge`]): nothing is copied whole.
+//! - Otherwise (symbols, records, floats, negative numbers) the rows are sorted into
+//!   output order as an external merge sort: the raw-ordered rows are cut into chunks
+//!   of what the memory allowance holds, each chunk is sorted in memory (stably: equal
+//!   rows in output order keep raw order, as the whole relation sorted at once would)
+//!   and, when there is more than one, written to an unnamed file in a spill
+//!   directory of its own (`--temp-dir`); the sorted chunks are then merged lazily,
+//!   ties to the earlier chunk, which is again the stable order. A relation that fits
+//!   in one chunk is sorted in memory and never touches a file.
+//!
+//! Every buffer is charged to the run's memory budget where there is one (the CPU
+//! backend's, see [`ReadMemory`]), and sized from what the limit leaves: half of the
+//! limit less the bytes the budget holds (the results' runs still in memory).
+
+use fixlog_cpu::budget::{self, Budget, Charge};
+use fixlog_cpu::spill::{Spill, SpillSettings};
+use fixlog_exec::merge::{raw_order, Merge, Part, Scratch};
+use fixlog_exec::tuples::{SharedRows, Tuples};
+use fixlog_exec::{ExecError, ExecResult};
+use fixlog_logical::{value, ColType, SymbolTable, Value};
+use rayon::prelude::*;
+use std::cmp::Ordering;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex};
+
+/// The memory and files reading a relation in output order may use.
+#[derive(Clone, Debug, Default)]
+pub struct ReadMemory {
+    /// The budget buffers are charged to: the CPU run's, which still counts the
+    /// results' runs in memory (`None`: nothing is counted).
+    pub budget: Option<Arc<Budget>>,
+    /// The bytes to stay within (`--memory-limit`, else the CPU backend's default
+    /// target; `None`: [`DEFAULT_ALLOWANCE`] for the reader's buffers).
+    pub limit: Option<usize>,
+    /// Whether sorted chunks may go to files (not under `--no-spill`: then a relation
+    /// is sorted in memory, and one that does not fit is an out-of-memory error).
+    pub files: bool,
+    /// Where the spill directory for sorted chunks is made (`None`: the system's
+    /// temporary directory).
+    pub temp_dir: Option<PathBuf>,
+    /// What sorting into output order wrote to files, added up.
+    pub sorted: Arc<SortCounter>,
+}
+
+/// [`SortFiles`] added up over readers (shared by clones of a [`ReadMemory`]).
+#[derive(Debug, Default)]
+pub struct SortCounter {
+    files: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+impl SortCounter {
+    fn add(&self, f: &SortFiles) {
+        self.files.fetch_add(f.files, AtomicOrdering::Relaxed);
+        self.bytes.fetch_add(f.bytes, AtomicOrdering::Relaxed);
+    }
+
+    /// What was added since the last call.
+    pub fn take(&self) -> SortFiles {
+        SortFiles {
+            files: self.files.swap(0, AtomicOrdering::Relaxed),
+            bytes: self.bytes.swap(0, AtomicOrdering::Relaxed),
+        }
+    }
+}
+
+/// The reader's buffers where no limit is known.
+pub const DEFAULT_ALLOWANCE: usize = 1 << 30;
+/// The least the reader's buffers are sized for, whatever the limit leaves.
+const MIN_ALLOWANCE: usize = 256 << 10;
+/// The fewest rows an external sort's chunk holds.
+const MIN_CHUNK_ROWS: usize = 1 << 12;
+
+impl ReadMemory {
+    /// The bytes the reader's buffers may take: half of what the limit leaves.
+    pub fn allowance(&self) -> usize {
+        let used = self.budget.as_ref().map_or(0, |b| b.used());
+        match self.limit {
+            Some(limit) => (limit.saturating_sub(used) / 2).max(MIN_ALLOWANCE),
+            None => DEFAULT_ALLOWANCE,
+        }
+    }
+
+    /// A charge of `bytes` (an error past the limit).
+    pub fn charge(&self, bytes: usize) -> ExecResult<Charge> {
+        Charge::try_in(self.budget.as_ref(), bytes)
+    }
+
+    /// Counts `bytes` already allocated.
+    pub fn count(&self, bytes: usize) -> Charge {
+        Charge::force_in(self.budget.as_ref(), bytes)
+    }
+}
+
+/// A comparison of rows.
+pub type RowOrder = Box<dyn Fn(&[Value], &[Value]) -> Ordering + Send + Sync>;
+
+/// The order parts are merged in.
+pub enum Order {
+    /// By `u32` value, column by column.
+    Raw,
+    /// Output order ([`value::output_order`]).
+    Output(RowOrder),
+}
+
+impl Order {
+    #[inline]
+    pub fn cmp(&self, a: &[Value], b: &[Value]) -> Ordering {
+        match self {
+            Order::Raw => raw_order(a, b),
+            Order::Output(f) => f(a, b),
+        }
+    }
+}
+
+/// What sorting into output order wrote to files (for `--stats`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SortFiles {
+    /// Sorted chunks written.
+    pub files: usize,
+    /// Bytes written.
+    pub bytes: usize,
+}
+
+/// A relation's rows as sorted sources whose merge, in [`InOrder::order`], is the
+/// relation in output order.
+pub struct InOrder<'t> {
+    arity: usize,
+    order: Order,
+    /// The relation's own runs (raw order is output order) ...
+    runs: Vec<&'t [Value]>,
+    /// ... or sorted chunks made here (in memory or mapped files).
+    chunks: Vec<Arc<dyn SharedRows>>,
+    files: SortFiles,
+}
+
+impl InOrder<'_> {
+    pub fn arity(&self) -> usize {
+        self.arity
+    }
+
+    pub fn order(&self) -> &Order {
+        &self.order
+    }
+
+    /// The rows, in order, part by part.
+    pub fn merge(&self) -> ExecResult<Merge<'_>> {
+        let sources = if self.chunks.is_empty() {
+            self.runs.clone()
+        } else {
+            self.chunks.iter().map(|c| c.values()).collect()
+        };
+        Merge::new(self.arity, sources)
+    }
+
+    /// The next part of at most `max_rows` rows of `merge`, in this order.
+    pub fn next_part<'m>(&self, merge: &mut Merge<'m>, max_rows: usize) -> Option<Part<'m>> {
+        let order = &self.order;
+        merge.next_part(max_rows, &|a: &[Value], b: &[Value]| order.cmp(a, b))
+    }
+
+    /// The rows of `part` in order (merged into `scratch` where it has several slices).
+    pub fn merged<'s>(&self, part: &'s Part<'_>, scratch: &'s mut Scratch) -> ExecResult<&'s [Value]> {
+        let order = &self.order;
+        part.merged(
+            self.arity,
+            &|a: &[Value], b: &[Value]| order.cmp(a, b),
+            scratch,
+        )
+    }
+
+    /// What sorting wrote to files.
+    pub fn files(&self) -> &SortFiles {
+        &self.files
+    }
+}
+
+/// Rows in memory, charged while they exist.
+#[derive(Debug)]
+struct ChargedRows {
+    rows: Vec<Value>,
+    _charge: Charge,
+}
+
+impl SharedRows for ChargedRows {
+    fn values(&self) -> &[Value] {
+        &self.rows
+    }
+}
+
+/// Scratch space for merging parts, one per thread of the pool, charged as a whole.
+pub struct Scratches {
+    slots: Vec<Mutex<Scratch>>,
+    _charge: Charge,
+}
+
+impl Scratches {
+    /// Room to merge parts of `part_rows` rows of `arity` on every thread.
+    pub fn new(memory: &ReadMemory, part_rows: usize, arity: usize) -> ExecResult<Scratches> {
+        let n = rayon::current_num_threads().max(1);
+        let bytes = n * 2 * part_rows * arity * std::mem::size_of::<Value>();
+        Ok(Scratches {
+            slots: (0..n).map(|_| Mutex::new(Scratch::default())).collect(),
+            _charge: memory.charge(bytes)?,
+        })
+    }
+
+    /// Runs `f` with this thread's scratch space.
+    pub fn with<R>(&self, f: impl FnOnce(&mut Scratch) -> R) -> R {
+        let i = rayon::current_thread_index().unwrap_or(0) % self.slots.len();
+        let mut slot = self.slots[i].lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut slot)
+    }
+}
+
+/// Rows per part: `want`, or fewer where the allowance is small (the scratch space of
+/// all threads within an eighth of it), at least 256.
+pub fn part_rows(memory: &ReadMemory, arity: usize, want: usize) -> usize {
+    let per_row = 2 * arity * std::mem::size_of::<Value>() * rayon::current_num_threads().max(1);
+    (memory.allowance() / 8 / per_row.max(1)).clamp(256, want.max(256))
+}
+
+/// Whether the raw order of `runs` (sorted by `u32` value, column by column) is
+/// already their output order: every column unsigned, or numbers none of which is
+/// negative, and no float, symbol or record column.
+pub fn raw_order_is_output_order(runs: &[&[Value]], arity: usize, types: &[ColType]) -> bool {
+    if types.iter().all(|&t| t == ColType::Unsigned) {
+        return true;
+    }
+    if !types
+        .iter()
+        .all(|&t| matches!(t, ColType::Unsigned | ColType::Number))
+    {
+        return false;
+    }
+    let signed: Vec<usize> = (0..arity).filter(|&c| types[c] == ColType::Number).collect();
+    runs.iter().all(|run| {
+        run.par_chunks(arity * 4096).all(|chunk| {
+            chunk
+                .chunks_exact(arity)
+                .all(|r| signed.iter().all(|&c| (r[c] as i32) >= 0))
+        })
+    })
+}
+
+/// `tuples` (arity > 0) as sorted sources to merge in output order (see the module
+/// docs): its runs where raw order is output order, else sorted chunks.
+pub fn in_output_order<'t>(
+    tuples: &'t Tuples,
+    types: &[ColType],
+    symbols: &SymbolTable,
+    memory: &ReadMemory,
+) -> ExecResult<InOrder<'t>> {
+    let arity = tuples.arity;
+    let runs = tuples.rows.runs();
+    if raw_order_is_output_order(&runs, arity, types) {
+        return Ok(InOrder {
+            arity,
+            order: Order::Raw,
+            runs,
+            chunks: Vec::new(),
+            files: SortFiles::default(),
+        });
+    }
+    let order = Order::Output(Box::new(value::output_order(types, symbols)));
+    let total = tuples.rows.value_count() / arity;
+    // A chunk's rows, its index and its sorted copy: 8 * arity + 4 bytes a row.
+    let per_row = 2 * arity * std::mem::size_of::<Value>() + std::mem::size_of::<u32>();
+    let mut chunk_rows = (memory.allowance() / per_row)
+        .max(MIN_CHUNK_ROWS)
+        .min(u32::MAX as usize);
+    if !memory.files {
+        chunk_rows = total.max(1);
+    }
+    let mut raw = Merge::new(arity, runs)?;
+    let mut chunks: Vec<Arc<dyn SharedRows>> = Vec::new();
+    let mut spill: Option<Arc<Spill>> = None;
+    while raw.rows_left() > 0 {
+        let rows = raw.rows_left().min(chunk_rows);
+        let sorted = sort_chunk(&mut raw, rows, &order, memory)?;
+        if total <= chunk_rows {
+            chunks.push(Arc::new(sorted));
+            continue;
+        }
+        let spill = spill.get_or_insert_with(|| {
+            let budget = memory.budget.clone().unwrap_or_else(|| Budget::new(None));
+            let limit = memory.limit.unwrap_or(DEFAULT_ALLOWANCE);
+            Spill::new(budget, SpillSettings::for_limit(limit, memory.temp_dir.clone()))
+        });
+        let file = spill.new_file()?;
+        fixlog_cpu::spill::write_at(&file, &sorted.rows, 0).map_err(|e| {
+            ExecError::Backend(format!(
+                "sorting an output: cannot write a file in {}: {e}",
+                spill
+                    .dir()
+                    .unwrap_or_else(|| spill.settings().temp_dir.clone().unwrap_or_default())
+                    .display()
+            ))
+        })?;
+        let values = sorted.rows.len();
+        drop(sorted);
+        chunks.push(Arc::new(spill.map(file, values)?));
+    }
+    let files = spill.map_or_else(SortFiles::default, |s| {
+        let st = s.stats();
+        SortFiles {
+            files: st.files,
+            bytes: st.written_bytes,
+        }
+    });
+    memory.sorted.add(&files);
+    Ok(InOrder {
+        arity,
+        order,
+        runs: Vec::new(),
+        chunks,
+        files,
+    })
+}
+
+/// The next `rows` rows of `raw` (in raw order) sorted into `order`, stably.
+fn sort_chunk(
+    raw: &mut Merge<'_>,
+    rows: usize,
+    order: &Order,
+    memory: &ReadMemory,
+) -> ExecResult<ChargedRows> {
+    let arity = raw.arity();
+    let values = rows * arity;
+    let (mut chunk, chunk_charge) = zeroed::<Value>(memory, values)?;
+    // The chunk in raw order: parts cut here, merged in parallel into their places.
+    let part = part_rows(memory, arity, 1 << 16);
+    let mut parts = Vec::new();
+    let mut left = rows;
+    while left > 0 {
+        let Some(p) = raw.next_part(part.min(left), &raw_order) else {
+            break;
+        };
+        left -= p.rows();
+        parts.push(p);
+    }
+    let mut places = Vec::with_capacity(parts.len());
+    let mut rest = &mut chunk[..];
+    for p in &parts {
+        let (place, tail) = rest.split_at_mut(p.rows() * arity);
+        places.push(place);
+        rest = tail;
+    }
+    let scratches = Scratches::new(memory, part, arity)?;
+    parts
+        .par_iter()
+        .zip(places.into_par_iter())
+        .try_for_each(|(p, place)| {
+            scratches.with(|scratch| {
+                place.copy_from_slice(p.merged(arity, &raw_order, scratch)?);
+                Ok::<(), ExecError>(())
+            })
+        })?;
+    drop((parts, scratches));
+    // Sort an index; ties in output order keep raw order (the index), so the sort is
+    // stable without a stable sort's buffer.
+    let (mut index, index_charge) = zeroed::<u32>(memory, rows)?;
+    index.par_iter_mut().enumerate().for_each(|(i, x)| *x = i as u32);
+    let row = |i: u32| &chunk[i as usize * arity..(i as usize + 1) * arity];
+    index.par_sort_unstable_by(|&x, &y| order.cmp(row(x), row(y)).then(x.cmp(&y)));
+    let (mut sorted, charge) = zeroed::<Value>(memory, values)?;
+    sorted
+        .par_chunks_mut(arity * 4096)
+        .zip(index.par_chunks(4096))
+        .for_each(|(out, ix)| {
+            for (o, &i) in out.chunks_exact_mut(arity).zip(ix) {
+                o.copy_from_slice(row(i));
+            }
+        });
+    drop((chunk, chunk_charge, index, index_charge));
+    Ok(ChargedRows {
+        rows: sorted,
+        _charge: charge,
+    })
+}
+
+/// `n` default values, charged; allocation failure is an error.
+fn zeroed<T: Default + Clone>(memory: &ReadMemory, n: usize) -> ExecResult<(Vec<T>, Charge)> {
+    let bytes = n.saturating_mul(std::mem::size_of::<T>());
+    let charge = memory.charge(bytes)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| budget::refused(bytes))?;
+    v.resize(n, T::default());
+    Ok((v, charge))
+}
