@@ -598,15 +598,17 @@ pub fn format_tuples_into(
         }
         s
     };
-    // A batch: its parts' text, the rows, and the charge for the text.
+    // A batch: its parts' text, the bytes of text per row, and the charge for the
+    // text.
     let format_batch = |parts: &[Part<'_>], line: usize| -> Result<(Vec<String>, usize, Charge), ExecError> {
         let texts = parts
             .par_iter()
             .map(|p| scratches.with(|scratch| Ok(format_rows(sorted.merged(p, scratch)?, line))))
             .collect::<Result<Vec<String>, ExecError>>()?;
-        let bytes = texts.iter().map(String::capacity).sum();
-        let rows = parts.iter().map(Part::rows).sum();
-        Ok((texts, rows, memory.count(bytes)))
+        let held = texts.iter().map(String::capacity).sum();
+        let bytes: usize = texts.iter().map(String::len).sum();
+        let rows: usize = parts.iter().map(Part::rows).sum();
+        Ok((texts, bytes / rows.max(1), memory.count(held)))
     };
     // The next batch's parts, as many rows as `line` bytes a line fit in `text_room`.
     let mut cut = |line: usize| {
@@ -626,8 +628,8 @@ pub fn format_tuples_into(
     };
     // The line length to size the next batch by: the bound, or what the last batch's
     // lines took (a quarter more), whichever is less.
-    let next_line = |bytes: usize, rows: usize| {
-        let seen = (bytes / rows.max(1)).max(1);
+    let next_line = |per_row: usize| {
+        let seen = per_row.max(1);
         if bounded {
             bound.min(seen + seen / 4 + 1)
         } else {
@@ -642,11 +644,11 @@ pub fn format_tuples_into(
         // hands on the one before, so writing and formatting overlap.
         let mut pending = (!first.is_empty()).then(|| scope.spawn(move || format_batch(&first, line)));
         while let Some(batch) = pending.take() {
-            let (texts, rows, charge) = batch
+            let (texts, per_row, charge) = batch
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
                 .map_err(exec_io)?;
-            line = next_line(charge.bytes(), rows);
+            line = next_line(per_row);
             let next = cut(line);
             if !next.is_empty() {
                 pending = Some(scope.spawn(move || format_batch(&next, line)));
@@ -1406,7 +1408,7 @@ mod tests {
             let want = naive_text(rows, types, &symbols);
             for k in [1, 5] {
                 let tuples = as_runs(types.len(), rows, k);
-                let limit = 3 << 20;
+                let limit = 1 << 20;
                 let budget = fixlog_cpu::budget::Budget::new(Some(limit));
                 let memory = ReadMemory {
                     budget: Some(budget.clone()),
