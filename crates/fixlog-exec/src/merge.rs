@@ -276,7 +276,11 @@ mod tests {
         let mut scratch = Scratch::default();
         while let Some(part) = m.next_part(max_rows, cmp) {
             assert!(part.rows() >= 1);
-            assert!(part.rows() <= max_rows.max(1), "{} > {max_rows}", part.rows());
+            assert!(
+                part.rows() <= max_rows.max(1),
+                "{} > {max_rows}",
+                part.rows()
+            );
             out.extend_from_slice(part.merged(m.arity(), cmp, &mut scratch).unwrap());
         }
         out
@@ -318,7 +322,9 @@ mod tests {
             let k = 1 + case % 6;
             let mut runs: Vec<Vec<Value>> = vec![Vec::new(); k];
             for (s, run) in runs.iter_mut().enumerate() {
-                let mut keys: Vec<Value> = (0..rng.next() % 60).map(|_| (rng.next() % 8) as Value).collect();
+                let mut keys: Vec<Value> = (0..rng.next() % 60)
+                    .map(|_| (rng.next() % 8) as Value)
+                    .collect();
                 keys.sort();
                 for (pos, key) in keys.into_iter().enumerate() {
                     run.extend_from_slice(&[key, (s * 1000 + pos) as Value]);

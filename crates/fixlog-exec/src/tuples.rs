@@ -192,10 +192,7 @@ fn merge_all(arity: usize, mut runs: Vec<&[Value]>) -> Vec<Value> {
 }
 
 /// Whether two sequences of parts hold the same values (parts cut anywhere).
-fn same_values(
-    a: &RowStore,
-    b: &RowStore,
-) -> crate::ExecResult<bool> {
+fn same_values(a: &RowStore, b: &RowStore) -> crate::ExecResult<bool> {
     if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
         return Ok(x == y);
     }
@@ -306,7 +303,14 @@ mod tests {
         let want = vec![1, 1, 2, 5, 3, 0, 4, 4, 7, 7];
         assert_eq!(t.rows.merged().unwrap().as_ref(), &want[..]);
         assert_eq!(t.rows, want);
-        assert_eq!(t.clone(), Tuples { arity: 2, len: 5, rows: want.clone().into() });
+        assert_eq!(
+            t.clone(),
+            Tuples {
+                arity: 2,
+                len: 5,
+                rows: want.clone().into()
+            }
+        );
         assert_ne!(t.rows, vec![1, 1, 2, 5, 3, 0, 4, 4, 7, 8]);
         t.push(&[9, 9]);
         assert_eq!(t.rows.as_slice().unwrap()[8..], [7, 7, 9, 9]);

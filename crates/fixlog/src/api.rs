@@ -545,9 +545,9 @@ impl Database {
     /// run's memory limit (see [`crate::ordered`]). An error for an unknown relation or
     /// one not kept, or when memory or the temporary directory fails.
     pub fn for_each(&self, relation: &str, mut f: impl FnMut(&[Datum])) -> Result<(), Error> {
-        let tuples = self.raw(relation).ok_or_else(|| {
-            Error::BadInput(format!("no relation `{relation}` was kept"))
-        })?;
+        let tuples = self
+            .raw(relation)
+            .ok_or_else(|| Error::BadInput(format!("no relation `{relation}` was kept")))?;
         let rel = self.relation_id_of(relation)?;
         let types = self.program.relations[rel].types();
         if tuples.arity == 0 {

@@ -13,8 +13,8 @@
 //!   leaves a half-written file. `IO=stdout` or `-D -` prints to stdout instead.
 
 use crate::error::Error;
-use crate::ordered::{self, Scratches};
 pub use crate::ordered::ReadMemory;
+use crate::ordered::{self, Scratches};
 use fixlog_cpu::budget::Charge;
 use fixlog_exec::driver::Tuples;
 use fixlog_exec::merge::Part;
@@ -600,7 +600,9 @@ pub fn format_tuples_into(
     };
     // A batch: its parts' text, the bytes of text per row, and the charge for the
     // text.
-    let format_batch = |parts: &[Part<'_>], line: usize| -> Result<(Vec<String>, usize, Charge), ExecError> {
+    let format_batch = |parts: &[Part<'_>],
+                        line: usize|
+     -> Result<(Vec<String>, usize, Charge), ExecError> {
         let texts = parts
             .par_iter()
             .map(|p| scratches.with(|scratch| Ok(format_rows(sorted.merged(p, scratch)?, line))))
@@ -642,7 +644,8 @@ pub fn format_tuples_into(
     std::thread::scope(|scope| {
         // Larger outputs: the next batch is formatted (on all cores) while this thread
         // hands on the one before, so writing and formatting overlap.
-        let mut pending = (!first.is_empty()).then(|| scope.spawn(move || format_batch(&first, line)));
+        let mut pending =
+            (!first.is_empty()).then(|| scope.spawn(move || format_batch(&first, line)));
         while let Some(batch) = pending.take() {
             let (texts, per_row, charge) = batch
                 .join()
@@ -1383,13 +1386,20 @@ mod tests {
             // raw order is output order: the runs are merged as they are
             (
                 vec![ColType::Number, ColType::Unsigned],
-                (0..n).map(|i| vec![i / 7, i.wrapping_mul(2654435761)]).collect(),
+                (0..n)
+                    .map(|i| vec![i / 7, i.wrapping_mul(2654435761)])
+                    .collect(),
             ),
             // negative numbers: sorted in chunks through files
             (
                 vec![ColType::Number, ColType::Number],
                 (0..n)
-                    .map(|i| vec![(i % 101).wrapping_sub(50), i.wrapping_mul(40503) ^ 0x8000_0000])
+                    .map(|i| {
+                        vec![
+                            (i % 101).wrapping_sub(50),
+                            i.wrapping_mul(40503) ^ 0x8000_0000,
+                        ]
+                    })
                     .collect(),
             ),
             // symbols, then floats with ties (0.0 and -0.0) kept in raw order
@@ -1397,7 +1407,13 @@ mod tests {
                 vec![ColType::Symbol, ColType::Float, ColType::Unsigned],
                 (0..n)
                     .map(|i| {
-                        let f = if i % 3 == 0 { 0.0f32 } else if i % 3 == 1 { -0.0 } else { i as f32 / -7.0 };
+                        let f = if i % 3 == 0 {
+                            0.0f32
+                        } else if i % 3 == 1 {
+                            -0.0
+                        } else {
+                            i as f32 / -7.0
+                        };
                         vec![names[(i % 500) as usize], f.to_bits(), i]
                     })
                     .collect(),
@@ -1450,8 +1466,8 @@ mod tests {
             files: false,
             ..ReadMemory::default()
         };
-        let err = format_tuples_into(&tuples, types, &symbols, "\t", &memory, |_| Ok(()))
-            .unwrap_err();
+        let err =
+            format_tuples_into(&tuples, types, &symbols, "\t", &memory, |_| Ok(())).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory, "{err}");
     }
 }

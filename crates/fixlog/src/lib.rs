@@ -38,6 +38,7 @@ pub mod ordered;
 
 pub use api::{
     BackendChoice, BackendKind, CompileOptions, Database, Datum, Fixlog, RunOptions, RunStats,
+    WriteStats,
 };
 pub use error::Error;
 pub use fixlog_logical::CheckOptions;

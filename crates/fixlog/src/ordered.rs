@@ -169,7 +169,11 @@ impl InOrder<'_> {
     }
 
     /// The rows of `part` in order (merged into `scratch` where it has several slices).
-    pub fn merged<'s>(&self, part: &'s Part<'_>, scratch: &'s mut Scratch) -> ExecResult<&'s [Value]> {
+    pub fn merged<'s>(
+        &self,
+        part: &'s Part<'_>,
+        scratch: &'s mut Scratch,
+    ) -> ExecResult<&'s [Value]> {
         let order = &self.order;
         part.merged(
             self.arity,
@@ -242,7 +246,9 @@ pub fn raw_order_is_output_order(runs: &[&[Value]], arity: usize, types: &[ColTy
     {
         return false;
     }
-    let signed: Vec<usize> = (0..arity).filter(|&c| types[c] == ColType::Number).collect();
+    let signed: Vec<usize> = (0..arity)
+        .filter(|&c| types[c] == ColType::Number)
+        .collect();
     runs.iter().all(|run| {
         run.par_chunks(arity * 4096).all(|chunk| {
             chunk
@@ -294,7 +300,10 @@ pub fn in_output_order<'t>(
         let spill = spill.get_or_insert_with(|| {
             let budget = memory.budget.clone().unwrap_or_else(|| Budget::new(None));
             let limit = memory.limit.unwrap_or(DEFAULT_ALLOWANCE);
-            Spill::new(budget, SpillSettings::for_limit(limit, memory.temp_dir.clone()))
+            Spill::new(
+                budget,
+                SpillSettings::for_limit(limit, memory.temp_dir.clone()),
+            )
         });
         let file = spill.new_file()?;
         fixlog_cpu::spill::write_at(&file, &sorted.rows, 0).map_err(|e| {
@@ -369,7 +378,10 @@ fn sort_chunk(
     // Sort an index; ties in output order keep raw order (the index), so the sort is
     // stable without a stable sort's buffer.
     let (mut index, index_charge) = zeroed::<u32>(memory, rows)?;
-    index.par_iter_mut().enumerate().for_each(|(i, x)| *x = i as u32);
+    index
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(i, x)| *x = i as u32);
     let row = |i: u32| &chunk[i as usize * arity..(i as usize + 1) * arity];
     index.par_sort_unstable_by(|&x, &y| order.cmp(row(x), row(y)).then(x.cmp(&y)));
     let (mut sorted, charge) = zeroed::<Value>(memory, values)?;
