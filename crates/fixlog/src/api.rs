@@ -529,9 +529,9 @@ impl Database {
     }
 
     /// A relation's tuples, typed, in output order (the order of the written files),
-    /// all in memory (`None` for an unknown relation or one not kept; an empty list
-    /// if putting them in order runs out of memory: [`Database::for_each`] reads any
-    /// size, and says so).
+    /// all in memory. `None` for an unknown relation or one not kept, or where
+    /// putting the tuples in order fails (out of memory, say: [`Database::for_each`]
+    /// reads a relation of any size part by part, and says why it fails).
     pub fn relation(&self, relation: &str) -> Option<Vec<Vec<Datum>>> {
         self.raw(relation)?;
         let mut out = Vec::new();

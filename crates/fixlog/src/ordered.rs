@@ -345,36 +345,58 @@ fn sort_chunk(
 ) -> ExecResult<ChargedRows> {
     let arity = raw.arity();
     let values = rows * arity;
-    let (mut chunk, chunk_charge) = zeroed::<Value>(memory, values)?;
-    // The chunk in raw order: parts cut here, merged in parallel into their places.
-    let part = part_rows(memory, arity, 1 << 16);
-    let mut parts = Vec::new();
-    let mut left = rows;
-    while left > 0 {
-        let Some(p) = raw.next_part(part.min(left), &raw_order) else {
-            break;
-        };
-        left -= p.rows();
-        parts.push(p);
-    }
-    let mut places = Vec::with_capacity(parts.len());
-    let mut rest = &mut chunk[..];
-    for p in &parts {
-        let (place, tail) = rest.split_at_mut(p.rows() * arity);
-        places.push(place);
-        rest = tail;
-    }
-    let scratches = Scratches::new(memory, part, arity)?;
-    parts
-        .par_iter()
-        .zip(places.into_par_iter())
-        .try_for_each(|(p, place)| {
-            scratches.with(|scratch| {
-                place.copy_from_slice(p.merged(arity, &raw_order, scratch)?);
-                Ok::<(), ExecError>(())
-            })
-        })?;
-    drop((parts, scratches));
+    // The chunk in raw order: where its rows are all in one run (the relation is one
+    // run, say), the run itself; else parts cut here, merged in parallel into their
+    // places in a copy.
+    let mut probe = raw.clone();
+    let in_place = probe.next_part(rows, &raw_order).and_then(|p| {
+        let mut pieces = p.slices.iter().filter(|s| !s.is_empty());
+        match (pieces.next(), pieces.next()) {
+            (Some(&one), None) if one.len() == values => Some(one),
+            _ => None,
+        }
+    });
+    let copy;
+    let _copy_charge;
+    let chunk: &[Value] = match in_place {
+        Some(rows) => {
+            *raw = probe;
+            rows
+        }
+        None => {
+            let (mut buf, charge) = zeroed::<Value>(memory, values)?;
+            let part = part_rows(memory, arity, 1 << 16);
+            let mut parts = Vec::new();
+            let mut left = rows;
+            while left > 0 {
+                let Some(p) = raw.next_part(part.min(left), &raw_order) else {
+                    break;
+                };
+                left -= p.rows();
+                parts.push(p);
+            }
+            let mut places = Vec::with_capacity(parts.len());
+            let mut rest = &mut buf[..];
+            for p in &parts {
+                let (place, tail) = rest.split_at_mut(p.rows() * arity);
+                places.push(place);
+                rest = tail;
+            }
+            let scratches = Scratches::new(memory, part, arity)?;
+            parts
+                .par_iter()
+                .zip(places.into_par_iter())
+                .try_for_each(|(p, place)| {
+                    scratches.with(|scratch| {
+                        place.copy_from_slice(p.merged(arity, &raw_order, scratch)?);
+                        Ok::<(), ExecError>(())
+                    })
+                })?;
+            copy = buf;
+            _copy_charge = charge;
+            &copy
+        }
+    };
     // Sort an index; ties in output order keep raw order (the index), so the sort is
     // stable without a stable sort's buffer.
     let (mut index, index_charge) = zeroed::<u32>(memory, rows)?;
@@ -393,7 +415,7 @@ fn sort_chunk(
                 o.copy_from_slice(row(i));
             }
         });
-    drop((chunk, chunk_charge, index, index_charge));
+    drop((index, index_charge));
     Ok(ChargedRows {
         rows: sorted,
         _charge: charge,

@@ -299,6 +299,24 @@ fn a_spilled_result_is_read_and_written_from_its_file() {
         text_a.iter().filter(|&&c| c == b'\n').count(),
         expected_size
     );
+    // The library reads the spilled relation tuple by tuple, in output order.
+    let (mut n, mut last) = (0, None);
+    limited
+        .for_each("path", |t| {
+            let key = (t[0].clone(), t[1].clone());
+            if let (
+                Some((fixlog::Datum::Number(x0), fixlog::Datum::Number(y0))),
+                (fixlog::Datum::Number(x1), fixlog::Datum::Number(y1)),
+            ) = (&last, &key)
+            {
+                assert!((x0, y0) < (x1, y1));
+            }
+            last = Some(key);
+            n += 1;
+        })
+        .unwrap();
+    assert_eq!(n, expected_size);
+    assert!(limited.for_each("nothing", |_| {}).is_err());
 }
 
 /// TC of TG.cedge over `number`s (raw order is output order), over negated numbers and
