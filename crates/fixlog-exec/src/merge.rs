@@ -189,9 +189,33 @@ impl<'a> Part<'a> {
                 ))
             })?;
         }
+        let (mut from, mut into) = (&mut scratch.a, &mut scratch.b);
+        // Two ways, both merging neighbours only (so equal rows still come from the
+        // lower source first), whichever copies fewer values: from the tail (the last
+        // two slices, then each slice before with what is merged), which copies the
+        // first slice once: best for a relation's runs, which shrink geometrically;
+        // or level by level, log2(slices) copies of everything: best for slices of
+        // similar sizes (the chunks of an external sort).
+        let levels = usize::BITS - (live.len() - 1).leading_zeros();
+        let mut tail_cost = 0;
+        let mut suffix = live[live.len() - 1].len();
+        for s in live[..live.len() - 1].iter().rev() {
+            suffix += s.len();
+            tail_cost += suffix;
+        }
+        if tail_cost <= values * levels as usize {
+            let last = live.len() - 1;
+            merge_two(arity, live[last - 1], live[last], cmp, into);
+            for &s in live[..last - 1].iter().rev() {
+                std::mem::swap(&mut from, &mut into);
+                into.clear();
+                merge_two(arity, s, from, cmp, into);
+            }
+            let done: &'s Vec<Value> = into;
+            return Ok(&done[..]);
+        }
         // Level by level: merge neighbours from `src` (slices) into one buffer; then
         // the merged runs of that buffer into the other, until one run is left.
-        let (mut from, mut into) = (&mut scratch.a, &mut scratch.b);
         let mut first = true;
         let mut bounds: Vec<usize> = Vec::new();
         loop {

@@ -10,7 +10,10 @@
 //! - `.output r` writes `OUT_DIR/r.csv` (or `filename`), tab-separated, in output order
 //!   (typed order, see `fixlog_logical::value::output_order`). Each file is written to a
 //!   temporary file in the same directory and renamed into place, so a failed run never
-//!   leaves a half-written file. `IO=stdout` or `-D -` prints to stdout instead.
+//!   leaves a half-written file. `IO=stdout` or `-D -` prints to stdout instead. The
+//!   rows are read in output order part by part and formatted in batches, within the
+//!   run's memory limit ([`crate::ordered`]), so an output larger than memory is
+//!   written without being read into memory.
 
 use crate::error::Error;
 pub use crate::ordered::ReadMemory;

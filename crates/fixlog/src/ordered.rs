@@ -285,7 +285,8 @@ pub fn in_output_order<'t>(
         .max(MIN_CHUNK_ROWS)
         .min(u32::MAX as usize);
     if !memory.files {
-        chunk_rows = total.max(1);
+        // No files: the chunks stay in memory (one, unless it would pass 2^32 rows).
+        chunk_rows = total.clamp(1, u32::MAX as usize);
     }
     let mut raw = Merge::new(arity, runs)?;
     let mut chunks: Vec<Arc<dyn SharedRows>> = Vec::new();
@@ -293,7 +294,7 @@ pub fn in_output_order<'t>(
     while raw.rows_left() > 0 {
         let rows = raw.rows_left().min(chunk_rows);
         let sorted = sort_chunk(&mut raw, rows, &order, memory)?;
-        if total <= chunk_rows {
+        if total <= chunk_rows || !memory.files {
             chunks.push(Arc::new(sorted));
             continue;
         }
