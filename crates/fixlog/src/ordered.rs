@@ -108,7 +108,9 @@ pub type RowOrder = Box<dyn Fn(&[Value], &[Value]) -> Ordering + Send + Sync>;
 pub enum Order {
     /// By `u32` value, column by column.
     Raw,
-    /// Output order ([`value::output_order`]).
+    /// Output order as a key of each column compared as `u32`s (see [`Keys`]).
+    Keyed(Keys),
+    /// Output order ([`value::output_order`]; relations with record columns).
     Output(RowOrder),
 }
 
@@ -117,8 +119,95 @@ impl Order {
     pub fn cmp(&self, a: &[Value], b: &[Value]) -> Ordering {
         match self {
             Order::Raw => raw_order(a, b),
+            Order::Keyed(k) => k.cmp(a, b),
             Order::Output(f) => f(a, b),
         }
+    }
+
+    /// Output order for `types`: by keys where no column is a record.
+    fn output(types: &[ColType], symbols: &SymbolTable, memory: &ReadMemory) -> ExecResult<Order> {
+        if types.iter().any(|t| matches!(t, ColType::Record(_))) {
+            return Ok(Order::Output(Box::new(value::output_order(types, symbols))));
+        }
+        Ok(Order::Keyed(Keys::new(types, symbols, memory)?))
+    }
+}
+
+/// Output order ([`value::output_order`]) without comparing text: each column's value
+/// mapped to a `u32` whose order is the column's output order — a number's sign bit
+/// flipped, a float's bits as `f32::total_cmp` orders them, a symbol's rank among the
+/// symbols' texts (one sort of the symbol table) — and rows compared by these keys
+/// column by column. The same order as `output_order` (ids of symbols missing from the
+/// table after every present one, by id, as there), since every symbol's text is
+/// distinct (the table interns them).
+pub struct Keys {
+    cols: Vec<ColType>,
+    /// A symbol's rank by text, by id (empty without symbol columns).
+    rank: Vec<u32>,
+    _charge: Charge,
+}
+
+impl Keys {
+    fn new(types: &[ColType], symbols: &SymbolTable, memory: &ReadMemory) -> ExecResult<Keys> {
+        let mut rank = Vec::new();
+        let mut charge = Charge::none();
+        if types.contains(&ColType::Symbol) {
+            let strings = symbols.snapshot();
+            let n = strings.len().min(u32::MAX as usize);
+            let (mut ids, ids_charge) = zeroed::<u32>(memory, n)?;
+            ids.par_iter_mut()
+                .enumerate()
+                .for_each(|(i, x)| *x = i as u32);
+            ids.par_sort_unstable_by(|&x, &y| {
+                strings[x as usize]
+                    .as_bytes()
+                    .cmp(strings[y as usize].as_bytes())
+                    .then(x.cmp(&y))
+            });
+            let (mut r, r_charge) = zeroed::<u32>(memory, n)?;
+            for (i, &id) in ids.iter().enumerate() {
+                r[id as usize] = i as u32;
+            }
+            drop((ids, ids_charge));
+            rank = r;
+            charge = r_charge;
+        }
+        Ok(Keys {
+            cols: types.to_vec(),
+            rank,
+            _charge: charge,
+        })
+    }
+
+    #[inline]
+    fn key(&self, ty: ColType, v: Value) -> Value {
+        match ty {
+            ColType::Number => v ^ 0x8000_0000,
+            // `f32::total_cmp`: negative floats in reverse bit order, below the rest.
+            ColType::Float => {
+                if v & 0x8000_0000 != 0 {
+                    !v
+                } else {
+                    v ^ 0x8000_0000
+                }
+            }
+            // Present symbols by rank (below `len`); missing ones after them, by id.
+            ColType::Symbol => self.rank.get(v as usize).copied().unwrap_or(v),
+            ColType::Unsigned | ColType::Record(_) => v,
+        }
+    }
+
+    #[inline]
+    fn cmp(&self, a: &[Value], b: &[Value]) -> Ordering {
+        for ((&x, &y), &ty) in a.iter().zip(b).zip(&self.cols) {
+            if x != y {
+                let o = self.key(ty, x).cmp(&self.key(ty, y));
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+        }
+        a.len().cmp(&b.len())
     }
 }
 
@@ -277,7 +366,7 @@ pub fn in_output_order<'t>(
             files: SortFiles::default(),
         });
     }
-    let order = Order::Output(Box::new(value::output_order(types, symbols)));
+    let order = Order::output(types, symbols, memory)?;
     let total = tuples.rows.value_count() / arity;
     // A chunk's rows, its index and its sorted copy: 8 * arity + 4 bytes a row.
     let per_row = 2 * arity * std::mem::size_of::<Value>() + std::mem::size_of::<u32>();
@@ -431,4 +520,63 @@ fn zeroed<T: Default + Clone>(memory: &ReadMemory, n: usize) -> ExecResult<(Vec<
     v.try_reserve_exact(n).map_err(|_| budget::refused(bytes))?;
     v.resize(n, T::default());
     Ok((v, charge))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_order_rows_as_output_order_does() {
+        let symbols = SymbolTable::default();
+        for s in ["b", "a", "", "ab", "B", "\u{e9}", "a\u{0}", "zz", "a"] {
+            symbols.intern(s);
+        }
+        let n_symbols = symbols.snapshot().len() as u32;
+        let types = [
+            ColType::Symbol,
+            ColType::Float,
+            ColType::Number,
+            ColType::Unsigned,
+        ];
+        let floats: Vec<Value> = [
+            0.0f32,
+            -0.0,
+            1.5,
+            -1.5,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::MIN_POSITIVE,
+            -f32::MAX,
+        ]
+        .iter()
+        .map(|f| f.to_bits())
+        .collect();
+        let ints: Vec<Value> = vec![0, 1, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 42];
+        // Symbols present in the table and two that are not (ids past its end).
+        let syms: Vec<Value> = (0..n_symbols)
+            .chain([n_symbols + 3, n_symbols + 1])
+            .collect();
+        let mut rows = Vec::new();
+        let mut i = 0u64;
+        for &s in &syms {
+            for &f in &floats {
+                i = i
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let a = ints[(i >> 33) as usize % ints.len()];
+                let b = ints[(i >> 40) as usize % ints.len()];
+                rows.push(vec![s, f, a, b]);
+            }
+        }
+        let keys = Keys::new(&types, &symbols, &ReadMemory::default()).unwrap();
+        let order = value::output_order(&types, &symbols);
+        for x in &rows {
+            for y in &rows {
+                assert_eq!(keys.cmp(x, y), order(x, y), "{x:?} {y:?}");
+            }
+        }
+    }
 }
