@@ -1384,7 +1384,7 @@ mod tests {
         let names: Vec<Value> = (0..500u32)
             .map(|i| symbols.intern(&format!("s{}", (i * 7919) % 1000)))
             .collect();
-        let n = 60_000u32;
+        let n = 150_000u32;
         let cases: Vec<(Vec<ColType>, Vec<Vec<Value>>)> = vec![
             // raw order is output order: the runs are merged as they are
             (
@@ -1422,6 +1422,14 @@ mod tests {
                     .collect(),
             ),
         ];
+        // five columns: sorted through an index rather than as keys
+        let mut cases = cases;
+        cases.push((
+            vec![ColType::Number; 5],
+            (0..n / 2)
+                .map(|i| vec![(i % 7).wrapping_sub(3), i % 2, i.wrapping_mul(977), 5, i])
+                .collect(),
+        ));
         let temp = tempfile::tempdir().unwrap();
         for (case, (types, rows)) in cases.iter().enumerate() {
             let want = naive_text(rows, types, &symbols);

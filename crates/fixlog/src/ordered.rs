@@ -142,41 +142,61 @@ impl Order {
 /// distinct (the table interns them).
 pub struct Keys {
     cols: Vec<ColType>,
-    /// A symbol's rank by text, by id (empty without symbol columns).
+    /// A symbol's rank by text, by id (empty without symbol columns) ...
     rank: Vec<u32>,
-    _charge: Charge,
+    /// ... and the id of each rank.
+    ids: Vec<u32>,
+    _charge: (Charge, Charge),
 }
 
 impl Keys {
     fn new(types: &[ColType], symbols: &SymbolTable, memory: &ReadMemory) -> ExecResult<Keys> {
-        let mut rank = Vec::new();
-        let mut charge = Charge::none();
+        let (mut rank, mut ids) = (Vec::new(), Vec::new());
+        let mut charges = (Charge::none(), Charge::none());
         if types.contains(&ColType::Symbol) {
             let strings = symbols.snapshot();
             let n = strings.len().min(u32::MAX as usize);
-            let (mut ids, ids_charge) = zeroed::<u32>(memory, n)?;
-            ids.par_iter_mut()
+            let (mut by_text, ids_charge) = zeroed::<u32>(memory, n)?;
+            by_text
+                .par_iter_mut()
                 .enumerate()
                 .for_each(|(i, x)| *x = i as u32);
-            ids.par_sort_unstable_by(|&x, &y| {
+            by_text.par_sort_unstable_by(|&x, &y| {
                 strings[x as usize]
                     .as_bytes()
                     .cmp(strings[y as usize].as_bytes())
                     .then(x.cmp(&y))
             });
             let (mut r, r_charge) = zeroed::<u32>(memory, n)?;
-            for (i, &id) in ids.iter().enumerate() {
+            for (i, &id) in by_text.iter().enumerate() {
                 r[id as usize] = i as u32;
             }
-            drop((ids, ids_charge));
-            rank = r;
-            charge = r_charge;
+            (rank, ids) = (r, by_text);
+            charges = (r_charge, ids_charge);
         }
         Ok(Keys {
             cols: types.to_vec(),
             rank,
-            _charge: charge,
+            ids,
+            _charge: charges,
         })
+    }
+
+    /// The value whose key is `k` (the inverse of [`Keys::key`]).
+    #[inline]
+    fn unkey(&self, ty: ColType, k: Value) -> Value {
+        match ty {
+            ColType::Number => k ^ 0x8000_0000,
+            ColType::Float => {
+                if k & 0x8000_0000 != 0 {
+                    k ^ 0x8000_0000
+                } else {
+                    !k
+                }
+            }
+            ColType::Symbol => self.ids.get(k as usize).copied().unwrap_or(k),
+            ColType::Unsigned | ColType::Record(_) => k,
+        }
     }
 
     #[inline]
@@ -368,8 +388,13 @@ pub fn in_output_order<'t>(
     }
     let order = Order::output(types, symbols, memory)?;
     let total = tuples.rows.value_count() / arity;
-    // A chunk's rows, its index and its sorted copy: 8 * arity + 4 bytes a row.
-    let per_row = 2 * arity * std::mem::size_of::<Value>() + std::mem::size_of::<u32>();
+    // Keys of up to 4 columns are sorted as they are (4 * arity bytes a row);
+    // otherwise a chunk's rows, its index and its sorted copy (8 * arity + 4).
+    let per_row = if sorts_keys(&order, arity) {
+        arity * std::mem::size_of::<Value>()
+    } else {
+        2 * arity * std::mem::size_of::<Value>() + std::mem::size_of::<u32>()
+    };
     let mut chunk_rows = (memory.allowance() / per_row)
         .max(MIN_CHUNK_ROWS)
         .min(u32::MAX as usize);
@@ -426,8 +451,87 @@ pub fn in_output_order<'t>(
     })
 }
 
-/// The next `rows` rows of `raw` (in raw order) sorted into `order`, stably.
+/// Whether chunks in `order` are sorted as rows of keys ([`sort_keys`]).
+fn sorts_keys(order: &Order, arity: usize) -> bool {
+    matches!(order, Order::Keyed(_)) && (1..=4).contains(&arity)
+}
+
+/// The next `rows` rows of `raw` sorted into `order`: as rows of keys where
+/// [`sorts_keys`], else through an index.
 fn sort_chunk(
+    raw: &mut Merge<'_>,
+    rows: usize,
+    order: &Order,
+    memory: &ReadMemory,
+) -> ExecResult<ChargedRows> {
+    match order {
+        Order::Keyed(keys) if sorts_keys(order, raw.arity()) => sort_keys(raw, rows, keys, memory),
+        _ => sort_indexed(raw, rows, order, memory),
+    }
+}
+
+/// The next `rows` rows of `raw` sorted into key order: copied as keys (in any order:
+/// keys are distinct, so no order of equal rows is to keep), sorted as arrays of
+/// `u32`, and turned back into values in place. The sorted copy is the only buffer.
+fn sort_keys(
+    raw: &mut Merge<'_>,
+    rows: usize,
+    keys: &Keys,
+    memory: &ReadMemory,
+) -> ExecResult<ChargedRows> {
+    let arity = raw.arity();
+    let (mut buf, charge) = zeroed::<Value>(memory, rows * arity)?;
+    // The chunk's rows: the pieces of the next parts, each copied as keys into its
+    // place.
+    let mut pieces = Vec::new();
+    let mut left = rows;
+    while left > 0 {
+        let Some(p) = raw.next_part(left.min(1 << 16), &raw_order) else {
+            break;
+        };
+        left -= p.rows();
+        pieces.extend(p.slices.into_iter().filter(|s| !s.is_empty()));
+    }
+    let mut places = Vec::with_capacity(pieces.len());
+    let mut rest = &mut buf[..];
+    for piece in &pieces {
+        let (place, tail) = rest.split_at_mut(piece.len());
+        places.push(place);
+        rest = tail;
+    }
+    let cols = &keys.cols;
+    pieces
+        .par_iter()
+        .zip(places.into_par_iter())
+        .for_each(|(piece, place)| {
+            for (o, r) in place.chunks_exact_mut(arity).zip(piece.chunks_exact(arity)) {
+                for ((o, &v), &ty) in o.iter_mut().zip(r).zip(cols) {
+                    *o = keys.key(ty, v);
+                }
+            }
+        });
+    match arity {
+        1 => buf.par_sort_unstable(),
+        2 => buf.as_chunks_mut::<2>().0.par_sort_unstable(),
+        3 => buf.as_chunks_mut::<3>().0.par_sort_unstable(),
+        _ => buf.as_chunks_mut::<4>().0.par_sort_unstable(),
+    }
+    buf.par_chunks_mut(arity * 4096).for_each(|part| {
+        for r in part.chunks_exact_mut(arity) {
+            for (v, &ty) in r.iter_mut().zip(cols) {
+                *v = keys.unkey(ty, *v);
+            }
+        }
+    });
+    Ok(ChargedRows {
+        rows: buf,
+        _charge: charge,
+    })
+}
+
+/// The next `rows` rows of `raw` (in raw order) sorted into `order`, stably, through
+/// an index.
+fn sort_indexed(
     raw: &mut Merge<'_>,
     rows: usize,
     order: &Order,
@@ -576,6 +680,9 @@ mod tests {
         for x in &rows {
             for y in &rows {
                 assert_eq!(keys.cmp(x, y), order(x, y), "{x:?} {y:?}");
+            }
+            for (&v, &ty) in x.iter().zip(&types) {
+                assert_eq!(keys.unkey(ty, keys.key(ty, v)), v, "{ty:?} {v}");
             }
         }
     }
