@@ -7,14 +7,20 @@
 //! - Where raw order is output order (unsigned columns, numbers none of which is
 //!   negative: the usual case of ids and counts), the runs are read as they are,
 //!   merged lazily part by part ([`fixlog_exec::merge`]): nothing is copied whole.
-//! - Otherwise (symbols, records, floats, negative numbers) the rows are sorted into
-//!   output order as an external merge sort: the raw-ordered rows are cut into chunks
-//!   of what the memory allowance holds, each chunk is sorted in memory (stably: equal
-//!   rows in output order keep raw order, as the whole relation sorted at once would)
-//!   and, when there is more than one, written to an unnamed file in a spill
-//!   directory of its own (`--temp-dir`); the sorted chunks are then merged lazily,
-//!   ties to the earlier chunk, which is again the stable order. A relation that fits
-//!   in one chunk is sorted in memory and never touches a file.
+//! - Otherwise (symbols, floats, negative numbers, records) the rows are sorted into
+//!   output order as an external merge sort: the rows are cut into chunks of what the
+//!   memory allowance holds, each chunk is sorted in memory and, when there is more
+//!   than one, written to an unnamed file in a spill directory of its own
+//!   (`--temp-dir`); the sorted chunks are then merged lazily. A relation that fits in
+//!   one chunk is sorted in memory and never touches a file. Output order is compared
+//!   through per-column `u32` keys ([`Keys`]: a symbol's key is its rank in one sort of
+//!   the symbol table), so no text is compared row by row; keys are distinct for
+//!   distinct rows, and a chunk of up to 4 columns is sorted as rows of keys (then
+//!   turned back into values), with no index. Wider rows, and rows with records (whose
+//!   order is by value, through [`value::output_order`]), are sorted through an index,
+//!   stably: raw-ordered chunks, ties in output order kept in raw order, and the merge
+//!   takes equal rows from the earlier chunk first, which is the stable order of the
+//!   whole relation, as it always was.
 //!
 //! Every buffer is charged to the run's memory budget where there is one (the CPU
 //! backend's, see [`ReadMemory`]), and sized from what the limit leaves: half of the
