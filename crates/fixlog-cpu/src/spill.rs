@@ -370,6 +370,31 @@ impl fixlog_exec::tuples::SharedRows for Mapped {
     fn in_file(&self) -> bool {
         true
     }
+    fn release_before(&self, values: usize) {
+        self.release_before(values);
+    }
+}
+
+impl Mapped {
+    /// Drops the pages of the first `values` values from this process (a reader going
+    /// through the run in order is done with them), so that they no longer count in
+    /// its resident memory; they stay readable.
+    pub fn release_before(&self, values: usize) {
+        let bytes = (values.min(self.values) * VALUE) & !4095;
+        if bytes == 0 {
+            return;
+        }
+        #[cfg(unix)]
+        // SAFETY: the map is a shared, read-only map of a file that nothing writes (see
+        // `Spill::map`). MADV_DONTNEED only drops this process's page-table entries for
+        // the range: the next access faults the same bytes back in from the page cache
+        // or the file, so every slice into the range (held by any reader) keeps reading
+        // the same values. The range is within the map.
+        let _ = unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, bytes)
+        };
+    }
 }
 
 impl std::fmt::Debug for Mapped {
@@ -535,6 +560,11 @@ mod tests {
         drop(held);
         assert_eq!(budget.used(), 0, "the memory went with the last reader");
         assert_eq!(&run.data()[..], &rows[..]);
+        // A reader done with the pages lets them go; the rows stay readable.
+        let data = run.data();
+        fixlog_exec::tuples::SharedRows::release_before(&*data, rows.len());
+        assert_eq!(&data[..], &rows[..]);
+        drop(data);
         assert_eq!(run.len, 10_000);
         let st = spill.stats();
         assert_eq!((st.files, st.written_bytes), (1, rows.len() * 4));

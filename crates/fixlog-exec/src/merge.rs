@@ -25,6 +25,8 @@ pub struct Merge<'a> {
     arity: usize,
     /// What is left of each source.
     sources: Vec<&'a [Value]>,
+    /// Each source's length.
+    lens: Vec<usize>,
 }
 
 /// Rows cut off the sources by [`Merge::next_part`]: a prefix of each (in source
@@ -44,7 +46,21 @@ impl<'a> Merge<'a> {
                 "merging sources that are not whole rows of a positive arity",
             ));
         }
-        Ok(Merge { arity, sources })
+        let lens = sources.iter().map(|s| s.len()).collect();
+        Ok(Merge {
+            arity,
+            sources,
+            lens,
+        })
+    }
+
+    /// The values cut off each source so far.
+    pub fn positions(&self) -> Vec<usize> {
+        self.lens
+            .iter()
+            .zip(&self.sources)
+            .map(|(n, s)| n - s.len())
+            .collect()
     }
 
     pub fn arity(&self) -> usize {
@@ -334,6 +350,8 @@ mod tests {
             let got = read_all(&mut m, max_rows, &raw_order);
             assert_eq!(rows_of(&got, arity), all, "case {case}");
             assert_eq!(m.rows_left(), 0);
+            let lens: Vec<usize> = runs.iter().map(|r| r.len()).collect();
+            assert_eq!(m.positions(), lens);
         }
     }
 

@@ -22,6 +22,12 @@ pub trait SharedRows: Send + Sync + std::fmt::Debug {
     fn in_file(&self) -> bool {
         false
     }
+    /// The reader is done with the first `values` values (reading in order): a store
+    /// may let go of their memory (a mapped file drops its pages from the process),
+    /// as long as they stay readable.
+    fn release_before(&self, values: usize) {
+        let _ = values;
+    }
 }
 
 /// Row-major values: in a vector, in storage a backend shares, or as a relation's
@@ -50,6 +56,20 @@ impl RowStore {
                 .iter()
                 .map(|r| r.values())
                 .filter(|v| !v.is_empty())
+                .collect(),
+        }
+    }
+
+    /// The store behind each slice of [`RowStore::runs`], in the same order (`None`
+    /// for a vector), to release what a reader is done with.
+    pub fn holders(&self) -> Vec<Option<&dyn SharedRows>> {
+        match self {
+            RowStore::Owned(_) => vec![None],
+            RowStore::Shared(s) => vec![Some(&**s)],
+            RowStore::Runs { runs, .. } => runs
+                .iter()
+                .filter(|r| !r.values().is_empty())
+                .map(|r| Some(&**r))
                 .collect(),
         }
     }

@@ -20,7 +20,7 @@ pub use crate::ordered::ReadMemory;
 use crate::ordered::{self, Scratches};
 use fixlog_cpu::budget::Charge;
 use fixlog_exec::driver::Tuples;
-use fixlog_exec::merge::Part;
+use fixlog_exec::merge::{Merge, Part};
 use fixlog_exec::ExecError;
 use fixlog_logical::records::RecordView;
 use fixlog_logical::{value, ColType, IoDirective, Program, Relation, SymbolTable, Value};
@@ -503,8 +503,14 @@ pub fn for_each_in_output_order(
     let mut merge = sorted.merge()?;
     let part_rows = ordered::part_rows(memory, tuples.arity, FORMAT_PART_ROWS);
     let scratches = Scratches::new(memory, part_rows, tuples.arity)?;
+    let mut since = 0;
     while let Some(part) = sorted.next_part(&mut merge, part_rows) {
         scratches.with(|scratch| f(sorted.merged(&part, scratch)?))?;
+        since += part.rows();
+        if since >= 1 << 20 {
+            sorted.release(&merge.positions());
+            since = 0;
+        }
     }
     Ok(())
 }
@@ -616,21 +622,7 @@ pub fn format_tuples_into(
         Ok((texts, bytes / rows.max(1), memory.count(held)))
     };
     // The next batch's parts, as many rows as `line` bytes a line fit in `text_room`.
-    let mut cut = |line: usize| {
-        let batch = (text_room / line.max(1)).clamp(part_rows, FORMAT_BATCH_ROWS);
-        let mut parts = Vec::new();
-        let mut rows = 0;
-        while rows < batch {
-            match sorted.next_part(&mut merge, part_rows.min(batch - rows)) {
-                Some(p) => {
-                    rows += p.rows();
-                    parts.push(p);
-                }
-                None => break,
-            }
-        }
-        parts
-    };
+    let batch_rows = |line: usize| (text_room / line.max(1)).clamp(part_rows, FORMAT_BATCH_ROWS);
     // The line length to size the next batch by: the bound, or what the last batch's
     // lines took (a quarter more), whichever is less.
     let next_line = |per_row: usize| {
@@ -641,7 +633,9 @@ pub fn format_tuples_into(
             seen + seen / 4 + 1
         }
     };
-    let first = cut(bound);
+    let first = cut_batch(&sorted, &mut merge, batch_rows(bound), part_rows);
+    // Where the batch being formatted ends in each source.
+    let mut ends = merge.positions();
     let mut line = bound;
     let format_batch = &format_batch;
     std::thread::scope(|scope| {
@@ -654,8 +648,10 @@ pub fn format_tuples_into(
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
                 .map_err(exec_io)?;
+            let done = std::mem::take(&mut ends);
             line = next_line(per_row);
-            let next = cut(line);
+            let next = cut_batch(&sorted, &mut merge, batch_rows(line), part_rows);
+            ends = merge.positions();
             if !next.is_empty() {
                 pending = Some(scope.spawn(move || format_batch(&next, line)));
             }
@@ -663,9 +659,33 @@ pub fn format_tuples_into(
                 sink(t)?;
             }
             drop((texts, charge));
+            // The sources' pages before the end of that batch are not read again.
+            sorted.release(&done);
         }
         Ok(())
     })
+}
+
+/// The next batch: parts of `part_rows` rows of `merge`, `batch` rows in all (fewer at
+/// the end).
+fn cut_batch<'m>(
+    sorted: &ordered::InOrder<'_>,
+    merge: &mut Merge<'m>,
+    batch: usize,
+    part_rows: usize,
+) -> Vec<Part<'m>> {
+    let mut parts = Vec::new();
+    let mut rows = 0;
+    while rows < batch {
+        match sorted.next_part(merge, part_rows.min(batch - rows)) {
+            Some(p) => {
+                rows += p.rows();
+                parts.push(p);
+            }
+            None => break,
+        }
+    }
+    parts
 }
 
 /// Formats a relation as Soufflé's output text (all of it, in memory).

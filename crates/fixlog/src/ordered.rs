@@ -251,8 +251,9 @@ pub struct SortFiles {
 pub struct InOrder<'t> {
     arity: usize,
     order: Order,
-    /// The relation's own runs (raw order is output order) ...
+    /// The relation's own runs (raw order is output order) and their stores ...
     runs: Vec<&'t [Value]>,
+    holders: Vec<Option<&'t dyn SharedRows>>,
     /// ... or sorted chunks made here (in memory or mapped files).
     chunks: Vec<Arc<dyn SharedRows>>,
     files: SortFiles,
@@ -300,6 +301,23 @@ impl InOrder<'_> {
     /// What sorting wrote to files.
     pub fn files(&self) -> &SortFiles {
         &self.files
+    }
+
+    /// Lets the sources go of what a reader is done with: the values before
+    /// `positions` ([`Merge::positions`] of [`InOrder::merge`]); a mapped file drops
+    /// those pages from the process.
+    pub fn release(&self, positions: &[usize]) {
+        if self.chunks.is_empty() {
+            for (h, &p) in self.holders.iter().zip(positions) {
+                if let Some(h) = h {
+                    h.release_before(p);
+                }
+            }
+        } else {
+            for (c, &p) in self.chunks.iter().zip(positions) {
+                c.release_before(p);
+            }
+        }
     }
 }
 
@@ -383,11 +401,13 @@ pub fn in_output_order<'t>(
 ) -> ExecResult<InOrder<'t>> {
     let arity = tuples.arity;
     let runs = tuples.rows.runs();
+    let holders = tuples.rows.holders();
     if raw_order_is_output_order(&runs, arity, types) {
         return Ok(InOrder {
             arity,
             order: Order::Raw,
             runs,
+            holders,
             chunks: Vec::new(),
             files: SortFiles::default(),
         });
@@ -414,6 +434,11 @@ pub fn in_output_order<'t>(
     while raw.rows_left() > 0 {
         let rows = raw.rows_left().min(chunk_rows);
         let sorted = sort_chunk(&mut raw, rows, &order, memory)?;
+        for (h, p) in holders.iter().zip(raw.positions()) {
+            if let Some(h) = h {
+                h.release_before(p);
+            }
+        }
         if total <= chunk_rows || !memory.files {
             chunks.push(Arc::new(sorted));
             continue;
@@ -452,6 +477,7 @@ pub fn in_output_order<'t>(
         arity,
         order,
         runs: Vec::new(),
+        holders: Vec::new(),
         chunks,
         files,
     })
