@@ -51,6 +51,12 @@ impl Budget {
         self.peak.load(Ordering::Relaxed)
     }
 
+    /// Starts counting the peak again from the bytes held now (to measure a phase,
+    /// such as writing the outputs after a run).
+    pub fn reset_peak(&self) {
+        self.peak.store(self.used(), Ordering::Relaxed);
+    }
+
     fn try_take(&self, bytes: usize) -> ExecResult<()> {
         let mut used = self.used.load(Ordering::Relaxed);
         loop {
@@ -136,6 +142,30 @@ impl Charge {
             b.try_take(bytes)?;
         }
         Ok(Charge { budget, bytes })
+    }
+
+    /// Charges `bytes` to `budget` (nothing is counted without one): an error if that
+    /// would pass its limit.
+    pub fn try_in(budget: Option<&Arc<Budget>>, bytes: usize) -> ExecResult<Charge> {
+        if let Some(b) = budget {
+            b.try_take(bytes)?;
+        }
+        Ok(Charge {
+            budget: budget.cloned(),
+            bytes,
+        })
+    }
+
+    /// Counts `bytes` held in `budget` whatever its limit (memory already allocated,
+    /// whose size was only known afterwards).
+    pub fn force_in(budget: Option<&Arc<Budget>>, bytes: usize) -> Charge {
+        if let Some(b) = budget {
+            b.force_take(bytes);
+        }
+        Charge {
+            budget: budget.cloned(),
+            bytes,
+        }
     }
 
     /// Charges `bytes` more.

@@ -85,6 +85,10 @@ pub struct CpuOptions {
     /// Where the run's spill directory is made (`--temp-dir`; `None`: the system's
     /// temporary directory).
     pub temp_dir: Option<PathBuf>,
+    /// The budget to charge (`None`: a new one of `memory_limit`). The library passes
+    /// its own, made with `memory_limit`, so that it can charge what it does with the
+    /// results after the run (writing the outputs) to the same budget.
+    pub budget: Option<Arc<budget::Budget>>,
 }
 
 /// The share of physical memory that spilling aims to stay within when no
@@ -116,7 +120,10 @@ pub fn run_with(
     });
     // The run's budget and spill state, on every thread of its pool (the pool is the
     // run's own).
-    let run_budget = budget::Budget::new(cpu.memory_limit);
+    let run_budget = cpu
+        .budget
+        .clone()
+        .unwrap_or_else(|| budget::Budget::new(cpu.memory_limit));
     let target = if cpu.no_spill {
         None
     } else {
@@ -190,8 +197,8 @@ pub fn run_with(
 }
 
 /// [`DEFAULT_SPILL_SHARE`] of the physical memory (`MemTotal` of `/proc/meminfo`), where
-/// it can be read.
-fn default_spill_target() -> Option<usize> {
+/// it can be read: what a run without `--memory-limit` aims to stay within.
+pub fn default_spill_target() -> Option<usize> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -420,6 +427,28 @@ impl Backend for CpuBackend {
         let run = entry(|| single_run(&rel))?;
         drop(rel);
         run.into_store()
+    }
+
+    /// The relation's runs as they are, unmerged (see [`Backend::take_result`]): runs in
+    /// files stay mapped, runs in memory stay charged to the run's budget (the charge
+    /// travels with the rows, so memory a result holds after the run is still
+    /// counted, and the output writer is charged to the same budget). First, if the
+    /// budget is past the spill mark, runs are spilled as at every operator's entry,
+    /// so the results leave the writer room under the limit.
+    fn take_result(&self, rel: CpuRelation) -> ExecResult<RowStore> {
+        spill::make_room();
+        if rel.arity == 0 {
+            return Ok(RowStore::default());
+        }
+        let runs = rel
+            .runs
+            .iter()
+            .map(|r| r.data() as Arc<dyn fixlog_exec::tuples::SharedRows>)
+            .collect();
+        Ok(RowStore::Runs {
+            arity: rel.arity,
+            runs,
+        })
     }
 
     fn relation_len(&self, rel: &CpuRelation) -> usize {

@@ -271,7 +271,7 @@ impl Spill {
     }
 
     /// A new unnamed file in the run's spill directory (made on first use).
-    pub(crate) fn new_file(&self) -> ExecResult<File> {
+    pub fn new_file(&self) -> ExecResult<File> {
         let mut dir = lock(&self.dir);
         if dir.is_none() {
             let made = tempfile::Builder::new()
@@ -289,7 +289,7 @@ impl Spill {
     }
 
     /// Maps `values` values written to `file`, counting them as spilled.
-    pub(crate) fn map(&self, file: File, values: usize) -> ExecResult<Mapped> {
+    pub fn map(&self, file: File, values: usize) -> ExecResult<Mapped> {
         let bytes = values * VALUE;
         // SAFETY: the file is unnamed (or unlinked) and only this process has it open;
         // nothing writes to it after this point, and its size is `bytes` (written in
@@ -363,6 +363,40 @@ impl Mapped {
     }
 }
 
+impl fixlog_exec::tuples::SharedRows for Mapped {
+    fn values(&self) -> &[Value] {
+        self.rows()
+    }
+    fn in_file(&self) -> bool {
+        true
+    }
+    fn release_before(&self, values: usize) {
+        self.release_before(values);
+    }
+}
+
+impl Mapped {
+    /// Drops the pages of the first `values` values from this process (a reader going
+    /// through the run in order is done with them), so that they no longer count in
+    /// its resident memory; they stay readable.
+    pub fn release_before(&self, values: usize) {
+        let bytes = (values.min(self.values) * VALUE) & !4095;
+        if bytes == 0 {
+            return;
+        }
+        #[cfg(unix)]
+        // SAFETY: the map is a shared, read-only map of a file that nothing writes (see
+        // `Spill::map`). MADV_DONTNEED only drops this process's page-table entries for
+        // the range: the next access faults the same bytes back in from the page cache
+        // or the file, so every slice into the range (held by any reader) keeps reading
+        // the same values. The range is within the map.
+        let _ = unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, bytes)
+        };
+    }
+}
+
 impl std::fmt::Debug for Mapped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Mapped({} values)", self.values)
@@ -378,7 +412,7 @@ impl Drop for Mapped {
 }
 
 /// Writes `values` at byte `offset` of `file`.
-pub(crate) fn write_at(file: &File, values: &[Value], offset: u64) -> std::io::Result<()> {
+pub fn write_at(file: &File, values: &[Value], offset: u64) -> std::io::Result<()> {
     // SAFETY: `u32` has no padding; the byte view covers exactly the values' memory.
     let bytes = unsafe {
         std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values))
@@ -526,6 +560,11 @@ mod tests {
         drop(held);
         assert_eq!(budget.used(), 0, "the memory went with the last reader");
         assert_eq!(&run.data()[..], &rows[..]);
+        // A reader done with the pages lets them go; the rows stay readable.
+        let data = run.data();
+        fixlog_exec::tuples::SharedRows::release_before(&*data, rows.len());
+        assert_eq!(&data[..], &rows[..]);
+        drop(data);
         assert_eq!(run.len, 10_000);
         let st = spill.stats();
         assert_eq!((st.files, st.written_bytes), (1, rows.len() * 4));

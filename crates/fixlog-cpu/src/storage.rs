@@ -59,6 +59,14 @@ impl SharedRows for RunData {
     fn values(&self) -> &[Value] {
         self.rows()
     }
+    fn in_file(&self) -> bool {
+        matches!(self, RunData::Mapped(_))
+    }
+    fn release_before(&self, values: usize) {
+        if let RunData::Mapped(m) = self {
+            m.release_before(values);
+        }
+    }
 }
 
 impl std::ops::Deref for RunData {

@@ -233,6 +233,14 @@ pub trait Backend {
     fn take_rows(&self, rel: Self::Relation) -> ExecResult<RowStore> {
         self.relation_rows(&rel).map(RowStore::Owned)
     }
+    /// A result at the end of a run, as [`take_rows`](Self::take_rows) but without
+    /// merging: a backend that keeps a relation as sorted runs may hand them back as
+    /// they are ([`RowStore::Runs`]), so the end of a run copies nothing and readers
+    /// merge the runs lazily, part by part ([`crate::merge`]). By default the rows of
+    /// [`take_rows`](Self::take_rows).
+    fn take_result(&self, rel: Self::Relation) -> ExecResult<RowStore> {
+        self.take_rows(rel)
+    }
     fn relation_len(&self, rel: &Self::Relation) -> usize;
     fn relation_arity(&self, rel: &Self::Relation) -> usize;
 

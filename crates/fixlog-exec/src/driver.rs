@@ -563,7 +563,7 @@ pub fn run<B: Backend>(
         } else {
             let n = tuples.len;
             let rows = match driver.maintained.get_mut(rel).and_then(Option::as_mut) {
-                Some(m) => m.fold(arity, &tuples.rows, symbols),
+                Some(m) => m.fold(arity, &tuples.rows.merged()?, symbols),
                 None => tuples.rows.into_vec(),
             };
             backend
@@ -635,7 +635,7 @@ pub fn run<B: Backend>(
             Some(Tuples {
                 arity: backend.relation_arity(&r),
                 len: backend.relation_len(&r),
-                rows: backend.take_rows(r)?,
+                rows: backend.take_result(r)?,
             })
         } else {
             None
@@ -1226,7 +1226,7 @@ impl<B: Backend> Driver<'_, B> {
         };
         let arity = self.plan.relations[rel].types.len();
         let rows = self.backend.take_rows(new)?;
-        let gained = state.fold(arity, &rows, self.ctx.symbols);
+        let gained = state.fold(arity, &rows.merged()?, self.ctx.symbols);
         self.backend.relation_from_rows(arity, gained)
     }
 

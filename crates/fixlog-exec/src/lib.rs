@@ -13,6 +13,7 @@ pub mod backend;
 pub mod conformance;
 pub mod driver;
 pub mod maintain;
+pub mod merge;
 pub mod runs;
 pub mod tuples;
 

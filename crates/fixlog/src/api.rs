@@ -310,13 +310,29 @@ impl Fixlog {
             }),
             needed,
         };
-        let (result, choice) = self.run_on_backend(initial, &symbols, &driver_options, options)?;
+        // The CPU backend's budget, kept after the run: it still counts the results'
+        // runs in memory, and reading them (writing the outputs) is charged to it.
+        let budget = fixlog_cpu::budget::Budget::new(options.memory_limit);
+        let (result, choice) =
+            self.run_on_backend(initial, &symbols, &driver_options, options, &budget)?;
+        let cpu = choice.backend == BackendKind::Cpu;
+        let memory = io::ReadMemory {
+            budget: cpu.then_some(budget),
+            limit: options
+                .memory_limit
+                .or_else(fixlog_cpu::default_spill_target),
+            files: !options.no_spill,
+            temp_dir: options.temp_dir.clone(),
+            sorted: Default::default(),
+        };
         Ok(Database {
             program: self.program.clone(),
             symbols,
             relations: result.relations,
             stats: result.stats,
             choice,
+            memory,
+            written: std::sync::Mutex::new(None),
         })
     }
 
@@ -326,6 +342,7 @@ impl Fixlog {
         symbols: &fixlog_logical::SymbolTable,
         driver: &DriverOptions,
         options: &RunOptions,
+        budget: &Arc<fixlog_cpu::budget::Budget>,
     ) -> Result<(RunResult, BackendChoice), Error> {
         let cpu = |initial, reason: String| -> Result<(RunResult, BackendChoice), Error> {
             let cpu_options = fixlog_cpu::CpuOptions {
@@ -333,6 +350,7 @@ impl Fixlog {
                 memory_limit: options.memory_limit,
                 no_spill: options.no_spill,
                 temp_dir: options.temp_dir.clone(),
+                budget: Some(budget.clone()),
             };
             let r = fixlog_cpu::run_with(
                 &self.program,
@@ -454,6 +472,26 @@ pub struct Database {
     relations: Vec<Option<Tuples>>,
     stats: RunStats,
     choice: BackendChoice,
+    /// What reading the results may use (the CPU run's budget, limit, files).
+    memory: io::ReadMemory,
+    /// What the last [`Database::write_outputs`] used.
+    written: std::sync::Mutex<Option<WriteStats>>,
+}
+
+/// What writing the outputs used ([`Database::write_stats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// The most bytes the CPU run's memory budget held while the outputs were
+    /// written: the results' runs still in memory and the writer's buffers (`None`
+    /// where the results came from the GPU: nothing is counted).
+    pub peak_in_use: Option<usize>,
+    /// The limit that budget kept to (`--memory-limit`).
+    pub limit: Option<usize>,
+    /// Sorted chunks written to files to put outputs into output order (relations
+    /// larger than the memory allowance whose raw order is not their output order).
+    pub sort_files: usize,
+    /// Bytes written to those files.
+    pub sort_bytes: usize,
 }
 
 impl Database {
@@ -481,17 +519,43 @@ impl Database {
     }
 
     /// The raw tuples of a relation, sorted by raw value (`None` for an unknown
-    /// relation or one not kept, see [`RunOptions::outputs_only`]).
+    /// relation or one not kept, see [`RunOptions::outputs_only`]). The rows may be
+    /// the relation's sorted runs, unmerged and partly in files
+    /// ([`fixlog_exec::tuples::RowStore::Runs`]): read them in order with
+    /// `rows.for_each_part`, or as one slice with `rows.merged()`.
     pub fn raw(&self, relation: &str) -> Option<&Tuples> {
         let rel = self.program.relation_id(relation)?;
         self.relations[rel].as_ref()
     }
 
-    /// A relation's tuples, typed, in output order (the order of the written files).
+    /// A relation's tuples, typed, in output order (the order of the written files),
+    /// all in memory. `None` for an unknown relation or one not kept, or where
+    /// putting the tuples in order fails (out of memory, say: [`Database::for_each`]
+    /// reads a relation of any size part by part, and says why it fails).
     pub fn relation(&self, relation: &str) -> Option<Vec<Vec<Datum>>> {
-        let rel = self.program.relation_id(relation)?;
+        self.raw(relation)?;
+        let mut out = Vec::new();
+        self.for_each(relation, |t| out.push(t.to_vec())).ok()?;
+        Some(out)
+    }
+
+    /// Calls `f` with every tuple of a relation, typed, in output order (the order of
+    /// the written files), without holding the relation in memory: the relation's runs
+    /// are merged part by part, or sorted into output order in chunks within the
+    /// run's memory limit (see [`crate::ordered`]). An error for an unknown relation or
+    /// one not kept, or when memory or the temporary directory fails.
+    pub fn for_each(&self, relation: &str, mut f: impl FnMut(&[Datum])) -> Result<(), Error> {
+        let tuples = self
+            .raw(relation)
+            .ok_or_else(|| Error::BadInput(format!("no relation `{relation}` was kept")))?;
+        let rel = self.relation_id_of(relation)?;
         let types = self.program.relations[rel].types();
-        let rows = io::output_rows(self.relations[rel].as_ref()?, &types, &self.symbols);
+        if tuples.arity == 0 {
+            for _ in 0..tuples.len {
+                f(&[]);
+            }
+            return Ok(());
+        }
         // One snapshot of the tables for all the relation's records.
         let records = types
             .iter()
@@ -502,28 +566,43 @@ impl Database {
                     RecordView::new(self.symbols.records()),
                 )
             });
-        Some(
-            rows.iter()
-                .map(|row| {
-                    row.iter()
-                        .zip(&types)
-                        .map(|(&v, ty)| match ty {
-                            ColType::Number => Datum::Number(v as i32),
-                            ColType::Unsigned => Datum::Unsigned(v),
-                            ColType::Float => Datum::Float(f32::from_bits(v)),
-                            ColType::Symbol => Datum::Symbol(self.symbols.resolve(v).to_string()),
-                            ColType::Record(rt) => {
-                                let mut text = String::new();
-                                if let Some((strings, view)) = &records {
-                                    value::write_record(&mut text, v, *rt, strings, view);
-                                }
-                                Datum::Record(text)
-                            }
-                        })
-                        .collect()
-                })
-                .collect(),
-        )
+        let mut tuple = Vec::with_capacity(types.len());
+        io::for_each_in_output_order(tuples, &types, &self.symbols, &self.memory, |part| {
+            for row in part.chunks_exact(types.len()) {
+                tuple.clear();
+                tuple.extend(row.iter().zip(&types).map(|(&v, ty)| match ty {
+                    ColType::Number => Datum::Number(v as i32),
+                    ColType::Unsigned => Datum::Unsigned(v),
+                    ColType::Float => Datum::Float(f32::from_bits(v)),
+                    ColType::Symbol => Datum::Symbol(self.symbols.resolve(v).to_string()),
+                    ColType::Record(rt) => {
+                        let mut text = String::new();
+                        if let Some((strings, view)) = &records {
+                            value::write_record(&mut text, v, *rt, strings, view);
+                        }
+                        Datum::Record(text)
+                    }
+                }));
+                f(&tuple);
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    fn relation_id_of(&self, relation: &str) -> Result<RelId, Error> {
+        self.program
+            .relation_id(relation)
+            .ok_or_else(|| Error::BadInput(format!("no relation named `{relation}`")))
+    }
+
+    /// What the last [`Database::write_outputs`] used (memory at its peak, files for
+    /// sorting); `None` before any.
+    pub fn write_stats(&self) -> Option<WriteStats> {
+        self.written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Writes every `.output` relation the way Soufflé does: `dir/<name>.csv`, or to
@@ -532,10 +611,31 @@ impl Database {
     /// stdout are printed next, and only then are the files renamed into place
     /// ([`io::commit_outputs`]); on any failure the temporary files are removed and the
     /// previous outputs are left as they were.
+    ///
+    /// Each relation is read in output order part by part and formatted in batches
+    /// (see [`crate::ordered`]), within the run's memory limit: a relation larger than
+    /// memory is written from its runs in files. [`Database::write_stats`] says what
+    /// it took.
     pub fn write_outputs(&self, dir: &Path) -> Result<(), Error> {
         if self.program.relations.iter().any(|r| !r.outputs.is_empty()) {
             io::check_output_dir(dir)?;
         }
+        if let Some(b) = &self.memory.budget {
+            b.reset_peak();
+        }
+        let result = self.write_outputs_counted(dir);
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        let sort = self.memory.sorted.take();
+        *written = Some(WriteStats {
+            peak_in_use: self.memory.budget.as_ref().map(|b| b.peak()),
+            limit: self.memory.budget.as_ref().and_then(|b| b.limit()),
+            sort_files: sort.files,
+            sort_bytes: sort.bytes,
+        });
+        result
+    }
+
+    fn write_outputs_counted(&self, dir: &Path) -> Result<(), Error> {
         let mut files = Vec::new();
         let mut printed = Vec::new();
         for (rel, relation) in self.program.relations.iter().enumerate() {
@@ -553,13 +653,14 @@ impl Database {
                         &path,
                         tuples,
                         &self.symbols,
+                        &self.memory,
                     )?),
                     None => printed.push((relation, directive, tuples)),
                 }
             }
         }
         for (relation, directive, tuples) in printed {
-            io::write_output_stdout(relation, directive, tuples, &self.symbols)?;
+            io::write_output_stdout(relation, directive, tuples, &self.symbols, &self.memory)?;
         }
         io::commit_outputs(files)
     }

@@ -10,10 +10,18 @@
 //! - `.output r` writes `OUT_DIR/r.csv` (or `filename`), tab-separated, in output order
 //!   (typed order, see `fixlog_logical::value::output_order`). Each file is written to a
 //!   temporary file in the same directory and renamed into place, so a failed run never
-//!   leaves a half-written file. `IO=stdout` or `-D -` prints to stdout instead.
+//!   leaves a half-written file. `IO=stdout` or `-D -` prints to stdout instead. The
+//!   rows are read in output order part by part and formatted in batches, within the
+//!   run's memory limit ([`crate::ordered`]), so an output larger than memory is
+//!   written without being read into memory.
 
 use crate::error::Error;
+pub use crate::ordered::ReadMemory;
+use crate::ordered::{self, Scratches};
+use fixlog_cpu::budget::Charge;
 use fixlog_exec::driver::Tuples;
+use fixlog_exec::merge::{Merge, Part};
+use fixlog_exec::ExecError;
 use fixlog_logical::records::RecordView;
 use fixlog_logical::{value, ColType, IoDirective, Program, Relation, SymbolTable, Value};
 use fixlog_syntax::{Diagnostic, Diagnostics, SourceMap, Span};
@@ -462,66 +470,106 @@ pub fn parse_facts(
     Ok(())
 }
 
-/// Raw sorted tuples reordered into output order, one `Vec` per tuple.
-pub fn output_rows(tuples: &Tuples, types: &[ColType], symbols: &SymbolTable) -> Vec<Vec<Value>> {
+/// A relation's tuples in output order, one `Vec` per tuple (all in memory: what
+/// `Database::relation` returns); the sorting into output order stays within `memory`
+/// (see [`crate::ordered`]).
+pub fn output_rows(
+    tuples: &Tuples,
+    types: &[ColType],
+    symbols: &SymbolTable,
+    memory: &ReadMemory,
+) -> Result<Vec<Vec<Value>>, ExecError> {
     if tuples.arity == 0 {
-        return vec![Vec::new(); tuples.len];
+        return Ok(vec![Vec::new(); tuples.len]);
     }
-    let mut rows: Vec<Vec<Value>> = tuples
-        .rows
-        .chunks(tuples.arity)
-        .map(|r| r.to_vec())
-        .collect();
-    sort_for_output(&mut rows, types, symbols);
-    rows
+    let mut rows = Vec::new();
+    for_each_in_output_order(tuples, types, symbols, memory, |part| {
+        rows.extend(part.chunks_exact(tuples.arity).map(<[Value]>::to_vec));
+        Ok(())
+    })?;
+    Ok(rows)
 }
 
-fn sort_for_output(rows: &mut [Vec<Value>], types: &[ColType], symbols: &SymbolTable) {
-    // Raw order is output order when every column is unsigned.
-    if types.iter().all(|&t| t == ColType::Unsigned) {
-        return;
+/// Calls `f` with a relation's rows (arity > 0) in output order, row-major, a part
+/// of at most 65,536 rows at a time, within `memory` (see [`crate::ordered`]).
+pub fn for_each_in_output_order(
+    tuples: &Tuples,
+    types: &[ColType],
+    symbols: &SymbolTable,
+    memory: &ReadMemory,
+    mut f: impl FnMut(&[Value]) -> Result<(), ExecError>,
+) -> Result<(), ExecError> {
+    let sorted = ordered::in_output_order(tuples, types, symbols, memory)?;
+    let mut merge = sorted.merge()?;
+    let part_rows = ordered::part_rows(memory, tuples.arity, FORMAT_PART_ROWS);
+    let scratches = Scratches::new(memory, part_rows, tuples.arity)?;
+    let mut since = 0;
+    while let Some(part) = sorted.next_part(&mut merge, part_rows) {
+        scratches.with(|scratch| f(sorted.merged(&part, scratch)?))?;
+        since += part.rows();
+        if since >= 1 << 20 {
+            sorted.release(&merge.positions());
+            since = 0;
+        }
     }
-    let order = value::output_order(types, symbols);
-    rows.par_sort_by(|a, b| order(a, b));
+    Ok(())
 }
 
-/// Whether the raw order of `tuples` (sorted by `u32` value, column by column) is
-/// already their output order: every column unsigned, or numbers none of which is
-/// negative (the usual case of ids and counts), and no float or symbol column.
-fn raw_order_is_output_order(tuples: &Tuples, types: &[ColType]) -> bool {
-    if types.iter().all(|&t| t == ColType::Unsigned) {
-        return true;
-    }
-    if !types
-        .iter()
-        .all(|&t| matches!(t, ColType::Unsigned | ColType::Number))
-    {
-        return false;
-    }
-    let a = tuples.arity;
-    let signed: Vec<usize> = (0..a).filter(|&c| types[c] == ColType::Number).collect();
-    tuples.rows.par_chunks(a * 4096).all(|chunk| {
-        chunk
-            .chunks_exact(a)
-            .all(|r| signed.iter().all(|&c| (r[c] as i32) >= 0))
-    })
-}
-
-/// Rows of the output text formatted per part; the parts in order.
+/// Rows of the output text formatted per part (fewer where the memory allowance is
+/// small); the parts in order.
 const FORMAT_PART_ROWS: usize = 1 << 16;
 /// Rows formatted (in parallel) before they are handed on, so the text of a large
-/// relation is never all in memory at once.
+/// relation is never all in memory at once (fewer where the memory allowance is small).
 const FORMAT_BATCH_ROWS: usize = 1 << 22;
 
+/// An executor error as an I/O error of the writing (out of memory keeps its kind).
+fn exec_io(e: ExecError) -> std::io::Error {
+    let kind = match e {
+        ExecError::OutOfMemory(_) => std::io::ErrorKind::OutOfMemory,
+        _ => std::io::ErrorKind::Other,
+    };
+    std::io::Error::new(kind, e.to_string())
+}
+
+/// The bytes a line of output takes at most for columns of bounded width (numbers:
+/// 10 or 11 characters, floats in `%.9g`: 15), or a first guess for symbols and
+/// records; and whether that is a bound.
+fn line_estimate(types: &[ColType], delimiter: &str) -> (usize, bool) {
+    let mut bound = true;
+    let fields: usize = types
+        .iter()
+        .map(|t| match t {
+            ColType::Unsigned => 10,
+            ColType::Number => 11,
+            ColType::Float => 15,
+            ColType::Symbol => {
+                bound = false;
+                16
+            }
+            ColType::Record(_) => {
+                bound = false;
+                32
+            }
+        })
+        .sum();
+    let line = fields + delimiter.len() * types.len().saturating_sub(1) + 1;
+    (line, bound)
+}
+
 /// Formats a relation as Soufflé's output text and hands the text on in order, a
-/// part at a time (`sink` returns an error to stop).
-pub fn format_tuples_into<E>(
+/// part at a time (`sink` returns an error to stop). The rows are read in output order
+/// part by part (see [`crate::ordered`]: the relation's runs merged lazily, or sorted
+/// chunks), formatted in parallel a batch at a time while the batch before is handed
+/// on, all within `memory`: the batches' text is charged to its budget and sized to
+/// leave it room.
+pub fn format_tuples_into(
     tuples: &Tuples,
     types: &[ColType],
     symbols: &SymbolTable,
     delimiter: &str,
-    mut sink: impl FnMut(&str) -> Result<(), E>,
-) -> Result<(), E> {
+    memory: &ReadMemory,
+    mut sink: impl FnMut(&str) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     if tuples.arity == 0 {
         return sink(&"()\n".repeat(tuples.len));
     }
@@ -533,27 +581,18 @@ pub fn format_tuples_into<E>(
     };
     let records = has_records.then(|| RecordView::new(symbols.records()));
     let a = tuples.arity;
-    let index: Option<Vec<usize>> = if raw_order_is_output_order(tuples, types) {
-        None
-    } else {
-        let order = value::output_order(types, symbols);
-        let mut index: Vec<usize> = (0..tuples.len).collect();
-        index.par_sort_by(|&x, &y| {
-            order(
-                &tuples.rows[x * a..(x + 1) * a],
-                &tuples.rows[y * a..(y + 1) * a],
-            )
-        });
-        Some(index)
-    };
-    let row = |i: usize| -> &[Value] {
-        let r = index.as_ref().map_or(i, |ix| ix[i]);
-        &tuples.rows[r * a..(r + 1) * a]
-    };
-    let format_part = |lo: usize, hi: usize| {
-        let mut s = String::with_capacity((hi - lo) * (a * 8 + 1));
-        for i in lo..hi {
-            for (c, (&v, &ty)) in row(i).iter().zip(types).enumerate() {
+    let sorted = ordered::in_output_order(tuples, types, symbols, memory).map_err(exec_io)?;
+    let mut merge = sorted.merge().map_err(exec_io)?;
+    let part_rows = ordered::part_rows(memory, a, FORMAT_PART_ROWS);
+    let scratches = Scratches::new(memory, part_rows, a).map_err(exec_io)?;
+    // Two batches of text in flight (one formatted, one handed on), each within a
+    // quarter of the allowance.
+    let text_room = memory.allowance() / 4;
+    let (bound, bounded) = line_estimate(types, delimiter);
+    let format_rows = |rows: &[Value], line: usize| {
+        let mut s = String::with_capacity(rows.len() / a * line);
+        for row in rows.chunks_exact(a) {
+            for (c, (&v, &ty)) in row.iter().zip(types).enumerate() {
                 if c > 0 {
                     s.push_str(delimiter);
                 }
@@ -568,57 +607,107 @@ pub fn format_tuples_into<E>(
         }
         s
     };
-    let format_batch = |start: usize| -> Vec<String> {
-        let end = (start + FORMAT_BATCH_ROWS).min(tuples.len);
-        (start..end)
-            .step_by(FORMAT_PART_ROWS)
-            .collect::<Vec<_>>()
+    // A batch: its parts' text, the bytes of text per row, and the charge for the
+    // text.
+    let format_batch = |parts: &[Part<'_>],
+                        line: usize|
+     -> Result<(Vec<String>, usize, Charge), ExecError> {
+        let texts = parts
             .par_iter()
-            .map(|&lo| format_part(lo, (lo + FORMAT_PART_ROWS).min(end)))
-            .collect()
+            .map(|p| scratches.with(|scratch| Ok(format_rows(sorted.merged(p, scratch)?, line))))
+            .collect::<Result<Vec<String>, ExecError>>()?;
+        let held = texts.iter().map(String::capacity).sum();
+        let bytes: usize = texts.iter().map(String::len).sum();
+        let rows: usize = parts.iter().map(Part::rows).sum();
+        Ok((texts, bytes / rows.max(1), memory.count(held)))
     };
-    if tuples.len <= FORMAT_BATCH_ROWS {
-        for p in &format_batch(0) {
-            sink(p)?;
+    // The next batch's parts, as many rows as `line` bytes a line fit in `text_room`.
+    let batch_rows = |line: usize| (text_room / line.max(1)).clamp(part_rows, FORMAT_BATCH_ROWS);
+    // The line length to size the next batch by: the bound, or what the last batch's
+    // lines took (a quarter more), whichever is less.
+    let next_line = |per_row: usize| {
+        let seen = per_row.max(1);
+        if bounded {
+            bound.min(seen + seen / 4 + 1)
+        } else {
+            seen + seen / 4 + 1
         }
-        return Ok(());
-    }
-    // Larger outputs: the next batch is formatted (on all cores) while this thread
-    // writes the one before, so writing and formatting overlap instead of adding up.
+    };
+    let first = cut_batch(&sorted, &mut merge, batch_rows(bound), part_rows);
+    // Where the batch being formatted ends in each source.
+    let mut ends = merge.positions();
+    let mut line = bound;
     let format_batch = &format_batch;
     std::thread::scope(|scope| {
-        let mut pending = Some(scope.spawn(move || format_batch(0)));
-        let mut start = 0;
+        // Larger outputs: the next batch is formatted (on all cores) while this thread
+        // hands on the one before, so writing and formatting overlap.
+        let mut pending =
+            (!first.is_empty()).then(|| scope.spawn(move || format_batch(&first, line)));
         while let Some(batch) = pending.take() {
-            let parts = batch
+            let (texts, per_row, charge) = batch
                 .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            let next = start + FORMAT_BATCH_ROWS;
-            if next < tuples.len {
-                pending = Some(scope.spawn(move || format_batch(next)));
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .map_err(exec_io)?;
+            let done = std::mem::take(&mut ends);
+            line = next_line(per_row);
+            let next = cut_batch(&sorted, &mut merge, batch_rows(line), part_rows);
+            ends = merge.positions();
+            if !next.is_empty() {
+                pending = Some(scope.spawn(move || format_batch(&next, line)));
             }
-            for p in &parts {
-                sink(p)?;
+            for t in &texts {
+                sink(t)?;
             }
-            start = next;
+            drop((texts, charge));
+            // The sources' pages before the end of that batch are not read again.
+            sorted.release(&done);
         }
         Ok(())
     })
 }
 
-/// Formats a relation as Soufflé's output text.
+/// The next batch: parts of `part_rows` rows of `merge`, `batch` rows in all (fewer at
+/// the end).
+fn cut_batch<'m>(
+    sorted: &ordered::InOrder<'_>,
+    merge: &mut Merge<'m>,
+    batch: usize,
+    part_rows: usize,
+) -> Vec<Part<'m>> {
+    let mut parts = Vec::new();
+    let mut rows = 0;
+    while rows < batch {
+        match sorted.next_part(merge, part_rows.min(batch - rows)) {
+            Some(p) => {
+                rows += p.rows();
+                parts.push(p);
+            }
+            None => break,
+        }
+    }
+    parts
+}
+
+/// Formats a relation as Soufflé's output text (all of it, in memory).
 pub fn format_tuples(
     tuples: &Tuples,
     types: &[ColType],
     symbols: &SymbolTable,
     delimiter: &str,
-) -> String {
+) -> std::io::Result<String> {
     let mut text = String::new();
-    let _ = format_tuples_into(tuples, types, symbols, delimiter, |p| {
-        text.push_str(p);
-        Ok::<(), ()>(())
-    });
-    text
+    format_tuples_into(
+        tuples,
+        types,
+        symbols,
+        delimiter,
+        &ReadMemory::default(),
+        |p| {
+            text.push_str(p);
+            Ok(())
+        },
+    )?;
+    Ok(text)
 }
 
 /// The file one `.output` directive writes, or `None` when it prints on stdout
@@ -649,6 +738,7 @@ pub fn write_output_stdout(
     directive: &IoDirective,
     tuples: &Tuples,
     symbols: &SymbolTable,
+    memory: &ReadMemory,
 ) -> Result<(), Error> {
     let types = relation.types();
     let delim = delimiter(directive);
@@ -656,7 +746,7 @@ pub fn write_output_stdout(
     let mut lock = stdout.lock();
     let res = writeln!(lock, "---------------\n{}\n===============", relation.name)
         .and_then(|_| {
-            format_tuples_into(tuples, &types, symbols, &delim, |p| {
+            format_tuples_into(tuples, &types, symbols, &delim, memory, |p| {
                 lock.write_all(p.as_bytes())
             })
         })
@@ -676,6 +766,7 @@ pub fn write_output_file(
     path: &Path,
     tuples: &Tuples,
     symbols: &SymbolTable,
+    memory: &ReadMemory,
 ) -> Result<TempOutput, Error> {
     match io_kind(directive) {
         "file" => {}
@@ -689,7 +780,7 @@ pub fn write_output_file(
     let types = relation.types();
     let delim = delimiter(directive);
     write_temporary(path, |file| {
-        format_tuples_into(tuples, &types, symbols, &delim, |p| {
+        format_tuples_into(tuples, &types, symbols, &delim, memory, |p| {
             file.write_all(p.as_bytes())
         })
     })
@@ -703,11 +794,12 @@ pub fn write_output(
     out_dir: &Path,
     tuples: &Tuples,
     symbols: &SymbolTable,
+    memory: &ReadMemory,
 ) -> Result<(), Error> {
     match output_target(relation, directive, out_dir) {
-        None => write_output_stdout(relation, directive, tuples, symbols),
+        None => write_output_stdout(relation, directive, tuples, symbols, memory),
         Some(path) => commit_outputs(vec![write_output_file(
-            relation, directive, &path, tuples, symbols,
+            relation, directive, &path, tuples, symbols, memory,
         )?]),
     }
 }
@@ -1225,12 +1317,13 @@ mod tests {
         };
         let types = [ColType::Unsigned, ColType::Unsigned];
         let symbols = SymbolTable::default();
+        let memory = ReadMemory::default();
         let mut text = String::new();
         let mut writes = 0;
-        format_tuples_into(&tuples, &types, &symbols, "\t", |p| {
+        format_tuples_into(&tuples, &types, &symbols, "\t", &memory, |p| {
             writes += 1;
             text.push_str(p);
-            Ok::<(), ()>(())
+            Ok(())
         })
         .unwrap();
         assert!(writes > 2 * (FORMAT_BATCH_ROWS / FORMAT_PART_ROWS));
@@ -1240,15 +1333,172 @@ mod tests {
         assert!(text == want, "pipelined output differs");
         // and a sink error stops the writing with that error
         let mut calls = 0;
-        let r = format_tuples_into(&tuples, &types, &symbols, "\t", |_| {
+        let r = format_tuples_into(&tuples, &types, &symbols, "\t", &memory, |_| {
             calls += 1;
             if calls == 70 {
-                Err("disk full")
+                Err(std::io::Error::other("disk full"))
             } else {
                 Ok(())
             }
         });
-        assert_eq!(r, Err("disk full"));
+        assert_eq!(r.unwrap_err().to_string(), "disk full");
         assert_eq!(calls, 70);
+    }
+
+    /// Rows a test holds as a "backend" would: shared, read as a slice.
+    #[derive(Debug)]
+    struct Held(Vec<Value>);
+    impl fixlog_exec::tuples::SharedRows for Held {
+        fn values(&self) -> &[Value] {
+            &self.0
+        }
+    }
+
+    /// `rows` (distinct, any order) dealt out to `k` sorted runs, as a result.
+    fn as_runs(arity: usize, rows: &[Vec<Value>], k: usize) -> Tuples {
+        let mut sorted = rows.to_vec();
+        sorted.sort();
+        let mut runs = vec![Vec::new(); k];
+        for (i, r) in sorted.iter().enumerate() {
+            // Runs of different sizes, interleaved.
+            runs[(i * 7 + i / 3) % k].extend_from_slice(r);
+        }
+        Tuples {
+            arity,
+            len: rows.len(),
+            rows: fixlog_exec::tuples::RowStore::Runs {
+                arity,
+                runs: runs
+                    .into_iter()
+                    .map(|r| std::sync::Arc::new(Held(r)) as _)
+                    .collect(),
+            },
+        }
+    }
+
+    /// The text of `rows` sorted as the writer always sorted them: raw order, then a
+    /// stable sort into output order.
+    fn naive_text(rows: &[Vec<Value>], types: &[ColType], symbols: &SymbolTable) -> String {
+        let mut sorted = rows.to_vec();
+        sorted.sort();
+        let order = value::output_order(types, symbols);
+        sorted.sort_by(|a, b| order(a, b));
+        let strings = symbols.snapshot();
+        let mut text = String::new();
+        for r in &sorted {
+            for (c, (&v, &ty)) in r.iter().zip(types).enumerate() {
+                if c > 0 {
+                    text.push('\t');
+                }
+                value::write_value(&mut text, v, ty, &strings);
+            }
+            text.push('\n');
+        }
+        text
+    }
+
+    #[test]
+    fn runs_are_written_in_output_order_within_a_small_budget() {
+        let symbols = SymbolTable::default();
+        // Symbols interned in an order unlike their text's order.
+        let names: Vec<Value> = (0..500u32)
+            .map(|i| symbols.intern(&format!("s{}", (i * 7919) % 1000)))
+            .collect();
+        let n = 150_000u32;
+        let cases: Vec<(Vec<ColType>, Vec<Vec<Value>>)> = vec![
+            // raw order is output order: the runs are merged as they are
+            (
+                vec![ColType::Number, ColType::Unsigned],
+                (0..n)
+                    .map(|i| vec![i / 7, i.wrapping_mul(2654435761)])
+                    .collect(),
+            ),
+            // negative numbers: sorted in chunks through files
+            (
+                vec![ColType::Number, ColType::Number],
+                (0..n)
+                    .map(|i| {
+                        vec![
+                            (i % 101).wrapping_sub(50),
+                            i.wrapping_mul(40503) ^ 0x8000_0000,
+                        ]
+                    })
+                    .collect(),
+            ),
+            // symbols, then floats with ties (0.0 and -0.0) kept in raw order
+            (
+                vec![ColType::Symbol, ColType::Float, ColType::Unsigned],
+                (0..n)
+                    .map(|i| {
+                        let f = if i % 3 == 0 {
+                            0.0f32
+                        } else if i % 3 == 1 {
+                            -0.0
+                        } else {
+                            i as f32 / -7.0
+                        };
+                        vec![names[(i % 500) as usize], f.to_bits(), i]
+                    })
+                    .collect(),
+            ),
+        ];
+        // five columns: sorted through an index rather than as keys
+        let mut cases = cases;
+        cases.push((
+            vec![ColType::Number; 5],
+            (0..n / 2)
+                .map(|i| vec![(i % 7).wrapping_sub(3), i % 2, i.wrapping_mul(977), 5, i])
+                .collect(),
+        ));
+        let temp = tempfile::tempdir().unwrap();
+        for (case, (types, rows)) in cases.iter().enumerate() {
+            let want = naive_text(rows, types, &symbols);
+            for k in [1, 5] {
+                let tuples = as_runs(types.len(), rows, k);
+                let limit = 1 << 20;
+                let budget = fixlog_cpu::budget::Budget::new(Some(limit));
+                let memory = ReadMemory {
+                    budget: Some(budget.clone()),
+                    limit: Some(limit),
+                    files: true,
+                    temp_dir: Some(temp.path().to_path_buf()),
+                    sorted: Default::default(),
+                };
+                let mut text = String::new();
+                format_tuples_into(&tuples, types, &symbols, "\t", &memory, |p| {
+                    text.push_str(p);
+                    Ok(())
+                })
+                .unwrap();
+                assert!(text == want, "case {case}, {k} runs: the text differs");
+                assert!(budget.peak() <= limit, "case {case}: {}", budget.peak());
+                assert!(budget.peak() > 0, "the writer's buffers are charged");
+                assert_eq!(budget.used(), 0, "everything is given back");
+                let sorted = memory.sorted.take();
+                assert_eq!(sorted.files > 1, case > 0, "case {case}: {sorted:?}");
+                // The typed reader agrees.
+                let mut rows_read = 0;
+                for_each_in_output_order(&tuples, types, &symbols, &memory, |part| {
+                    rows_read += part.len() / types.len();
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(rows_read, rows.len());
+            }
+        }
+        // The spill directories are gone.
+        assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);
+        // Without files (--no-spill), a relation that does not fit is an error value.
+        let (types, rows) = &cases[1];
+        let tuples = as_runs(2, rows, 3);
+        let memory = ReadMemory {
+            budget: Some(fixlog_cpu::budget::Budget::new(Some(256 << 10))),
+            limit: Some(256 << 10),
+            files: false,
+            ..ReadMemory::default()
+        };
+        let err =
+            format_tuples_into(&tuples, types, &symbols, "\t", &memory, |_| Ok(())).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory, "{err}");
     }
 }

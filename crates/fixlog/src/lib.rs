@@ -34,9 +34,11 @@ pub mod error;
 pub mod functors;
 pub mod graph;
 pub mod io;
+pub mod ordered;
 
 pub use api::{
     BackendChoice, BackendKind, CompileOptions, Database, Datum, Fixlog, RunOptions, RunStats,
+    WriteStats,
 };
 pub use error::Error;
 pub use fixlog_logical::CheckOptions;

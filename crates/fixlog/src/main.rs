@@ -1,7 +1,9 @@
 //! The `fixlog` command line. A thin layer over the library API (`fixlog::Fixlog`).
 
 use clap::{Parser, Subcommand, ValueEnum};
-use fixlog::{BackendKind, Error, Fixlog, JoinStrategy, PlanOptions, RunOptions, RunStats};
+use fixlog::{
+    BackendKind, Error, Fixlog, JoinStrategy, PlanOptions, RunOptions, RunStats, WriteStats,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -523,9 +525,14 @@ fn run(cli: Cli) -> Result<(), Error> {
             db.write_outputs(&output_dir)?;
             print!("{}", db.printsizes());
             let write = t.elapsed();
+            let written = db.write_stats().unwrap_or_default();
             match stats {
-                Some(StatsFormat::Text) => eprint!("{}", stats_text(db.stats(), write, start)),
-                Some(StatsFormat::Json) => eprintln!("{}", stats_json(db.stats(), write, start)),
+                Some(StatsFormat::Text) => {
+                    eprint!("{}", stats_text(db.stats(), &written, write, start))
+                }
+                Some(StatsFormat::Json) => {
+                    eprintln!("{}", stats_json(db.stats(), &written, write, start))
+                }
                 None => {}
             }
             Ok(())
@@ -553,7 +560,12 @@ fn warnings_text(program: &Fixlog) -> String {
     out
 }
 
-fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> String {
+fn stats_text(
+    stats: &RunStats,
+    written: &WriteStats,
+    write: std::time::Duration,
+    start: Instant,
+) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "backend {} ({}); total {:.3} s: evaluation {:.3} s (strata), driver {:.3} s (facts in, prepare, strata, results out)\n",
@@ -616,6 +628,20 @@ fn stats_text(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
             None => s.push_str("spilled to disk: off\n"),
         }
     }
+    if let Some(peak) = written.peak_in_use {
+        s.push_str(&format!(
+            "writing outputs (CPU budget): peak {} in use",
+            mib(peak)
+        ));
+        if written.sort_files > 0 {
+            s.push_str(&format!(
+                "; sorted into output order through {} files ({} written)",
+                written.sort_files,
+                mib(written.sort_bytes)
+            ));
+        }
+        s.push('\n');
+    }
     if stats.memory_retries > 0 {
         s.push_str(&format!(
             "pieces run again in halves after running out of memory: {}\n",
@@ -651,7 +677,12 @@ fn mib(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
-fn stats_json(stats: &RunStats, write: std::time::Duration, start: Instant) -> String {
+fn stats_json(
+    stats: &RunStats,
+    written: &WriteStats,
+    write: std::time::Duration,
+    start: Instant,
+) -> String {
     let p = &stats.phases;
     serde_json::json!({
         "backend": stats.backend,
@@ -673,6 +704,12 @@ fn stats_json(stats: &RunStats, write: std::time::Duration, start: Instant) -> S
                 "error": sp.error,
             })),
         })),
+        "output": {
+            "peak_in_use": written.peak_in_use,
+            "limit": written.limit,
+            "sort_files": written.sort_files,
+            "sort_bytes": written.sort_bytes,
+        },
         "seconds": start.elapsed().as_secs_f64(),
         "driver_seconds": stats.total.as_secs_f64(),
         "evaluation_seconds": stats.strata.iter().map(|s| s.time.as_secs_f64()).sum::<f64>(),
