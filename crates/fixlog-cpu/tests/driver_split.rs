@@ -250,19 +250,23 @@ fn same_with_refusals(text: &str, limit: usize) {
     }
 }
 
+/// Transitive closure of the edges `facts`.
+fn closure(facts: String) -> String {
+    format!(
+        ".decl e(x: number, y: number)\n.decl path(x: number, y: number)\n.output path\n\
+         path(x, y) :- e(x, y).\npath(x, z) :- path(x, y), e(y, z).\n{facts}"
+    )
+}
+
 #[test]
 fn transitive_closure_in_pieces() {
-    let text = format!(
-        ".decl e(x: number, y: number)\n.decl path(x: number, y: number)\n.output path\n\
-         path(x, y) :- e(x, y).\npath(x, z) :- path(x, y), e(y, z).\n{}",
-        graph_facts(60, 150, 7)
-    );
-    same_with_refusals(&text, 40);
+    same_with_refusals(&closure(graph_facts(60, 150, 7)), 40);
 }
 
 #[test]
 fn same_generation_in_pieces() {
-    // Two joins in a row: the second's refusal splits the pipeline's input too.
+    // Two joins in a row: a refusal of the second splits its own input (the first join's
+    // sorted output), one of the first splits the pipeline's.
     let text = format!(
         ".decl e(x: number, y: number)\n.decl sg(x: number, y: number)\n.output sg\n\
          sg(x, y) :- e(p, x), e(p, y), x != y.\n\
@@ -289,10 +293,5 @@ fn aggregates_and_negation_in_pieces() {
 #[test]
 fn a_limit_of_one_row_still_completes() {
     // Every piece is cut to a single input tuple where a join makes more than one row.
-    let text = format!(
-        ".decl e(x: number, y: number)\n.decl path(x: number, y: number)\n.output path\n\
-         path(x, y) :- e(x, y).\npath(x, z) :- path(x, y), e(y, z).\n{}",
-        graph_facts(25, 60, 5)
-    );
-    same_with_refusals(&text, 1);
+    same_with_refusals(&closure(graph_facts(25, 60, 5)), 1);
 }
