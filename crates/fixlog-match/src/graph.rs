@@ -19,6 +19,7 @@
 //! parallel edges (of several types) never multiply a count. Self-loops are kept
 //! (a self-loop is in its node's own adjacency list).
 
+use crate::csr;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -81,61 +82,67 @@ impl Adjacency {
         (&self.offsets, &self.targets)
     }
 
-    /// Builds the CSR of `pairs` `(node, neighbour)` over `node_count` nodes (counting
-    /// sort by node, then each list sorted and deduplicated in parallel).
-    fn build(
+    /// The CSR of `(node, neighbour)` pairs over nodes `0..node_count`: sorted,
+    /// duplicate-free lists, built on every core when there are many pairs. Errors when
+    /// a pair's node is not below `node_count`.
+    pub fn from_pairs(
         node_count: usize,
-        pairs: impl Iterator<Item = (NodeIndex, NodeIndex)> + Clone,
-    ) -> Self {
-        let mut counts = vec![0usize; node_count + 1];
-        for (u, _) in pairs.clone() {
-            counts[u as usize + 1] += 1;
+        pairs: &[(NodeIndex, NodeIndex)],
+    ) -> Result<Adjacency, String> {
+        Adjacency::from_pairs_with(node_count, pairs, parallel_min_items())
+    }
+
+    /// [`Adjacency::from_pairs`], built in parallel when there are at least
+    /// `parallel_min_pairs` pairs (`0`: always, `usize::MAX`: never; for tests and
+    /// benchmarks). The result does not depend on it.
+    pub fn from_pairs_with(
+        node_count: usize,
+        pairs: &[(NodeIndex, NodeIndex)],
+        parallel_min_pairs: usize,
+    ) -> Result<Adjacency, String> {
+        let out_of_range = pairs
+            .par_iter()
+            .with_min_len(PARALLEL_MIN_EDGES)
+            .find_any(|&&(u, _)| u as usize >= node_count);
+        if let Some(&(u, v)) = out_of_range {
+            return Err(format!(
+                "pair ({u}, {v}): node {u} is not below the node count {node_count}"
+            ));
         }
-        for i in 1..counts.len() {
-            counts[i] += counts[i - 1];
-        }
-        let mut cursor = counts.clone();
-        let mut targets = vec![0 as NodeIndex; counts[node_count]];
-        for (u, v) in pairs {
-            let slot = &mut cursor[u as usize];
-            targets[*slot] = v;
-            *slot += 1;
-        }
-        // Sort and deduplicate each list, then compact.
-        let mut lists: Vec<&mut [NodeIndex]> = Vec::with_capacity(node_count);
-        let mut rest = targets.as_mut_slice();
-        for u in 0..node_count {
-            let (list, tail) = rest.split_at_mut(counts[u + 1] - counts[u]);
-            lists.push(list);
-            rest = tail;
-        }
-        let lengths: Vec<usize> = lists
-            .into_par_iter()
-            .with_min_len(PARALLEL_MIN_NODES)
-            .map(|list| {
-                list.sort_unstable();
-                let mut kept = 0;
-                for i in 0..list.len() {
-                    if i == 0 || list[i] != list[kept - 1] {
-                        list[kept] = list[i];
-                        kept += 1;
-                    }
-                }
-                kept
-            })
-            .collect();
-        let mut offsets = Vec::with_capacity(node_count + 1);
-        offsets.push(0);
-        let mut write = 0;
-        for u in 0..node_count {
-            let read = counts[u];
-            targets.copy_within(read..read + lengths[u], write);
-            write += lengths[u];
-            offsets.push(write);
-        }
-        targets.truncate(write);
-        targets.shrink_to_fit();
+        Ok(Adjacency::build(
+            node_count,
+            pairs,
+            |&pair| Some(pair),
+            parallel_min_pairs,
+        ))
+    }
+
+    /// The CSR of the pairs `pairs` gives for each of `items` (see [`crate::csr`]):
+    /// in parallel when there are at least `parallel_min_items` items.
+    fn build<'a, T, F, I>(
+        node_count: usize,
+        items: &'a [T],
+        pairs: F,
+        parallel_min_items: usize,
+    ) -> Adjacency
+    where
+        T: Sync,
+        F: Fn(&'a T) -> I + Sync,
+        I: IntoIterator<Item = (NodeIndex, NodeIndex)>,
+    {
+        let csr::Csr { offsets, targets } =
+            csr::build(node_count, items, pairs, parallel_min_items);
         Adjacency { offsets, targets }
+    }
+}
+
+/// How many items (edges) a CSR build needs before it runs in parallel: never on one
+/// thread.
+fn parallel_min_items() -> usize {
+    if rayon::current_num_threads() > 1 {
+        PARALLEL_MIN_EDGES
+    } else {
+        usize::MAX
     }
 }
 
@@ -309,7 +316,12 @@ impl GraphBuilder {
             .filter(|&&(_, l)| l != NO_LABEL)
             .map(|&(n, l)| (index_of_sorted(&ids, n), l))
             .collect();
-        let labels = Adjacency::build(ids.len(), node_labels.iter().copied());
+        let labels = Adjacency::build(
+            ids.len(),
+            &node_labels,
+            |&pair| Some(pair),
+            parallel_min_items(),
+        );
         Ok(Graph {
             ids,
             labels,
@@ -457,12 +469,12 @@ impl Graph {
         let ids = order.iter().map(|&u| self.ids[u as usize]).collect();
         let labels = Adjacency::build(
             n,
-            order.iter().enumerate().flat_map(|(r, &u)| {
-                self.labels
-                    .neighbours(u)
-                    .iter()
-                    .map(move |&l| (r as NodeIndex, l))
-            }),
+            &order,
+            |&u| {
+                let r = rank[u as usize];
+                self.labels.neighbours(u).iter().map(move |&l| (r, l))
+            },
+            parallel_min_items(),
         );
         let edges = self
             .edges
@@ -526,19 +538,36 @@ impl Graph {
     }
 
     fn build_adjacency(&self, key: AdjacencyKey) -> Adjacency {
+        self.build_adjacency_with(key, parallel_min_items())
+    }
+
+    /// The adjacency for `key`, built in parallel when the graph has at least
+    /// `parallel_min_edges` edges (as read).
+    fn build_adjacency_with(&self, key: AdjacencyKey, parallel_min_edges: usize) -> Adjacency {
         let n = self.ids.len();
-        let type_ok = move |t: u32| key.edge_type.is_none_or(|k| k == t);
-        let edges = self.edges.iter().filter(move |e| type_ok(e.2));
+        let edge_type = key.edge_type;
+        let type_ok = move |t: u32| edge_type.is_none_or(|k| k == t);
         // Undirected: every edge both ways, whatever the key's direction.
         let direction = if self.undirected {
             Direction::Both
         } else {
             key.direction
         };
+        let edges = self.edges.as_slice();
+        let min = parallel_min_edges;
         match direction {
-            Direction::Out => Adjacency::build(n, edges.map(|&(s, d, _)| (s, d))),
-            Direction::In => Adjacency::build(n, edges.map(|&(s, d, _)| (d, s))),
-            Direction::Both => Adjacency::build(n, edges.flat_map(|&(s, d, _)| [(s, d), (d, s)])),
+            Direction::Out => {
+                Adjacency::build(n, edges, |&(s, d, t)| type_ok(t).then_some((s, d)), min)
+            }
+            Direction::In => {
+                Adjacency::build(n, edges, |&(s, d, t)| type_ok(t).then_some((d, s)), min)
+            }
+            Direction::Both => Adjacency::build(
+                n,
+                edges,
+                |&(s, d, t)| type_ok(t).then_some([(s, d), (d, s)]).into_iter().flatten(),
+                min,
+            ),
         }
     }
 }
