@@ -266,3 +266,139 @@ fn split_by_bounds<'v>(mut values: &'v mut [usize], bounds: &[usize]) -> Vec<&'v
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// The obviously correct CSR: a set per node.
+    fn reference(node_count: usize, pairs: &[(NodeIndex, NodeIndex)]) -> Csr {
+        let mut sets = vec![BTreeSet::new(); node_count];
+        for &(u, v) in pairs {
+            sets[u as usize].insert(v);
+        }
+        let mut offsets = vec![0];
+        let mut targets = Vec::new();
+        for set in sets {
+            targets.extend(set);
+            offsets.push(targets.len());
+        }
+        Csr { offsets, targets }
+    }
+
+    fn both_ways(pairs: &[(NodeIndex, NodeIndex)]) -> Vec<(NodeIndex, NodeIndex)> {
+        pairs.iter().flat_map(|&(u, v)| [(u, v), (v, u)]).collect()
+    }
+
+    /// Every builder, on `threads` threads, against the reference; also with each
+    /// item giving its pair both ways (undirected edges) and giving nothing for some
+    /// (edges of another type).
+    fn check(node_count: usize, pairs: &[(NodeIndex, NodeIndex)], threads: usize) {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool");
+        pool.install(|| {
+            let expected = reference(node_count, pairs);
+            for min in [0, usize::MAX, ITEM_GRAIN] {
+                let got = build(node_count, pairs, |&p| Some(p), min);
+                assert_eq!(got, expected, "one way, parallel_min_items {min}");
+            }
+            // Both ways needs neighbours that are nodes.
+            let nodes: Vec<_> = pairs
+                .iter()
+                .copied()
+                .filter(|&(_, v)| (v as usize) < node_count)
+                .collect();
+            let expected = reference(node_count, &both_ways(&nodes));
+            for min in [0, usize::MAX] {
+                let got = build(node_count, &nodes, |&(u, v)| [(u, v), (v, u)], min);
+                assert_eq!(got, expected, "both ways, parallel_min_items {min}");
+            }
+            let odd: Vec<_> = pairs
+                .iter()
+                .copied()
+                .filter(|&(u, v)| (u ^ v) & 1 == 1)
+                .collect();
+            let expected = reference(node_count, &odd);
+            for min in [0, usize::MAX] {
+                let got = build(
+                    node_count,
+                    pairs,
+                    |&(u, v)| ((u ^ v) & 1 == 1).then_some((u, v)),
+                    min,
+                );
+                assert_eq!(got, expected, "filtered, parallel_min_items {min}");
+            }
+        });
+    }
+
+    /// Pairs over `0..node_count` from raw numbers: `skew` piles them on low nodes
+    /// (hubs); neighbours range a little past the nodes (as label numbers may).
+    fn pairs_of(node_count: usize, raw: &[(u32, u32)], skew: bool) -> Vec<(u32, u32)> {
+        if node_count == 0 {
+            return Vec::new();
+        }
+        let n = node_count as u64;
+        raw.iter()
+            .map(|&(a, b)| {
+                let mut u = u64::from(a) % n;
+                if skew {
+                    u = u * u / n;
+                }
+                (u as u32, (u64::from(b) % (n + 2)) as u32)
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn builders_match_the_reference(
+            node_count in 0usize..80,
+            raw in proptest::collection::vec((any::<u32>(), any::<u32>()), 0..600),
+            skew in any::<bool>(),
+            threads in 1usize..5,
+        ) {
+            check(node_count, &pairs_of(node_count, &raw, skew), threads);
+        }
+    }
+
+    #[test]
+    fn empty_graphs_and_isolated_nodes() {
+        check(0, &[], 2);
+        check(1, &[], 2);
+        check(1000, &[], 3);
+        check(5, &[(4, 4), (4, 4), (0, 4)], 2);
+        check(100_000, &[(99_999, 0), (7, 7), (7, 7)], 4);
+    }
+
+    #[test]
+    fn large_inputs_with_hubs_take_the_parallel_path() {
+        // A few hundred thousand pairs with hubs (one list long enough to be sorted in
+        // parallel), duplicates and self-loops.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let n = 50_000usize;
+        let mut pairs: Vec<(u32, u32)> = (0..400_000)
+            .map(|_| {
+                let a = next() % n as u64;
+                let u = a * a / n as u64;
+                (u as u32, (next() % n as u64) as u32)
+            })
+            .collect();
+        pairs.extend((0..PARALLEL_SORT_MIN as u32 + 1000).map(|i| (3, i % 20_000)));
+        pairs.extend((0..1000).map(|i| (i, i)));
+        for threads in [2, 4] {
+            check(n, &pairs, threads);
+        }
+    }
+}

@@ -571,3 +571,101 @@ impl Graph {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// Neighbour lists by external id, from the edges as written.
+    fn reference(
+        edges: &[(u64, u64, Option<u32>)],
+        undirected: bool,
+        key: AdjacencyKey,
+    ) -> Vec<(u64, BTreeSet<u64>)> {
+        let mut lists: std::collections::BTreeMap<u64, BTreeSet<u64>> = Default::default();
+        for &(s, d, t) in edges {
+            lists.entry(s).or_default();
+            lists.entry(d).or_default();
+            if key.edge_type.is_some_and(|k| Some(k) != t) {
+                continue;
+            }
+            let direction = if undirected {
+                Direction::Both
+            } else {
+                key.direction
+            };
+            if direction != Direction::In {
+                lists.entry(s).or_default().insert(d);
+            }
+            if direction != Direction::Out {
+                lists.entry(d).or_default().insert(s);
+            }
+        }
+        lists.into_iter().collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Every adjacency of a random graph (repeated edges, self-loops, sparse ids,
+        /// two edge types), built serially and in parallel, against sets per node.
+        #[test]
+        fn adjacencies_match_the_reference(
+            raw in proptest::collection::vec((0u64..40, 0u64..40, 0u32..3), 0..300),
+            spread in 1u64..1_000_000_000,
+            undirected in any::<bool>(),
+        ) {
+            const TYPES: [&str; 2] = ["A", "B"];
+            let edges: Vec<(u64, u64, Option<u32>)> = raw
+                .iter()
+                .map(|&(s, d, t)| (s * spread, d * spread, (t < 2).then_some(t)))
+                .collect();
+            let mut builder = GraphBuilder::new(undirected);
+            for &(s, d, t) in &edges {
+                builder.add_edge(s, d, t.map(|t| TYPES[t as usize]));
+            }
+            let graph = builder.build().map_err(TestCaseError::fail)?;
+            for direction in [Direction::Out, Direction::In, Direction::Both] {
+                for name in [None, Some("A"), Some("B")] {
+                    let Some(edge_type) = name.map(|n| graph.edge_type_number(n)) else {
+                        continue;
+                    };
+                    let key = AdjacencyKey { direction, edge_type };
+                    // Types never read get no number: nothing to compare.
+                    if name.is_some() && edge_type.is_none() {
+                        continue;
+                    }
+                    let typed = name.map(|n| TYPES.iter().position(|&x| x == n).unwrap_or(0) as u32);
+                    let expected = reference(
+                        &edges,
+                        undirected,
+                        AdjacencyKey { direction, edge_type: typed },
+                    );
+                    for min in [0, usize::MAX] {
+                        let adjacency = graph.build_adjacency_with(key, min);
+                        let got: Vec<(u64, BTreeSet<u64>)> = (0..graph.node_count())
+                            .map(|u| {
+                                let list = adjacency.neighbours(u as NodeIndex);
+                                prop_assert!(list.windows(2).all(|w| w[0] < w[1]));
+                                Ok((
+                                    graph.id(u as NodeIndex),
+                                    list.iter().map(|&v| graph.id(v)).collect(),
+                                ))
+                            })
+                            .collect::<Result<_, TestCaseError>>()?;
+                        prop_assert_eq!(&got, &expected);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn from_pairs_checks_the_node_range() {
+        assert!(Adjacency::from_pairs(3, &[(0, 7), (3, 1)]).is_err());
+        let a = Adjacency::from_pairs(3, &[(2, 1), (0, 7), (2, 1), (2, 0)]).expect("in range");
+        assert_eq!(a.csr(), (&[0, 1, 1, 3][..], &[7, 0, 1][..]));
+    }
+}
