@@ -57,6 +57,9 @@ where
     I: IntoIterator<Item = (NodeIndex, NodeIndex)>,
 {
     if items.len() >= parallel_min_items {
+        if std::env::var_os("FIXLOG_CSR_ATOMIC").is_some() {
+            return build_parallel_atomic(node_count, items, pairs);
+        }
         build_parallel(node_count, items, pairs)
     } else {
         build_serial(node_count, items, pairs)
@@ -164,7 +167,7 @@ fn inclusive_scan(cells: &[AtomicUsize]) -> usize {
 }
 
 /// The counting sort on every core (see the module docs).
-pub(crate) fn build_parallel<'a, T, F, I>(node_count: usize, items: &'a [T], pairs: F) -> Csr
+pub(crate) fn build_parallel_atomic<'a, T, F, I>(node_count: usize, items: &'a [T], pairs: F) -> Csr
 where
     T: Sync,
     F: Fn(&'a T) -> I + Sync,
@@ -265,6 +268,169 @@ fn split_by_bounds<'v>(mut values: &'v mut [usize], bounds: &[usize]) -> Vec<&'v
         values = tail;
     }
     out
+}
+
+/// At most this many buckets (node ranges) in the parallel builder.
+const MAX_BUCKETS: usize = 1 << 12;
+/// About this many pairs per bucket (its lists and offsets stay in cache).
+const BUCKET_PAIRS: usize = 1 << 16;
+static SORT_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The counting sort on every core, partitioned by node range (see the module docs).
+pub(crate) fn build_parallel<'a, T, F, I>(node_count: usize, items: &'a [T], pairs: F) -> Csr
+where
+    T: Sync,
+    F: Fn(&'a T) -> I + Sync,
+    I: IntoIterator<Item = (NodeIndex, NodeIndex)>,
+{
+    let n = node_count;
+    let __t = std::time::Instant::now();
+    let threads = rayon::current_num_threads();
+    // Pieces of the items, each counted and placed by one thread.
+    let piece_len = items.len().div_ceil(threads * 4).max(ITEM_GRAIN);
+    let pieces: Vec<&'a [T]> = items.chunks(piece_len).collect();
+    // Buckets: ranges of 2^shift nodes, about BUCKET_PAIRS pairs each (guessing two
+    // pairs per item), at least a few per thread, at most MAX_BUCKETS.
+    let wanted = (items.len() * 2 / BUCKET_PAIRS).clamp(threads * 4, MAX_BUCKETS);
+    let shift = n
+        .div_ceil(wanted)
+        .max(1)
+        .next_power_of_two()
+        .trailing_zeros();
+    let buckets = (n >> shift) + 1;
+    let bucket_of = |u: NodeIndex| (u as usize) >> shift;
+
+    // How many pairs of each piece fall in each bucket.
+    let counts: Vec<Vec<usize>> = pieces
+        .par_iter()
+        .map(|piece| {
+            let mut count = vec![0usize; buckets];
+            for item in *piece {
+                for (u, _) in pairs(item) {
+                    count[bucket_of(u)] += 1;
+                }
+            }
+            count
+        })
+        .collect();
+    let sizes: Vec<usize> = (0..buckets)
+        .map(|b| counts.iter().map(|c| c[b]).sum())
+        .collect();
+    let total: usize = sizes.iter().sum();
+    eprintln!("  hist {:.3}", __t.elapsed().as_secs_f64());
+    let __t = std::time::Instant::now();
+
+    // The pairs, packed `node << 32 | neighbour`, by bucket and within a bucket by
+    // piece.
+    let mut copied = vec![0u64; total];
+    let mut slots: Vec<Vec<&mut [u64]>> = (0..pieces.len()).map(|_| Vec::new()).collect();
+    let mut rest = copied.as_mut_slice();
+    for b in 0..buckets {
+        for (p, count) in counts.iter().enumerate() {
+            let (slot, tail) = rest.split_at_mut(count[b]);
+            slots[p].push(slot);
+            rest = tail;
+        }
+    }
+    pieces.par_iter().zip(slots).for_each(|(piece, mut slots)| {
+        let mut at = vec![0usize; buckets];
+        for item in *piece {
+            for (u, v) in pairs(item) {
+                let b = bucket_of(u);
+                slots[b][at[b]] = (u64::from(u) << 32) | u64::from(v);
+                at[b] += 1;
+            }
+        }
+    });
+    drop(counts);
+    eprintln!("  scatter {:.3}", __t.elapsed().as_secs_f64());
+    let __t = std::time::Instant::now();
+
+    // Each bucket: a counting sort of its pairs by node into its region of the
+    // targets, then its lists sorted and deduplicated there.
+    let mut targets = vec![0 as NodeIndex; total];
+    let mut offsets = vec![0usize; n + 1];
+    let mut regions: Vec<&mut [NodeIndex]> = Vec::with_capacity(buckets);
+    let mut copies: Vec<&[u64]> = Vec::with_capacity(buckets);
+    let (mut rest, mut rest_copied) = (targets.as_mut_slice(), copied.as_slice());
+    for &size in &sizes {
+        let (region, tail) = rest.split_at_mut(size);
+        regions.push(region);
+        rest = tail;
+        let (copy, tail) = rest_copied.split_at(size);
+        copies.push(copy);
+        rest_copied = tail;
+    }
+    let mut starts: Vec<&mut [usize]> = offsets[..n].chunks_mut(1 << shift).collect();
+    starts.resize_with(buckets, Default::default);
+    let mut kept = vec![0usize; buckets];
+    copies
+        .par_iter()
+        .zip(regions.par_iter_mut())
+        .zip(starts.par_iter_mut())
+        .zip(kept.par_iter_mut())
+        .enumerate()
+        .for_each(|(b, (((copy, region), starts), kept))| {
+            let low = b << shift;
+            let local = |key: u64| (key >> 32) as usize - low;
+            for &key in copy.iter() {
+                starts[local(key)] += 1;
+            }
+            let mut end = 0;
+            for s in starts.iter_mut() {
+                end += *s;
+                *s = end;
+            }
+            for &key in copy.iter() {
+                let s = &mut starts[local(key)];
+                *s -= 1;
+                region[*s] = key as NodeIndex;
+            }
+            let __s = std::time::Instant::now();
+            *kept = sort_dedup_lists(region, starts, 0, PARALLEL_SORT_MIN);
+            SORT_NS.fetch_add(__s.elapsed().as_nanos() as u64, Relaxed);
+        });
+    drop(copies);
+    drop(copied);
+    eprintln!(
+        "  buckets {:.3} (sorting {:.3} thread-s)",
+        __t.elapsed().as_secs_f64(),
+        SORT_NS.swap(0, Relaxed) as f64 * 1e-9
+    );
+    let __t = std::time::Instant::now();
+
+    // Each bucket's place in the final targets.
+    let mut bases = Vec::with_capacity(buckets);
+    let mut all = 0usize;
+    for &k in &kept {
+        bases.push(all);
+        all += k;
+    }
+    starts
+        .par_iter_mut()
+        .zip(bases.par_iter())
+        .for_each(|(starts, &base)| starts.iter_mut().for_each(|s| *s += base));
+    drop(starts);
+    offsets[n] = all;
+    if all < total {
+        let mut packed = vec![0 as NodeIndex; all];
+        let mut places = Vec::with_capacity(buckets);
+        let mut rest = packed.as_mut_slice();
+        for &k in &kept {
+            let (place, tail) = rest.split_at_mut(k);
+            places.push(place);
+            rest = tail;
+        }
+        places
+            .into_par_iter()
+            .zip(regions.par_iter())
+            .zip(kept.par_iter())
+            .for_each(|((place, region), &k)| place.copy_from_slice(&region[..k]));
+        drop(regions);
+        targets = packed;
+    }
+    eprintln!("  final {:.3}", __t.elapsed().as_secs_f64());
+    Csr { offsets, targets }
 }
 
 #[cfg(test)]
