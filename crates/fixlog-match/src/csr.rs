@@ -8,23 +8,32 @@
 //! * [`build_serial`]: a counting sort by node (count, prefix sum, scatter), then each
 //!   list sorted and deduplicated and moved down over the gaps that removed
 //!   duplicates leave, in one pass on one thread.
-//! * [`build_parallel`]: the same steps on every core. Degrees are counted into one
-//!   atomic counter per node (items split among threads), the prefix sum runs in
-//!   blocks, and each pair is placed by an atomic cursor per node (counting down from
-//!   the end of its node's range, so that afterwards the cursors are the start
-//!   offsets). The nodes are then cut into ranges of about equal numbers of pairs; each
-//!   range copies its part, sorts and deduplicates its lists in it and moves them down;
-//!   the parts are copied to their final places. The order in which threads place a
-//!   node's pairs varies, but the lists are sorted afterwards, so the result is the
-//!   serial builder's exactly.
+//! * [`build_parallel`]: the same counting sort on every core, partitioned by node
+//!   range so that no two threads touch the same counter and every random access stays
+//!   in cache. The nodes are cut into buckets of `2^k` consecutive numbers (about
+//!   `BUCKET_PAIRS` pairs each, at most `MAX_BUCKETS`) and the items into pieces, a few
+//!   per thread. Each piece counts its pairs per bucket; a prefix sum over (bucket,
+//!   piece) gives every piece its own slot in every bucket, and the pieces copy their
+//!   pairs, packed `node << 32 | neighbour`, into their slots (a radix partition). Then
+//!   each bucket, on its own, does the serial builder's work on its pairs: counts its
+//!   nodes' degrees, places the neighbours into its range of the targets, sorts and
+//!   deduplicates each list and moves them down. Last, the buckets' kept lengths give
+//!   every bucket its final place: offsets are shifted, and when duplicates were
+//!   dropped the lists are copied, in parallel, to a targets array of the exact size.
+//!   Nothing is atomic and no thread waits for another inside a step. The order in
+//!   which a node's neighbours are placed varies, but every list is sorted, so the
+//!   result is the serial builder's exactly. A bucket with a large share of the pairs
+//!   (the hubs of a degree-ordered copy are all in the last one) sorts its lists on
+//!   every core.
 //!
-//! Memory: besides the items, the placed pairs (4 bytes each) and at most as much again
-//! for the parts or the final targets: one copy of the pairs as `(u32, u32)`, plus one
-//! offset per node.
+//! Memory, besides the items and the result (4 bytes a pair before deduplication, one
+//! offset a node): the serial builder one cursor a node; the parallel one the packed
+//! pairs (8 bytes a pair: one copy of the pairs) while the buckets are sorted, then at
+//! most the deduplicated targets again while they are compacted, and
+//! `pieces × buckets` counters.
 
 use crate::graph::NodeIndex;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 /// `targets[offsets[u]..offsets[u + 1]]` are the neighbours of `u`; `offsets` has
 /// `node_count + 1` entries.
@@ -36,8 +45,6 @@ pub(crate) struct Csr {
 
 /// Items per piece of work when counting and placing in parallel.
 const ITEM_GRAIN: usize = 1 << 12;
-/// Offsets per block of the parallel prefix sum.
-const SCAN_BLOCK: usize = 1 << 15;
 /// A list at least this long is sorted in parallel (a hub's list in a range of its own).
 const PARALLEL_SORT_MIN: usize = 1 << 17;
 
@@ -57,9 +64,6 @@ where
     I: IntoIterator<Item = (NodeIndex, NodeIndex)>,
 {
     if items.len() >= parallel_min_items {
-        if std::env::var_os("FIXLOG_CSR_ATOMIC").is_some() {
-            return build_parallel_atomic(node_count, items, pairs);
-        }
         build_parallel(node_count, items, pairs)
     } else {
         build_serial(node_count, items, pairs)
@@ -92,7 +96,7 @@ where
         }
     }
     drop(cursor);
-    let kept = sort_dedup_lists(&mut targets, &mut offsets[..node_count], 0, usize::MAX);
+    let kept = sort_dedup_lists(&mut targets, &mut offsets[..node_count], 0, false);
     offsets[node_count] = kept;
     targets.truncate(kept);
     targets.shrink_to_fit();
@@ -102,29 +106,44 @@ where
 /// Sorts and deduplicates the lists in `buf` and moves them to its front, closing the
 /// gaps. `starts[i] - origin` is where list `i` begins in `buf` (each ends where the
 /// next begins, the last at `buf.len()`); on return `starts[i]` is where it begins
-/// after the move. Returns the length kept. Lists of `parallel_sort_min` or more are
-/// sorted in parallel.
+/// after the move. Returns the length kept. `parallel`: the lists are sorted on every
+/// core first (a range holding much of the graph: the hubs of a degree-ordered copy),
+/// and a list of `PARALLEL_SORT_MIN` or more is sorted in parallel anyway.
 fn sort_dedup_lists(
     buf: &mut [NodeIndex],
     starts: &mut [usize],
     origin: usize,
-    parallel_sort_min: usize,
+    parallel: bool,
 ) -> usize {
-    let mut write = 0;
-    let count = starts.len();
-    for i in 0..count {
-        let start = starts[i] - origin;
-        let end = if i + 1 < count {
+    let (count, len) = (starts.len(), buf.len());
+    let end_of = |starts: &[usize], i: usize| {
+        if i + 1 < count {
             starts[i + 1] - origin
         } else {
-            buf.len()
-        };
+            len
+        }
+    };
+    if parallel {
+        let mut lists = Vec::with_capacity(count);
+        let first = starts.first().map_or(len, |&s| s - origin);
+        let mut rest = &mut buf[first..];
+        for i in 0..count {
+            let (list, tail) = rest.split_at_mut(end_of(starts, i) - (starts[i] - origin));
+            lists.push(list);
+            rest = tail;
+        }
+        lists
+            .into_par_iter()
+            .with_min_len(64)
+            .for_each(|list| sort_list(list, true));
+    }
+    let mut write = 0;
+    for i in 0..count {
+        let start = starts[i] - origin;
+        let end = end_of(starts, i);
         starts[i] = write;
-        let list = &mut buf[start..end];
-        if list.len() >= parallel_sort_min {
-            list.par_sort_unstable();
-        } else {
-            list.sort_unstable();
+        if !parallel {
+            sort_list(&mut buf[start..end], false);
         }
         // `write <= read` throughout: the kept values move down (or stay).
         let mut last = None;
@@ -140,141 +159,18 @@ fn sort_dedup_lists(
     write
 }
 
-/// Replaces every cell by the sum of the cells up to and including it (in blocks on
-/// every core); returns the total.
-fn inclusive_scan(cells: &[AtomicUsize]) -> usize {
-    let sums: Vec<usize> = cells
-        .par_chunks(SCAN_BLOCK)
-        .map(|block| block.iter().map(|c| c.load(Relaxed)).sum())
-        .collect();
-    let mut bases = Vec::with_capacity(sums.len());
-    let mut total = 0usize;
-    for s in sums {
-        bases.push(total);
-        total += s;
-    }
-    cells
-        .par_chunks(SCAN_BLOCK)
-        .zip(bases)
-        .for_each(|(block, base)| {
-            let mut run = base;
-            for c in block {
-                run += c.load(Relaxed);
-                c.store(run, Relaxed);
-            }
-        });
-    total
-}
-
-/// The counting sort on every core (see the module docs).
-pub(crate) fn build_parallel_atomic<'a, T, F, I>(node_count: usize, items: &'a [T], pairs: F) -> Csr
-where
-    T: Sync,
-    F: Fn(&'a T) -> I + Sync,
-    I: IntoIterator<Item = (NodeIndex, NodeIndex)>,
-{
-    let n = node_count;
-    // Degrees; the extra last cell ends up holding the total.
-    let cursors: Vec<AtomicUsize> = (0..n + 1)
-        .into_par_iter()
-        .map(|_| AtomicUsize::new(0))
-        .collect();
-    items.par_iter().with_min_len(ITEM_GRAIN).for_each(|item| {
-        for (u, _) in pairs(item) {
-            cursors[u as usize].fetch_add(1, Relaxed);
-        }
-    });
-    // Each cursor now the end of its node's range; placing counts it down to the start.
-    let total = inclusive_scan(&cursors[..n]);
-    let slots: Vec<AtomicU32> = (0..total)
-        .into_par_iter()
-        .map(|_| AtomicU32::new(0))
-        .collect();
-    items.par_iter().with_min_len(ITEM_GRAIN).for_each(|item| {
-        for (u, v) in pairs(item) {
-            let at = cursors[u as usize].fetch_sub(1, Relaxed) - 1;
-            slots[at].store(v, Relaxed);
-        }
-    });
-    let mut offsets: Vec<usize> = cursors.into_iter().map(AtomicUsize::into_inner).collect();
-    offsets[n] = total;
-
-    // Ranges of nodes with about equal numbers of pairs, several per thread.
-    let pieces = (rayon::current_num_threads() * 8).clamp(1, n.max(1));
-    let mut bounds = Vec::with_capacity(pieces + 1);
-    bounds.push(0);
-    for j in 1..pieces {
-        let target = (total as u128 * j as u128 / pieces as u128) as usize;
-        let b = offsets[..n].partition_point(|&o| o < target);
-        if b > *bounds.last().unwrap_or(&0) && b < n {
-            bounds.push(b);
-        }
-    }
-    bounds.push(n);
-    let regions: Vec<(usize, usize)> = bounds
-        .windows(2)
-        .map(|w| (offsets[w[0]], offsets[w[1]]))
-        .collect();
-    let parts: Vec<Vec<NodeIndex>> = split_by_bounds(&mut offsets[..n], &bounds)
-        .into_par_iter()
-        .zip(regions)
-        .map(|(starts, (lo, hi))| {
-            let mut buf: Vec<NodeIndex> = slots[lo..hi].iter().map(|s| s.load(Relaxed)).collect();
-            let kept = sort_dedup_lists(&mut buf, starts, lo, PARALLEL_SORT_MIN);
-            buf.truncate(kept);
-            buf
-        })
-        .collect();
-    drop(slots);
-
-    // Each part's place in the final targets.
-    let mut bases = Vec::with_capacity(parts.len());
-    let mut kept = 0usize;
-    for part in &parts {
-        bases.push(kept);
-        kept += part.len();
-    }
-    split_by_bounds(&mut offsets[..n], &bounds)
-        .into_par_iter()
-        .zip(bases.par_iter())
-        .for_each(|(starts, &base)| starts.iter_mut().for_each(|s| *s += base));
-    offsets[n] = kept;
-    let targets = if parts.len() == 1 {
-        parts.into_iter().next().unwrap_or_default()
+fn sort_list(list: &mut [NodeIndex], parallel: bool) {
+    if parallel && list.len() >= PARALLEL_SORT_MIN {
+        list.par_sort_unstable();
     } else {
-        let mut targets = vec![0 as NodeIndex; kept];
-        let mut rest = targets.as_mut_slice();
-        let mut places = Vec::with_capacity(parts.len());
-        for part in &parts {
-            let (place, tail) = rest.split_at_mut(part.len());
-            places.push(place);
-            rest = tail;
-        }
-        places
-            .into_par_iter()
-            .zip(parts.par_iter())
-            .for_each(|(place, part)| place.copy_from_slice(part));
-        targets
-    };
-    Csr { offsets, targets }
-}
-
-/// `values` cut at `bounds` (ascending, from 0 to `values.len()`).
-fn split_by_bounds<'v>(mut values: &'v mut [usize], bounds: &[usize]) -> Vec<&'v mut [usize]> {
-    let mut out = Vec::with_capacity(bounds.len().saturating_sub(1));
-    for w in bounds.windows(2) {
-        let (head, tail) = values.split_at_mut(w[1] - w[0]);
-        out.push(head);
-        values = tail;
+        list.sort_unstable();
     }
-    out
 }
 
 /// At most this many buckets (node ranges) in the parallel builder.
 const MAX_BUCKETS: usize = 1 << 12;
 /// About this many pairs per bucket (its lists and offsets stay in cache).
 const BUCKET_PAIRS: usize = 1 << 16;
-static SORT_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The counting sort on every core, partitioned by node range (see the module docs).
 pub(crate) fn build_parallel<'a, T, F, I>(node_count: usize, items: &'a [T], pairs: F) -> Csr
@@ -284,7 +180,6 @@ where
     I: IntoIterator<Item = (NodeIndex, NodeIndex)>,
 {
     let n = node_count;
-    let __t = std::time::Instant::now();
     let threads = rayon::current_num_threads();
     // Pieces of the items, each counted and placed by one thread.
     let piece_len = items.len().div_ceil(threads * 4).max(ITEM_GRAIN);
@@ -317,8 +212,6 @@ where
         .map(|b| counts.iter().map(|c| c[b]).sum())
         .collect();
     let total: usize = sizes.iter().sum();
-    eprintln!("  hist {:.3}", __t.elapsed().as_secs_f64());
-    let __t = std::time::Instant::now();
 
     // The pairs, packed `node << 32 | neighbour`, by bucket and within a bucket by
     // piece.
@@ -343,8 +236,6 @@ where
         }
     });
     drop(counts);
-    eprintln!("  scatter {:.3}", __t.elapsed().as_secs_f64());
-    let __t = std::time::Instant::now();
 
     // Each bucket: a counting sort of its pairs by node into its region of the
     // targets, then its lists sorted and deduplicated there.
@@ -364,6 +255,8 @@ where
     let mut starts: Vec<&mut [usize]> = offsets[..n].chunks_mut(1 << shift).collect();
     starts.resize_with(buckets, Default::default);
     let mut kept = vec![0usize; buckets];
+    // A bucket with a large share of the pairs sorts its lists on every core.
+    let heavy = (total / (threads * 2)).max(PARALLEL_SORT_MIN);
     copies
         .par_iter()
         .zip(regions.par_iter_mut())
@@ -386,18 +279,10 @@ where
                 *s -= 1;
                 region[*s] = key as NodeIndex;
             }
-            let __s = std::time::Instant::now();
-            *kept = sort_dedup_lists(region, starts, 0, PARALLEL_SORT_MIN);
-            SORT_NS.fetch_add(__s.elapsed().as_nanos() as u64, Relaxed);
+            *kept = sort_dedup_lists(region, starts, 0, threads > 1 && copy.len() >= heavy);
         });
     drop(copies);
     drop(copied);
-    eprintln!(
-        "  buckets {:.3} (sorting {:.3} thread-s)",
-        __t.elapsed().as_secs_f64(),
-        SORT_NS.swap(0, Relaxed) as f64 * 1e-9
-    );
-    let __t = std::time::Instant::now();
 
     // Each bucket's place in the final targets.
     let mut bases = Vec::with_capacity(buckets);
@@ -429,7 +314,6 @@ where
         drop(regions);
         targets = packed;
     }
-    eprintln!("  final {:.3}", __t.elapsed().as_secs_f64());
     Csr { offsets, targets }
 }
 
@@ -530,6 +414,41 @@ mod tests {
             threads in 1usize..5,
         ) {
             check(node_count, &pairs_of(node_count, &raw, skew), threads);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Lists sorted and deduplicated in place, serially or on every core, with
+        /// the first list anywhere in the buffer.
+        #[test]
+        fn lists_sort_and_deduplicate_in_place(
+            lists in proptest::collection::vec(proptest::collection::vec(0u32..20, 0..30), 0..20),
+            origin in 0usize..5,
+            skip in 0usize..3,
+        ) {
+            let mut buf = vec![99; skip];
+            let mut starts = Vec::new();
+            for list in &lists {
+                starts.push(origin + buf.len());
+                buf.extend(list);
+            }
+            let expected: Vec<BTreeSet<u32>> =
+                lists.iter().map(|l| l.iter().copied().collect()).collect();
+            for parallel in [false, true] {
+                let (mut buf, mut starts) = (buf.clone(), starts.clone());
+                let kept = sort_dedup_lists(&mut buf, &mut starts, origin, parallel);
+                starts.push(kept);
+                let got: Vec<BTreeSet<u32>> = starts
+                    .windows(2)
+                    .map(|w| buf[w[0]..w[1]].iter().copied().collect())
+                    .collect();
+                prop_assert_eq!(&got, &expected);
+                for w in starts.windows(2) {
+                    prop_assert!(buf[w[0]..w[1]].windows(2).all(|p| p[0] < p[1]));
+                }
+            }
         }
     }
 
