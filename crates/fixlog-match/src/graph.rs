@@ -22,6 +22,7 @@
 use crate::csr;
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Below these sizes a pass runs on one thread: splitting small work costs more than
@@ -29,6 +30,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// can take milliseconds).
 pub(crate) const PARALLEL_MIN_EDGES: usize = 1 << 18;
 pub(crate) const PARALLEL_MIN_NODES: usize = 1 << 14;
+/// Edges per piece of parallel work in a pass over all edges.
+const EDGE_GRAIN: usize = 1 << 12;
 
 /// Internal node number (`0..node_count`, in increasing id order).
 pub type NodeIndex = u32;
@@ -189,8 +192,10 @@ impl Names {
 #[derive(Debug, Default)]
 pub struct GraphBuilder {
     undirected: bool,
-    /// `(src, dst, type)`; `type` is `u32::MAX` for an edge without one.
-    edges: Vec<(u64, u64, u32)>,
+    /// `(src, dst, type)`, in pieces as they were added (one per chunk of a file the
+    /// parallel reader parsed: they are numbered in parallel and never concatenated);
+    /// `type` is `u32::MAX` for an edge without one.
+    edges: Vec<Vec<(u64, u64, u32)>>,
     /// `(node, label)`; label `u32::MAX` declares a node without labels.
     labels: Vec<(u64, u32)>,
     label_names: Names,
@@ -214,7 +219,10 @@ impl GraphBuilder {
             Some(name) => self.type_names.intern(name),
             None => NO_TYPE,
         };
-        self.edges.push((src, dst, t));
+        match self.edges.last_mut() {
+            Some(piece) => piece.push((src, dst, t)),
+            None => self.edges.push(vec![(src, dst, t)]),
+        }
     }
 
     /// Declares `node` (a node of the graph even without edges).
@@ -229,65 +237,123 @@ impl GraphBuilder {
 
     /// Edges added so far (before deduplication).
     pub fn edge_count(&self) -> usize {
-        self.edges.len()
+        self.edges.iter().map(Vec::len).sum()
     }
 
-    /// Adds edges already split into `(src, dst, type number)`, with `types` naming the
-    /// type numbers used (`u32::MAX`: no type); used by the parallel file reader.
-    pub(crate) fn add_numbered_edges(&mut self, edges: Vec<(u64, u64, u32)>, types: &[&str]) {
-        if types.is_empty() {
-            if self.edges.is_empty() {
-                self.edges = edges;
-            } else {
-                self.edges.extend_from_slice(&edges);
-            }
-            return;
+    /// Adds pieces of edges already split into `(src, dst, type number)`, each with the
+    /// type names its numbers index (`u32::MAX`: no type); used by the parallel file
+    /// reader. The pieces are kept as they are (type numbers made global in parallel).
+    pub(crate) fn add_numbered_edges(&mut self, pieces: Vec<(Vec<(u64, u64, u32)>, Vec<&str>)>) {
+        let mut numbers = Vec::with_capacity(pieces.len());
+        let mut edges = Vec::with_capacity(pieces.len());
+        for (piece, types) in pieces {
+            let global: Vec<u32> = types.iter().map(|t| self.type_names.intern(t)).collect();
+            numbers.push(global);
+            edges.push(piece);
         }
-        let global: Vec<u32> = types.iter().map(|t| self.type_names.intern(t)).collect();
-        self.edges.extend(edges.into_iter().map(|(s, d, t)| {
-            let t = if t == NO_TYPE {
-                NO_TYPE
-            } else {
-                global[t as usize]
-            };
-            (s, d, t)
-        }));
+        edges
+            .par_iter_mut()
+            .zip(numbers.par_iter())
+            .filter(|(_, global)| !global.is_empty())
+            .for_each(|(piece, global)| {
+                for edge in piece.iter_mut() {
+                    if edge.2 != NO_TYPE {
+                        edge.2 = global[edge.2 as usize];
+                    }
+                }
+            });
+        self.edges
+            .extend(edges.into_iter().filter(|piece| !piece.is_empty()));
     }
 
     /// Numbers the nodes in id order; adjacency lists are built when patterns need
     /// them. Errors when there are more than `u32::MAX - 1` nodes.
     pub fn build(self) -> Result<Graph, String> {
-        let endpoints = self.edges.len() * 2 + self.labels.len();
+        let edge_count = self.edge_count();
+        let endpoints = edge_count * 2 + self.labels.len();
+        // Every edge of every piece, in parallel.
+        let each_edge = |f: &(dyn Fn(&(u64, u64, u32)) + Sync)| {
+            self.edges.par_iter().for_each(|piece| {
+                piece.par_iter().with_min_len(EDGE_GRAIN).for_each(f);
+            })
+        };
         let max_id = self
             .edges
             .par_iter()
-            .with_min_len(PARALLEL_MIN_EDGES)
+            .flat_map(|piece| piece.par_iter().with_min_len(EDGE_GRAIN))
             .map(|&(s, d, _)| s.max(d))
             .max()
             .unwrap_or(0)
             .max(self.labels.iter().map(|&(n, _)| n).max().unwrap_or(0));
-        let all_ids = || {
-            self.edges
-                .iter()
-                .flat_map(|&(s, d, _)| [s, d])
-                .chain(self.labels.iter().map(|&(n, _)| n))
-        };
         // Dense ids (the usual case): a table from id to number, no sort.
         let (ids, numbering) = if max_id < 4 * endpoints as u64 + 1024 && max_id < u32::MAX as u64 {
-            let mut table = vec![0 as NodeIndex; max_id as usize + 1];
-            for id in all_ids() {
-                table[id as usize] = 1;
-            }
-            let mut ids = Vec::new();
-            for (id, slot) in table.iter_mut().enumerate() {
-                if *slot == 1 {
-                    *slot = ids.len() as NodeIndex;
-                    ids.push(id as u64);
+            // Mark the ids in use (a plain store of 1: no read-modify-write, so no
+            // thread waits on another), then number them in order, in blocks.
+            let marks: Vec<AtomicU32> = (0..max_id as usize + 1)
+                .into_par_iter()
+                .with_min_len(EDGE_GRAIN)
+                .map(|_| AtomicU32::new(0))
+                .collect();
+            let mark = |id: u64| {
+                let cell = &marks[id as usize];
+                if cell.load(Relaxed) == 0 {
+                    cell.store(1, Relaxed);
                 }
+            };
+            each_edge(&|&(s, d, _)| {
+                mark(s);
+                mark(d);
+            });
+            for &(n, _) in &self.labels {
+                mark(n);
             }
+            let mut table: Vec<NodeIndex> = marks.into_iter().map(AtomicU32::into_inner).collect();
+            const BLOCK: usize = 1 << 16;
+            let in_block: Vec<usize> = table
+                .par_chunks(BLOCK)
+                .map(|block| block.iter().filter(|&&m| m == 1).count())
+                .collect();
+            let mut ids = vec![0u64; in_block.iter().sum()];
+            let mut out = Vec::with_capacity(in_block.len());
+            let mut rest = ids.as_mut_slice();
+            let mut first = 0;
+            for &count in &in_block {
+                let (block_ids, tail) = rest.split_at_mut(count);
+                out.push((block_ids, first));
+                rest = tail;
+                first += count;
+            }
+            table.par_chunks_mut(BLOCK).zip(out).enumerate().for_each(
+                |(k, (block, (block_ids, first)))| {
+                    let mut next = 0;
+                    for (j, slot) in block.iter_mut().enumerate() {
+                        if *slot == 1 {
+                            *slot = (first + next) as NodeIndex;
+                            block_ids[next] = (k * BLOCK + j) as u64;
+                            next += 1;
+                        }
+                    }
+                },
+            );
             (ids, Numbering::Table(table))
         } else {
-            let mut ids: Vec<u64> = all_ids().collect();
+            let mut ids: Vec<u64> = Vec::with_capacity(endpoints);
+            for piece in &self.edges {
+                ids.par_extend(
+                    (0..2 * piece.len())
+                        .into_par_iter()
+                        .with_min_len(EDGE_GRAIN)
+                        .map(|i| {
+                            let (s, d, _) = piece[i / 2];
+                            if i % 2 == 0 {
+                                s
+                            } else {
+                                d
+                            }
+                        }),
+                );
+            }
+            ids.extend(self.labels.iter().map(|&(n, _)| n));
             ids.par_sort_unstable();
             ids.dedup();
             (ids, Numbering::Search)
@@ -299,12 +365,16 @@ impl GraphBuilder {
                 u32::MAX - 1
             ));
         }
-        let edges: Vec<(NodeIndex, NodeIndex, u32)> = self
-            .edges
-            .par_iter()
-            .with_min_len(PARALLEL_MIN_EDGES)
-            .map(|&(s, d, t)| (numbering.index(&ids, s), numbering.index(&ids, d), t))
-            .collect();
+        // Numbered piece by piece into one list, each piece freed once numbered.
+        let mut edges: Vec<(NodeIndex, NodeIndex, u32)> = Vec::with_capacity(edge_count);
+        for piece in self.edges {
+            edges.par_extend(
+                piece
+                    .par_iter()
+                    .with_min_len(EDGE_GRAIN)
+                    .map(|&(s, d, t)| (numbering.index(&ids, s), numbering.index(&ids, d), t)),
+            );
+        }
         drop(numbering);
         let has_self_loops = edges
             .par_iter()
@@ -453,20 +523,48 @@ impl Graph {
         let n = self.ids.len();
         // Degrees from the edges as read (no adjacency needed): any total order keeps
         // the count, so ends of repeated edges may count twice.
-        let mut degree = vec![0usize; n];
-        for &(s, d, _) in &self.edges {
-            degree[s as usize] += 1;
-            degree[d as usize] += 1;
-        }
+        let degree: Vec<usize> = if self.edges.len() >= parallel_min_items() {
+            let cells: Vec<AtomicUsize> = (0..n)
+                .into_par_iter()
+                .with_min_len(EDGE_GRAIN)
+                .map(|_| AtomicUsize::new(0))
+                .collect();
+            self.edges
+                .par_iter()
+                .with_min_len(EDGE_GRAIN)
+                .for_each(|&(s, d, _)| {
+                    cells[s as usize].fetch_add(1, Relaxed);
+                    cells[d as usize].fetch_add(1, Relaxed);
+                });
+            cells.into_iter().map(AtomicUsize::into_inner).collect()
+        } else {
+            let mut degree = vec![0usize; n];
+            for &(s, d, _) in &self.edges {
+                degree[s as usize] += 1;
+                degree[d as usize] += 1;
+            }
+            degree
+        };
         // order[rank] = node; rank[node].
         let mut order: Vec<NodeIndex> = (0..n as NodeIndex).collect();
         order.par_sort_unstable_by_key(|&u| (degree[u as usize], u));
         drop(degree);
-        let mut rank = vec![0 as NodeIndex; n];
-        for (r, &u) in order.iter().enumerate() {
-            rank[u as usize] = r as NodeIndex;
-        }
-        let ids = order.iter().map(|&u| self.ids[u as usize]).collect();
+        let rank: Vec<AtomicU32> = (0..n)
+            .into_par_iter()
+            .with_min_len(PARALLEL_MIN_NODES)
+            .map(|_| AtomicU32::new(0))
+            .collect();
+        order
+            .par_iter()
+            .with_min_len(PARALLEL_MIN_NODES)
+            .enumerate()
+            .for_each(|(r, &u)| rank[u as usize].store(r as NodeIndex, Relaxed));
+        let rank: Vec<NodeIndex> = rank.into_iter().map(AtomicU32::into_inner).collect();
+        let ids = order
+            .par_iter()
+            .with_min_len(PARALLEL_MIN_NODES)
+            .map(|&u| self.ids[u as usize])
+            .collect();
         let labels = Adjacency::build(
             n,
             &order,
