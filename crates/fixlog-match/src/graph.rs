@@ -565,15 +565,23 @@ impl Graph {
             .with_min_len(PARALLEL_MIN_NODES)
             .map(|&u| self.ids[u as usize])
             .collect();
-        let labels = Adjacency::build(
-            n,
-            &order,
-            |&u| {
-                let r = rank[u as usize];
-                self.labels.neighbours(u).iter().map(move |&l| (r, l))
-            },
-            parallel_min_items(),
-        );
+        // Without labels (the usual case) no pass over the nodes.
+        let labels = if self.labels.edge_count() == 0 {
+            Adjacency {
+                offsets: vec![0; n + 1],
+                targets: Vec::new(),
+            }
+        } else {
+            Adjacency::build(
+                n,
+                &order,
+                |&u| {
+                    let r = rank[u as usize];
+                    self.labels.neighbours(u).iter().map(move |&l| (r, l))
+                },
+                parallel_min_items(),
+            )
+        };
         let edges = self
             .edges
             .par_iter()
