@@ -10,6 +10,7 @@
 //!     --runs 3          runs per figure (the median is printed)
 //!     --alpha 0.75      power-law exponent of the weights
 //!     --no-load         skip the loading rows (they hold the edge list as text)
+//!     --no-csr          skip the rows of the CSR builders
 //! ```
 //!
 //! Rows: the builder as it was before it ran in parallel (serial counting sort, lists
@@ -175,11 +176,11 @@ fn median(mut xs: Vec<f64>) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
-        "usage: csr_build NODES EDGES [--threads 1,16] [--runs 3] [--alpha 0.75] [--no-load]";
+        "usage: csr_build NODES EDGES [--threads 1,16] [--runs 3] [--alpha 0.75] [--no-load] [--no-csr]";
     let mut positional = Vec::new();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut threads = vec![1, cores];
-    let (mut runs, mut alpha, mut load) = (3usize, 0.75f64, true);
+    let (mut runs, mut alpha, mut load, mut csr) = (3usize, 0.75f64, true, true);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| panic!("{usage}")).clone();
@@ -198,6 +199,7 @@ fn main() {
             }
             "--alpha" => alpha = value().parse().unwrap_or_else(|_| panic!("{usage}")),
             "--no-load" => load = false,
+            "--no-csr" => csr = false,
             _ => positional.push(a.parse::<usize>().unwrap_or_else(|_| panic!("{usage}"))),
         }
     }
@@ -281,40 +283,42 @@ fn main() {
                         .collect(),
                 )
             };
-            row(
-                "CSR before (commit 5854894)",
-                time(&mut || {
-                    // As `Graph::build_adjacency` gave it the pairs.
-                    let type_ok = |t: u32| t == u32::MAX;
-                    let pairs = edge_list
-                        .iter()
-                        .filter(move |e| type_ok(e.2))
-                        .flat_map(|&(s, d, _)| [(s, d), (d, s)]);
-                    let got = old_build(nodes, pairs);
-                    assert!(got.0 == offsets && got.1 == targets);
-                }),
-            );
-            row(
-                "CSR serial counting sort",
-                time(&mut || {
-                    let got = graph.build_adjacency_with(key, usize::MAX);
-                    assert!(got.csr() == (offsets, targets));
-                }),
-            );
-            row(
-                "CSR parallel counting sort",
-                time(&mut || {
-                    let got = graph.build_adjacency_with(key, 0);
-                    assert!(got.csr() == (offsets, targets));
-                }),
-            );
-            row(
-                "CSR parallel sort of packed u64 keys",
-                time(&mut || {
-                    let got = sorted_keys_build(nodes, &edge_list);
-                    assert!(got.0 == offsets && got.1 == targets);
-                }),
-            );
+            if csr {
+                row(
+                    "CSR before (commit 5854894)",
+                    time(&mut || {
+                        // As `Graph::build_adjacency` gave it the pairs.
+                        let type_ok = |t: u32| t == u32::MAX;
+                        let pairs = edge_list
+                            .iter()
+                            .filter(move |e| type_ok(e.2))
+                            .flat_map(|&(s, d, _)| [(s, d), (d, s)]);
+                        let got = old_build(nodes, pairs);
+                        assert!(got.0 == offsets && got.1 == targets);
+                    }),
+                );
+                row(
+                    "CSR serial counting sort",
+                    time(&mut || {
+                        let got = graph.build_adjacency_with(key, usize::MAX);
+                        assert!(got.csr() == (offsets, targets));
+                    }),
+                );
+                row(
+                    "CSR parallel counting sort",
+                    time(&mut || {
+                        let got = graph.build_adjacency_with(key, 0);
+                        assert!(got.csr() == (offsets, targets));
+                    }),
+                );
+                row(
+                    "CSR parallel sort of packed u64 keys",
+                    time(&mut || {
+                        let got = sorted_keys_build(nodes, &edge_list);
+                        assert!(got.0 == offsets && got.1 == targets);
+                    }),
+                );
+            }
             if let Some(text) = &text {
                 let options = LoadOptions { undirected: true };
                 let (mut load, mut adjacency, mut ordered) = (vec![], vec![], vec![]);
