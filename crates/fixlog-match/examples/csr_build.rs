@@ -13,13 +13,13 @@
 //!     --no-csr          skip the rows of the CSR builders
 //! ```
 //!
-//! Rows: the builder as it was before it ran in parallel (serial counting sort, lists
-//! sorted in parallel, serial compaction: a copy of the old code, given the pairs as
-//! the graph gave them), the serial and the parallel counting sort
-//! (`Graph::build_adjacency_with`), a parallel sort of packed `u64` keys (the
-//! alternative design, here only), each on the same edges; then what a user pays:
-//! `Graph::from_text`, the first `Graph::adjacency` and the degree-ordered copy with
-//! its adjacency. Every builder's CSR is checked equal to the serial one's.
+//! Rows: the serial and the parallel counting sort (`Graph::build_adjacency_with`,
+//! the same graph), a parallel sort of packed `u64` keys (the alternative design, here
+//! only); then what a user pays: `Graph::from_text`, the first `Graph::adjacency` and
+//! the degree-ordered copy with its adjacency. Every builder's CSR is checked equal to
+//! the serial one's. For the figures before the parallel builder, build this example on
+//! an older commit with `build_adjacency_with(key, _)` replaced by `adjacency(key)` and
+//! run it with `--no-csr` (docs/match-results.md).
 
 use fixlog_match::graph::{AdjacencyKey, Direction, NodeIndex};
 use fixlog_match::{Graph, GraphBuilder, LoadOptions};
@@ -66,7 +66,7 @@ fn power_law(nodes: usize, edges: usize, alpha: f64) -> (Vec<u64>, Vec<(u32, u32
     const CHUNK: usize = 1 << 16;
     let draw = |state: &mut u64| {
         let r = splitmix(state);
-        let i = ((r >> 32) * nodes as u64 >> 32) as usize;
+        let i = (((r >> 32) * nodes as u64) >> 32) as usize;
         let p = (r & 0xffff_ffff) as f64 / (1u64 << 32) as f64;
         if p < scaled[i] {
             i as u32
@@ -77,7 +77,7 @@ fn power_law(nodes: usize, edges: usize, alpha: f64) -> (Vec<u64>, Vec<(u32, u32
     let pairs: Vec<(u32, u32)> = (0..edges.div_ceil(CHUNK))
         .into_par_iter()
         .flat_map_iter(|c| {
-            let mut state = 0x5eed ^ (c as u64) << 20;
+            let mut state = 0x5eed ^ ((c as u64) << 20);
             let count = CHUNK.min(edges - c * CHUNK);
             (0..count)
                 .map(move |_| (draw(&mut state), draw(&mut state)))
@@ -86,61 +86,6 @@ fn power_law(nodes: usize, edges: usize, alpha: f64) -> (Vec<u64>, Vec<(u32, u32
         })
         .collect();
     (ids, pairs)
-}
-
-/// The CSR builder before it ran in parallel (commit 5854894), on `(offsets, targets)`.
-fn old_build(
-    node_count: usize,
-    pairs: impl Iterator<Item = (NodeIndex, NodeIndex)> + Clone,
-) -> (Vec<usize>, Vec<NodeIndex>) {
-    let mut counts = vec![0usize; node_count + 1];
-    for (u, _) in pairs.clone() {
-        counts[u as usize + 1] += 1;
-    }
-    for i in 1..counts.len() {
-        counts[i] += counts[i - 1];
-    }
-    let mut cursor = counts.clone();
-    let mut targets = vec![0 as NodeIndex; counts[node_count]];
-    for (u, v) in pairs {
-        let slot = &mut cursor[u as usize];
-        targets[*slot] = v;
-        *slot += 1;
-    }
-    let mut lists: Vec<&mut [NodeIndex]> = Vec::with_capacity(node_count);
-    let mut rest = targets.as_mut_slice();
-    for u in 0..node_count {
-        let (list, tail) = rest.split_at_mut(counts[u + 1] - counts[u]);
-        lists.push(list);
-        rest = tail;
-    }
-    let lengths: Vec<usize> = lists
-        .into_par_iter()
-        .with_min_len(1 << 14)
-        .map(|list| {
-            list.sort_unstable();
-            let mut kept = 0;
-            for i in 0..list.len() {
-                if i == 0 || list[i] != list[kept - 1] {
-                    list[kept] = list[i];
-                    kept += 1;
-                }
-            }
-            kept
-        })
-        .collect();
-    let mut offsets = Vec::with_capacity(node_count + 1);
-    offsets.push(0);
-    let mut write = 0;
-    for u in 0..node_count {
-        let read = counts[u];
-        targets.copy_within(read..read + lengths[u], write);
-        write += lengths[u];
-        offsets.push(write);
-    }
-    targets.truncate(write);
-    targets.shrink_to_fit();
-    (offsets, targets)
 }
 
 /// The alternative: `node << 32 | neighbour` keys sorted in parallel, deduplicated,
@@ -284,19 +229,6 @@ fn main() {
                 )
             };
             if csr {
-                row(
-                    "CSR before (commit 5854894)",
-                    time(&mut || {
-                        // As `Graph::build_adjacency` gave it the pairs.
-                        let type_ok = |t: u32| t == u32::MAX;
-                        let pairs = edge_list
-                            .iter()
-                            .filter(move |e| type_ok(e.2))
-                            .flat_map(|&(s, d, _)| [(s, d), (d, s)]);
-                        let got = old_build(nodes, pairs);
-                        assert!(got.0 == offsets && got.1 == targets);
-                    }),
-                );
                 row(
                     "CSR serial counting sort",
                     time(&mut || {

@@ -243,7 +243,7 @@ impl GraphBuilder {
     /// Adds pieces of edges already split into `(src, dst, type number)`, each with the
     /// type names its numbers index (`u32::MAX`: no type); used by the parallel file
     /// reader. The pieces are kept as they are (type numbers made global in parallel).
-    pub(crate) fn add_numbered_edges(&mut self, pieces: Vec<(Vec<(u64, u64, u32)>, Vec<&str>)>) {
+    pub(crate) fn add_numbered_edges(&mut self, pieces: Vec<crate::load::EdgeChunk<'_>>) {
         let mut numbers = Vec::with_capacity(pieces.len());
         let mut edges = Vec::with_capacity(pieces.len());
         for (piece, types) in pieces {

@@ -165,7 +165,7 @@ pub fn parse_node_id(field: &str) -> Result<u64, String> {
 
 /// A chunk's edges `(src, dst, type number)` and the type names its numbers index
 /// (`u32::MAX`: no type).
-type EdgeChunk<'a> = (Vec<(u64, u64, u32)>, Vec<&'a str>);
+pub(crate) type EdgeChunk<'a> = (Vec<(u64, u64, u32)>, Vec<&'a str>);
 
 struct LineError {
     line: usize,
