@@ -269,89 +269,69 @@ impl GraphBuilder {
     /// Numbers the nodes in id order; adjacency lists are built when patterns need
     /// them. Errors when there are more than `u32::MAX - 1` nodes.
     pub fn build(self) -> Result<Graph, String> {
+        let parallel = self.edge_count() >= PARALLEL_MIN_EDGES && rayon::current_num_threads() > 1;
+        self.build_with(parallel)
+    }
+
+    /// [`GraphBuilder::build`], its passes over all edges on every core or on this
+    /// thread (the same graph either way).
+    fn build_with(self, parallel: bool) -> Result<Graph, String> {
         let edge_count = self.edge_count();
         let endpoints = edge_count * 2 + self.labels.len();
-        // Every edge of every piece, in parallel.
-        let each_edge = |f: &(dyn Fn(&(u64, u64, u32)) + Sync)| {
-            self.edges.par_iter().for_each(|piece| {
-                piece.par_iter().with_min_len(EDGE_GRAIN).for_each(f);
-            })
-        };
-        let max_id = self
-            .edges
-            .par_iter()
-            .flat_map(|piece| piece.par_iter().with_min_len(EDGE_GRAIN))
-            .map(|&(s, d, _)| s.max(d))
-            .max()
-            .unwrap_or(0)
-            .max(self.labels.iter().map(|&(n, _)| n).max().unwrap_or(0));
+        let max_id = if parallel {
+            self.edges
+                .par_iter()
+                .flat_map(|piece| piece.par_iter().with_min_len(EDGE_GRAIN))
+                .map(|&(s, d, _)| s.max(d))
+                .max()
+        } else {
+            self.edges.iter().flatten().map(|&(s, d, _)| s.max(d)).max()
+        }
+        .unwrap_or(0)
+        .max(self.labels.iter().map(|&(n, _)| n).max().unwrap_or(0));
         // Dense ids (the usual case): a table from id to number, no sort.
         let (ids, numbering) = if max_id < 4 * endpoints as u64 + 1024 && max_id < u32::MAX as u64 {
-            // Mark the ids in use (a plain store of 1: no read-modify-write, so no
-            // thread waits on another), then number them in order, in blocks.
-            let marks: Vec<AtomicU32> = (0..max_id as usize + 1)
-                .into_par_iter()
-                .with_min_len(EDGE_GRAIN)
-                .map(|_| AtomicU32::new(0))
-                .collect();
-            let mark = |id: u64| {
-                let cell = &marks[id as usize];
-                if cell.load(Relaxed) == 0 {
-                    cell.store(1, Relaxed);
+            let (ids, table) = if parallel {
+                self.number_dense_in_parallel(max_id as usize + 1)
+            } else {
+                let mut table = vec![0 as NodeIndex; max_id as usize + 1];
+                for &(s, d, _) in self.edges.iter().flatten() {
+                    table[s as usize] = 1;
+                    table[d as usize] = 1;
                 }
-            };
-            each_edge(&|&(s, d, _)| {
-                mark(s);
-                mark(d);
-            });
-            for &(n, _) in &self.labels {
-                mark(n);
-            }
-            let mut table: Vec<NodeIndex> = marks.into_iter().map(AtomicU32::into_inner).collect();
-            const BLOCK: usize = 1 << 16;
-            let in_block: Vec<usize> = table
-                .par_chunks(BLOCK)
-                .map(|block| block.iter().filter(|&&m| m == 1).count())
-                .collect();
-            let mut ids = vec![0u64; in_block.iter().sum()];
-            let mut out = Vec::with_capacity(in_block.len());
-            let mut rest = ids.as_mut_slice();
-            let mut first = 0;
-            for &count in &in_block {
-                let (block_ids, tail) = rest.split_at_mut(count);
-                out.push((block_ids, first));
-                rest = tail;
-                first += count;
-            }
-            table.par_chunks_mut(BLOCK).zip(out).enumerate().for_each(
-                |(k, (block, (block_ids, first)))| {
-                    let mut next = 0;
-                    for (j, slot) in block.iter_mut().enumerate() {
-                        if *slot == 1 {
-                            *slot = (first + next) as NodeIndex;
-                            block_ids[next] = (k * BLOCK + j) as u64;
-                            next += 1;
-                        }
+                for &(n, _) in &self.labels {
+                    table[n as usize] = 1;
+                }
+                let mut ids = Vec::new();
+                for (id, slot) in table.iter_mut().enumerate() {
+                    if *slot == 1 {
+                        *slot = ids.len() as NodeIndex;
+                        ids.push(id as u64);
                     }
-                },
-            );
+                }
+                (ids, table)
+            };
             (ids, Numbering::Table(table))
         } else {
             let mut ids: Vec<u64> = Vec::with_capacity(endpoints);
             for piece in &self.edges {
-                ids.par_extend(
-                    (0..2 * piece.len())
-                        .into_par_iter()
-                        .with_min_len(EDGE_GRAIN)
-                        .map(|i| {
-                            let (s, d, _) = piece[i / 2];
-                            if i % 2 == 0 {
-                                s
-                            } else {
-                                d
-                            }
-                        }),
-                );
+                if parallel {
+                    ids.par_extend(
+                        (0..2 * piece.len())
+                            .into_par_iter()
+                            .with_min_len(EDGE_GRAIN)
+                            .map(|i| {
+                                let (s, d, _) = piece[i / 2];
+                                if i % 2 == 0 {
+                                    s
+                                } else {
+                                    d
+                                }
+                            }),
+                    );
+                } else {
+                    ids.extend(piece.iter().flat_map(|&(s, d, _)| [s, d]));
+                }
             }
             ids.extend(self.labels.iter().map(|&(n, _)| n));
             ids.par_sort_unstable();
@@ -367,19 +347,24 @@ impl GraphBuilder {
         }
         // Numbered piece by piece into one list, each piece freed once numbered.
         let mut edges: Vec<(NodeIndex, NodeIndex, u32)> = Vec::with_capacity(edge_count);
+        let number =
+            |&(s, d, t): &(u64, u64, u32)| (numbering.index(&ids, s), numbering.index(&ids, d), t);
         for piece in self.edges {
-            edges.par_extend(
-                piece
-                    .par_iter()
-                    .with_min_len(EDGE_GRAIN)
-                    .map(|&(s, d, t)| (numbering.index(&ids, s), numbering.index(&ids, d), t)),
-            );
+            if parallel {
+                edges.par_extend(piece.par_iter().with_min_len(EDGE_GRAIN).map(number));
+            } else {
+                edges.extend(piece.iter().map(number));
+            }
         }
         drop(numbering);
-        let has_self_loops = edges
-            .par_iter()
-            .with_min_len(PARALLEL_MIN_EDGES)
-            .any(|&(s, d, _)| s == d);
+        let has_self_loops = if parallel {
+            edges
+                .par_iter()
+                .with_min_len(EDGE_GRAIN)
+                .any(|&(s, d, _)| s == d)
+        } else {
+            edges.iter().any(|&(s, d, _)| s == d)
+        };
         let node_labels: Vec<(NodeIndex, u32)> = self
             .labels
             .iter()
@@ -404,6 +389,65 @@ impl GraphBuilder {
             by_degree: false,
             degree_ordered: OnceLock::new(),
         })
+    }
+
+    /// Ids dense enough for a table (`table_len` entries, from 0 to the largest id):
+    /// the ids in use, ascending, and the table from id to number. The ids are marked
+    /// in parallel (a plain store of 1, no read-modify-write: no thread waits on
+    /// another), then numbered in order in blocks.
+    fn number_dense_in_parallel(&self, table_len: usize) -> (Vec<u64>, Vec<NodeIndex>) {
+        let marks: Vec<AtomicU32> = (0..table_len)
+            .into_par_iter()
+            .with_min_len(EDGE_GRAIN)
+            .map(|_| AtomicU32::new(0))
+            .collect();
+        let mark = |id: u64| {
+            let cell = &marks[id as usize];
+            if cell.load(Relaxed) == 0 {
+                cell.store(1, Relaxed);
+            }
+        };
+        self.edges.par_iter().for_each(|piece| {
+            piece
+                .par_iter()
+                .with_min_len(EDGE_GRAIN)
+                .for_each(|&(s, d, _)| {
+                    mark(s);
+                    mark(d);
+                });
+        });
+        for &(n, _) in &self.labels {
+            mark(n);
+        }
+        let mut table: Vec<NodeIndex> = marks.into_iter().map(AtomicU32::into_inner).collect();
+        const BLOCK: usize = 1 << 16;
+        let in_block: Vec<usize> = table
+            .par_chunks(BLOCK)
+            .map(|block| block.iter().filter(|&&m| m == 1).count())
+            .collect();
+        let mut ids = vec![0u64; in_block.iter().sum()];
+        let mut out = Vec::with_capacity(in_block.len());
+        let mut rest = ids.as_mut_slice();
+        let mut first = 0;
+        for &count in &in_block {
+            let (block_ids, tail) = rest.split_at_mut(count);
+            out.push((block_ids, first));
+            rest = tail;
+            first += count;
+        }
+        table.par_chunks_mut(BLOCK).zip(out).enumerate().for_each(
+            |(k, (block, (block_ids, first)))| {
+                let mut next = 0;
+                for (j, slot) in block.iter_mut().enumerate() {
+                    if *slot == 1 {
+                        *slot = (first + next) as NodeIndex;
+                        block_ids[next] = (k * BLOCK + j) as u64;
+                        next += 1;
+                    }
+                }
+            },
+        );
+        (ids, table)
     }
 }
 
@@ -773,6 +817,61 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Building on every core gives the graph a serial build gives: the same ids,
+        /// numbers, edges, labels and types, from pieces as the file reader adds them
+        /// (each with its own type numbering) and edges added one by one, with dense or
+        /// sparse ids.
+        #[test]
+        fn parallel_build_is_the_serial_build(
+            pieces in proptest::collection::vec(
+                proptest::collection::vec((0u64..60, 0u64..60, 0u32..4), 0..80),
+                0..5,
+            ),
+            loose in proptest::collection::vec((0u64..60, 0u64..60), 0..20),
+            labelled in proptest::collection::vec((0u64..70, 0usize..3), 0..20),
+            spread in prop_oneof![Just(1u64), Just(3), Just(1u64 << 40)],
+            undirected in any::<bool>(),
+        ) {
+            const TYPES: [&str; 3] = ["A", "B", "C"];
+            let make = || {
+                let mut builder = GraphBuilder::new(undirected);
+                let numbered = pieces
+                    .iter()
+                    .enumerate()
+                    .map(|(k, piece)| {
+                        // Piece k numbers the types rotated by k; 3 is no type.
+                        let types: Vec<&str> = (0..3).map(|i| TYPES[(i + k) % 3]).collect();
+                        let edges = piece
+                            .iter()
+                            .map(|&(s, d, t)| (s * spread, d * spread, if t == 3 { NO_TYPE } else { t }))
+                            .collect();
+                        (edges, types)
+                    })
+                    .collect();
+                builder.add_numbered_edges(numbered);
+                for &(s, d) in &loose {
+                    builder.add_edge(s * spread, d * spread, None);
+                }
+                for &(n, l) in &labelled {
+                    builder.add_label(n * spread, ["x", "y", "z"][l]);
+                }
+                builder
+            };
+            let serial = make().build_with(false).map_err(TestCaseError::fail)?;
+            let parallel = make().build_with(true).map_err(TestCaseError::fail)?;
+            prop_assert_eq!(&serial.ids, &parallel.ids);
+            prop_assert_eq!(&serial.edges, &parallel.edges);
+            prop_assert_eq!(serial.labels.csr(), parallel.labels.csr());
+            prop_assert_eq!(serial.has_self_loops, parallel.has_self_loops);
+            prop_assert_eq!(&serial.type_names.names, &parallel.type_names.names);
+            let expected_edges = pieces.iter().map(Vec::len).sum::<usize>() + loose.len();
+            prop_assert_eq!(serial.edges.len(), expected_edges);
         }
     }
 
