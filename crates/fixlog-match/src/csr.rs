@@ -71,7 +71,7 @@ where
 }
 
 /// The counting sort on one thread.
-pub(crate) fn build_serial<'a, T, F, I>(node_count: usize, items: &'a [T], pairs: F) -> Csr
+fn build_serial<'a, T, F, I>(node_count: usize, items: &'a [T], pairs: F) -> Csr
 where
     F: Fn(&'a T) -> I,
     I: IntoIterator<Item = (NodeIndex, NodeIndex)>,
@@ -173,7 +173,7 @@ const MAX_BUCKETS: usize = 1 << 12;
 const BUCKET_PAIRS: usize = 1 << 16;
 
 /// The counting sort on every core, partitioned by node range (see the module docs).
-pub(crate) fn build_parallel<'a, T, F, I>(node_count: usize, items: &'a [T], pairs: F) -> Csr
+fn build_parallel<'a, T, F, I>(node_count: usize, items: &'a [T], pairs: F) -> Csr
 where
     T: Sync,
     F: Fn(&'a T) -> I + Sync,
