@@ -707,8 +707,8 @@ impl Graph {
         };
         let edges = self.edges.as_slice();
         let min = parallel_min_edges;
-        // Both ways: `take` of an array, not `flatten` of an `Option` of one (which was
-        // seven times slower to iterate here).
+        // Both ways: `take` of an array, not `flatten` of an `Option` of one (with
+        // which a serial build of 3.2M edges took five times as long).
         match direction {
             Direction::Out => {
                 Adjacency::build(n, edges, |&(s, d, t)| type_ok(t).then_some((s, d)), min)
