@@ -134,12 +134,13 @@ impl RowStore {
 
     /// The rows as a vector to change (a shared store is copied first, runs merged).
     pub fn to_mut(&mut self) -> &mut Vec<Value> {
-        if !matches!(self, RowStore::Owned(_)) {
-            *self = RowStore::Owned(std::mem::take(self).into_vec());
-        }
         match self {
             RowStore::Owned(v) => v,
-            _ => unreachable!("replaced by a vector above"),
+            other => {
+                // Now a vector: the second call takes the first arm.
+                *other = RowStore::Owned(std::mem::take(other).into_vec());
+                other.to_mut()
+            }
         }
     }
 
