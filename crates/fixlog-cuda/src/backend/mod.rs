@@ -227,7 +227,8 @@ impl CudaBackend {
 
     /// Rows of `arity` a rule's last join makes at once before subtracting them from
     /// the head relation `known` ([`Self::join_absorb_batch`]): a share of the
-    /// relation's size, at least [`WINDOW_MIN_BYTES`] and at most the batch budget.
+    /// relation's size, at least [`WINDOW_MIN_BYTES`] (or a 64th of the limit) and at
+    /// most the batch budget.
     /// The device then holds the relation, a window and its sort, and the new tuples,
     /// instead of the relation and the join's whole output.
     pub(crate) fn absorb_window_rows(&self, arity: usize, known: &CudaRelation) -> usize {
@@ -236,7 +237,8 @@ impl CudaBackend {
         let bytes = if share <= 0.0 {
             usize::MAX
         } else {
-            ((known_bytes as f64 * share) as usize).max(WINDOW_MIN_BYTES)
+            let floor = WINDOW_MIN_BYTES.min(self.gpu.pool_stats().limit / 64);
+            ((known_bytes as f64 * share) as usize).max(floor)
         };
         (bytes.min(self.batch_budget_bytes()) / (arity * 4).max(1)).max(1)
     }
@@ -251,8 +253,9 @@ const BATCH_MIN_BYTES: usize = 32 << 20;
 /// (docs/gpu-results.md, round 12).
 const BATCH_MAX_BYTES: usize = 1 << 30;
 
-/// Windows of a rule's last join are never smaller than this (smaller ones cost more
-/// in launches and synchronisations than they save).
+/// Windows of a rule's last join are never smaller than this, or a 64th of the pool's
+/// limit where that is less (smaller ones cost more in launches and synchronisations
+/// than they save).
 const WINDOW_MIN_BYTES: usize = 16 << 20;
 
 /// The window's share of the head relation's size. TEMPORARY (measurement switch,
