@@ -320,24 +320,6 @@ pub trait Backend {
         code: &Self::Code,
         ctx: &EvalContext,
     ) -> ExecResult<Self::Batch>;
-    /// The last join of a rule's pipeline when only new tuples are kept: the tuples of
-    /// `join(input, inner)` that are not in `known` (the head relation), sorted and
-    /// deduplicated, and how many rows the join made before deduplication (for the
-    /// statistics). The default joins, then subtracts. A backend may fuse the two so
-    /// that the join's whole output never exists at once (the CUDA backend writes it
-    /// window by window, keeping only each window's new tuples).
-    fn join_absorb(
-        &self,
-        input: &Self::Batch,
-        inner: &Self::Index,
-        code: &Self::Code,
-        ctx: &EvalContext,
-        known: &Self::Relation,
-    ) -> ExecResult<(Self::Relation, usize)> {
-        let out = self.join(input, inner, code, ctx)?;
-        let made = self.batch_len(&out);
-        Ok((self.sort_unique_minus(out, known)?, made))
-    }
     /// `code` from an [`OpSpec::Intersect`]; `atoms[i]` is the index of the spec's
     /// atom `i`.
     fn intersect(

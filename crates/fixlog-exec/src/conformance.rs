@@ -39,7 +39,6 @@ pub fn checks<B: Backend>() -> Vec<Check<B>> {
         ("scan_filter_row_numbers", scan_filter_row_numbers::<B>),
         ("aggregates", aggregates::<B>),
         ("join_distinct_fanning", join_distinct_fanning::<B>),
-        ("join_absorb_large", join_absorb_large::<B>),
         ("intersections", intersections::<B>),
     ]
 }
@@ -663,38 +662,6 @@ impl JoinCase {
         assert!(rows.len() <= expect.len(), "{what}");
         let set: BTreeSet<Vec<Value>> = rows.into_iter().collect();
         assert_eq!(set, expect_set, "{what} (distinct)");
-        // The last join of a rule keeping new tuples: the distinct join's set minus a
-        // relation holding every other tuple of it (and tuples it does not make).
-        let out_arity = project.len();
-        let known_set: BTreeSet<Vec<Value>> = if out_arity == 0 {
-            BTreeSet::new()
-        } else {
-            expect_set
-                .iter()
-                .step_by(2)
-                .cloned()
-                .chain([vec![u32::MAX; out_arity]])
-                .collect()
-        };
-        let known = if out_arity == 0 {
-            be.empty_relation(0).unwrap()
-        } else {
-            multi_run_rel(be, out_arity, &flat(&known_set), 2)
-        };
-        let (new, made) = be
-            .join_absorb(&input, &index, &codes[1], &ctx, &known)
-            .unwrap();
-        assert!(made <= expect.len(), "{what} (join_absorb made)");
-        let expect_new: BTreeSet<Vec<Value>> = expect_set.difference(&known_set).cloned().collect();
-        if out_arity > 0 {
-            assert_eq!(rows_of(be, &new), flat(&expect_new), "{what} (join_absorb)");
-        } else {
-            assert_eq!(
-                be.relation_len(&new),
-                expect_new.len(),
-                "{what} (join_absorb)"
-            );
-        }
         // Anti-join against the same index and key (key over input columns only).
         if key
             .iter()
@@ -1193,66 +1160,6 @@ fn join_distinct_fanning<B: Backend>(be: &B) {
     );
     let set: BTreeSet<Vec<Value>> = batch_sorted(be, &distinct).into_iter().collect();
     assert_eq!(set.len(), 20 * 50);
-}
-
-fn join_absorb_large<B: Backend>(be: &B) {
-    // 4M distinct outputs (a, v) from 20 x 1000 input rows (a, k), each matching the
-    // 200 inner rows (k, v) with v = 200k + j; the head relation holds those with v
-    // even, and rows the join does not make. Large enough that a backend making the
-    // output in windows makes several (the CUDA backend at 16 MiB, or a 64th of its
-    // memory limit).
-    let syms = SymbolTable::new();
-    let ctx = EvalContext::new(&syms);
-    let mut input = Vec::new();
-    for a in 0..20u32 {
-        for k in 0..1000u32 {
-            input.extend_from_slice(&[a, k]);
-        }
-    }
-    let mut inner = Vec::new();
-    for k in 0..1000u32 {
-        for j in 0..200u32 {
-            inner.extend_from_slice(&[k, k * 200 + j]);
-        }
-    }
-    let index = be.build_index(&rel(be, 2, &inner), &[0, 1], 1).unwrap();
-    let batch = batch_of(be, 2, &input);
-    let code = prepare(
-        be,
-        join_spec(
-            2,
-            &[0, 1],
-            1,
-            vec![col(1)],
-            vec![],
-            vec![col(0), col(3)],
-            true,
-        ),
-        &syms,
-    );
-    let mut known = Vec::new();
-    for a in 0..21u32 {
-        for v in (0..200_000u32).step_by(2) {
-            known.extend_from_slice(&[a, v]);
-        }
-    }
-    let known = multi_run_rel(be, 2, &known, 3);
-    let (new, made) = be.join_absorb(&batch, &index, &code, &ctx, &known).unwrap();
-    assert!(made <= 20 * 200_000, "{made} rows made");
-    let mut expect = Vec::with_capacity(20 * 100_000 * 2);
-    for a in 0..20u32 {
-        for v in (1..200_000u32).step_by(2) {
-            expect.extend_from_slice(&[a, v]);
-        }
-    }
-    let got = rows_of(be, &new);
-    assert_eq!(
-        got.len(),
-        expect.len(),
-        "join_absorb: {} rows",
-        got.len() / 2
-    );
-    assert!(got == expect, "join_absorb: rows differ");
 }
 
 // ---- worst-case-optimal intersections -----------------------------------------------------

@@ -949,25 +949,18 @@ impl<B: Backend> Driver<'_, B> {
             };
             let n = b.batch_len(&piece);
             let t = Instant::now();
-            let outcome = match op {
-                // The rule's last join, keeping only new tuples: the backend may make
-                // and subtract its output in parts (`Backend::join_absorb`).
-                POp::Join { index, code, .. } if rest.is_empty() && only_new => {
-                    self.join_absorb(head, *index, *code, &piece, n > 1, acc)
-                }
-                _ => self.run_op(op, Some(&piece), n > 1).and_then(|out| {
-                    self.stats.phases.join += t.elapsed();
-                    let made = b.batch_len(&out);
-                    let below = if rest.is_empty() {
-                        // (`absorb` counts its own time, as deduplication.)
-                        self.absorb(head, out, acc, only_new)?;
-                        0
-                    } else {
-                        self.run_split(head, rest, out, Level::Below, acc, only_new)?
-                    };
-                    Ok(made.max(below))
-                }),
-            };
+            let outcome = self.run_op(op, Some(&piece), n > 1).and_then(|out| {
+                self.stats.phases.join += t.elapsed();
+                let made = b.batch_len(&out);
+                let below = if rest.is_empty() {
+                    // (`absorb` counts its own time, as deduplication.)
+                    self.absorb(head, out, acc, only_new)?;
+                    0
+                } else {
+                    self.run_split(head, rest, out, Level::Below, acc, only_new)?
+                };
+                Ok(made.max(below))
+            });
             match outcome {
                 Ok(made) => {
                     peak = peak.max(made);
@@ -1024,37 +1017,6 @@ impl<B: Backend> Driver<'_, B> {
         }
     }
 
-    /// The last join of a rule's pipeline over `input`, its new tuples (those not in
-    /// `full[head]`) pushed onto `acc`; returns the rows the join made. Its time counts
-    /// as the join's: the backend deduplicates as it joins.
-    fn join_absorb(
-        &mut self,
-        head: RelId,
-        index: usize,
-        code: usize,
-        input: &B::Batch,
-        can_split: bool,
-        acc: &mut Vec<B::Relation>,
-    ) -> ExecResult<usize> {
-        let t = Instant::now();
-        let ctx = &EvalContext {
-            symbols: self.ctx.symbols,
-            can_split,
-        };
-        let code = self
-            .prepared
-            .codes
-            .get(code)
-            .ok_or_else(|| internal("an operator was not prepared"))?;
-        let (new, made) =
-            self.backend
-                .join_absorb(input, self.index(index)?, code, ctx, &self.full[head])?;
-        self.stats.derived += made;
-        self.push_new(new, acc)?;
-        self.stats.phases.join += t.elapsed();
-        Ok(made)
-    }
-
     /// `sort_unique(batch) − full[rel]` (`only_new`) or `sort_unique(batch)`, pushed
     /// onto `acc`.
     fn absorb(
@@ -1075,14 +1037,6 @@ impl<B: Backend> Driver<'_, B> {
         } else {
             self.backend.sort_unique(batch)?
         };
-        self.push_new(new, acc)?;
-        self.stats.phases.dedup += t.elapsed();
-        Ok(())
-    }
-
-    /// Pushes a sorted, deduplicated relation of derived tuples onto `acc`, merging
-    /// runs of similar size; on failure `acc` is as it was.
-    fn push_new(&self, new: B::Relation, acc: &mut Vec<B::Relation>) -> ExecResult<()> {
         let b = self.backend;
         // A merge that fails has consumed the runs it merged; the caller runs the piece
         // again (in halves) after running out of memory, so `acc` must be as it was
@@ -1100,6 +1054,8 @@ impl<B: Backend> Driver<'_, B> {
             *acc = before;
             return Err(e);
         }
+        drop(before);
+        self.stats.phases.dedup += t.elapsed();
         Ok(())
     }
 

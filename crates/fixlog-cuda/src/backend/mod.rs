@@ -224,24 +224,6 @@ impl CudaBackend {
         let room = s.limit.saturating_sub(s.in_use);
         (room / 4).clamp(BATCH_MIN_BYTES, BATCH_MAX_BYTES)
     }
-
-    /// Rows of `arity` a rule's last join makes at once before subtracting them from
-    /// the head relation `known` ([`Self::join_absorb_batch`]): a share of the
-    /// relation's size, at least [`WINDOW_MIN_BYTES`] (or a 64th of the limit) and at
-    /// most the batch budget.
-    /// The device then holds the relation, a window and its sort, and the new tuples,
-    /// instead of the relation and the join's whole output.
-    pub(crate) fn absorb_window_rows(&self, arity: usize, known: &CudaRelation) -> usize {
-        let known_bytes = known.len().saturating_mul(arity * 4);
-        let share = window_share();
-        let bytes = if share <= 0.0 {
-            usize::MAX
-        } else {
-            let floor = WINDOW_MIN_BYTES.min(self.gpu.pool_stats().limit / 64);
-            ((known_bytes as f64 * share) as usize).max(floor)
-        };
-        (bytes.min(self.batch_budget_bytes()) / (arity * 4).max(1)).max(1)
-    }
 }
 
 /// Batches may always be this large: smaller ones cost more in launches and
@@ -252,20 +234,6 @@ const BATCH_MIN_BYTES: usize = 32 << 20;
 /// half) was measured and dropped: 1.5x the time of TC, up to 6x of SG
 /// (docs/gpu-results.md, round 12).
 const BATCH_MAX_BYTES: usize = 1 << 30;
-
-/// Windows of a rule's last join are never smaller than this, or a 64th of the pool's
-/// limit where that is less (smaller ones cost more in launches and synchronisations
-/// than they save).
-const WINDOW_MIN_BYTES: usize = 16 << 20;
-
-/// The window's share of the head relation's size. TEMPORARY (measurement switch,
-/// round 13): `FIXLOG_CUDA_WINDOW_SHARE`, 0 = no window (the batch budget only).
-fn window_share() -> f64 {
-    std::env::var("FIXLOG_CUDA_WINDOW_SHARE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.25)
-}
 
 fn wrong_code(op: &str, code: &CudaCode) -> ExecError {
     ExecError::Backend(format!(
@@ -375,7 +343,19 @@ impl Backend for CudaBackend {
 
     fn sort_unique_minus(&self, batch: CudaBatch, old: &CudaRelation) -> ExecResult<CudaRelation> {
         self.make_room().map_err(exec_error)?;
-        self.relation_minus(batch, old).map_err(exec_error)
+        let arity = batch.arity;
+        if batch.len == 0 {
+            return Ok(CudaRelation::empty(arity));
+        }
+        if arity == 0 {
+            return if old.is_empty() {
+                self.unit_relation().map_err(exec_error)
+            } else {
+                Ok(CudaRelation::empty(0))
+            };
+        }
+        let run = self.sorted_unique_minus(batch, old).map_err(exec_error)?;
+        Ok(self.relation_of(arity, run))
     }
 
     fn relation_batch(&self, rel: &CudaRelation) -> ExecResult<CudaBatch> {
@@ -392,7 +372,21 @@ impl Backend for CudaBackend {
 
     fn merge(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
         self.make_room().map_err(exec_error)?;
-        self.union(a, b).map_err(exec_error)
+        if b.is_empty() || (a.arity == 0 && !a.is_empty()) {
+            return Ok(a.clone());
+        }
+        if a.is_empty() {
+            return Ok(b.clone());
+        }
+        let arity = a.arity;
+        let run = (|| -> Result<CudaRelation> {
+            let b1 = self.single_run(b)?;
+            let new = self.run_minus(arity, &b1, a)?;
+            let mut runs = a.runs.clone();
+            self.add_run(arity, &mut runs, Rc::new(new))?;
+            Ok(CudaRelation { arity, runs })
+        })();
+        run.map_err(exec_error)
     }
 
     fn merge_disjoint(&self, a: CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
@@ -544,22 +538,6 @@ impl Backend for CudaBackend {
             return Err(wrong_code("join", code));
         };
         self.join_batch(input, inner, join, ctx).map_err(exec_error)
-    }
-
-    fn join_absorb(
-        &self,
-        input: &CudaBatch,
-        inner: &CudaIndex,
-        code: &CudaCode,
-        ctx: &EvalContext,
-        known: &CudaRelation,
-    ) -> ExecResult<(CudaRelation, usize)> {
-        self.make_room().map_err(exec_error)?;
-        let CudaCode::Join(join) = code else {
-            return Err(wrong_code("join", code));
-        };
-        self.join_absorb_batch(input, inner, join, ctx, known)
-            .map_err(exec_error)
     }
 
     fn intersect(

@@ -3,7 +3,7 @@
 //! operators on downloaded batches.
 
 use super::code::{AntiCode, JoinCode, MapCode, MapExec};
-use super::storage::{CudaBatch, CudaIndex, CudaRelation, DevRows};
+use super::storage::{CudaBatch, CudaIndex, DevRows};
 use super::CudaBackend;
 use crate::codegen::{
     RunDesc, JC_BLOCK, JD_BLOCK, JD_ITEMS, JW_BLOCK, JW_ITEMS, MAP_BLOCK, MAP_ITEMS,
@@ -194,9 +194,7 @@ impl CudaBackend {
     }
 
     /// Count, scan and write, per input piece and index run; all writes append to one
-    /// buffer. Where the driver can split the input, asks for smaller pieces
-    /// ([`fixlog_exec::ExecError::BatchTooLarge`]) rather than make an output over the
-    /// batch budget.
+    /// buffer.
     fn device_join(
         &self,
         input: &CudaBatch,
@@ -204,27 +202,21 @@ impl CudaBackend {
         code: &JoinCode,
         ctx: &EvalContext,
     ) -> Result<CudaBatch> {
-        let counted = self.join_count(input, index, code)?;
         let ow = code.device_out;
-        if ctx.can_split && ow > 0 {
-            let limit = (self.batch_budget_bytes() / (ow * 4)).max(1);
-            if counted.total > limit {
-                return Err(CudaError::Exec(fixlog_exec::ExecError::BatchTooLarge {
-                    rows: counted.total,
-                    limit,
-                }));
-            }
+        let pieces = input.pieces();
+        // Positions, not addresses: making room for the output may move runs to the
+        // host, so the write pass takes the addresses afresh.
+        struct Part {
+            piece: usize,
+            run: usize,
+            n: usize,
+            begins: DevBuf,
+            offsets: DevBuf,
+            total: usize,
         }
-        self.join_write(input, index, code, counted)
-    }
-
-    /// The count pass of a device join: per input piece and index run, where each
-    /// input row's matches start in the run and where its outputs go.
-    fn join_count(&self, input: &CudaBatch, index: &CudaIndex, code: &JoinCode) -> Result<Counted> {
-        let ow = code.device_out;
         let mut parts = Vec::new();
         let mut total = 0usize;
-        for (piece, &(ptr, n)) in input.pieces().iter().enumerate() {
+        for (piece, &(ptr, n)) in pieces.iter().enumerate() {
             for (r, run) in index.runs.iter().enumerate() {
                 if n == 0 || run.rows.n == 0 {
                     continue;
@@ -274,24 +266,18 @@ impl CudaBackend {
                 });
             }
         }
-        Ok(Counted { parts, total })
-    }
-
-    /// The write pass of a device join counted by [`Self::join_count`].
-    fn join_write(
-        &self,
-        input: &CudaBatch,
-        index: &CudaIndex,
-        code: &JoinCode,
-        counted: Counted,
-    ) -> Result<CudaBatch> {
-        let ow = code.device_out;
-        let Counted { parts, total } = counted;
         if total == 0 {
             return Ok(CudaBatch::empty(ow));
         }
-        // Positions, not addresses, were counted: making room for the output may move
-        // runs to the host, so the write pass takes the addresses afresh.
+        if ctx.can_split && ow > 0 {
+            let limit = (self.batch_budget_bytes() / (ow * 4)).max(1);
+            if total > limit {
+                return Err(CudaError::Exec(fixlog_exec::ExecError::BatchTooLarge {
+                    rows: total,
+                    limit,
+                }));
+            }
+        }
         self.make_room_for(total * ow * 4)?;
         let out = self.out_buffer(total, ow)?;
         let count = self.counter()?;
@@ -324,77 +310,6 @@ impl CudaBackend {
         let n = self.read(&count)?;
         drop(parts);
         Ok(self.batch_of(ow, out, n))
-    }
-
-    /// A rule's last join, keeping the tuples not in `known`: `(new, rows made)`, see
-    /// [`fixlog_exec::Backend::join_absorb`]. A join whose output is larger than a
-    /// window ([`CudaBackend::absorb_window_rows`]) runs over windows of its input
-    /// rows, each window's output sorted and subtracted from `known` before the next
-    /// is made, so the device holds one window's output (and its sort) at a time, not
-    /// the whole join's; the new tuples, a small part of the output once a relation
-    /// has grown, collect in a relation of their own. Input rows with more matches
-    /// than a window are split in halves, down to a single row.
-    pub(crate) fn join_absorb_batch(
-        &self,
-        input: &CudaBatch,
-        index: &CudaIndex,
-        code: &JoinCode,
-        ctx: &EvalContext,
-        known: &CudaRelation,
-    ) -> Result<(CudaRelation, usize)> {
-        let ow = code.device_out;
-        if code.host_key.is_some() || code.host_after.is_some() || ow == 0 {
-            // Host parts: the whole join (in pieces the driver may ask for), then
-            // the subtraction.
-            let out = self.join_batch(input, index, code, ctx)?;
-            let made = out.len;
-            return Ok((self.relation_minus(out, known)?, made));
-        }
-        check_index(index, &code.order, code.key_len)?;
-        if input.arity != code.input_arity {
-            return Err(wrong_arity("join", code.input_arity, input.arity));
-        }
-        let window = self.absorb_window_rows(ow, known);
-        let counted = self.join_count(input, index, code)?;
-        let total = counted.total;
-        if total <= window {
-            let out = self.join_write(input, index, code, counted)?;
-            let made = out.len;
-            return Ok((self.relation_minus(out, known)?, made));
-        }
-        drop(counted);
-        let mut new = CudaRelation::empty(ow);
-        let mut made = 0usize;
-        let mut rows = ((input.len as u128 * window as u128 / total as u128) as usize).max(1);
-        // Windows still to run, the next on top; the bottom one is the rest.
-        let mut pending = vec![input.clone()];
-        while let Some(top) = pending.pop() {
-            if top.len == 0 {
-                continue;
-            }
-            let piece = if top.len > rows {
-                let (piece, rest) = top.split_at(rows);
-                pending.push(rest);
-                piece
-            } else {
-                top
-            };
-            let counted = self.join_count(&piece, index, code)?;
-            if counted.total > window.saturating_mul(2) && piece.len > 1 {
-                // Uneven fan-out: this window again, in halves.
-                drop(counted);
-                rows = (piece.len / 2).max(1);
-                let (left, right) = piece.split_at(rows);
-                pending.push(right);
-                pending.push(left);
-                continue;
-            }
-            let out = self.join_write(&piece, index, code, counted)?;
-            made += out.len;
-            let part = self.relation_minus(out, known)?;
-            new = self.union(&new, &part)?;
-        }
-        Ok((new, made))
     }
 
     // ---- anti-joins ----------------------------------------------------------------
@@ -538,23 +453,6 @@ impl CudaBackend {
             .map_err(super::cuda_error)?;
         self.upload_batch(out.arity(), &out.rows(), out.len())
     }
-}
-
-/// One input piece against one index run, counted: where each input row's matches
-/// start in the run (`begins`) and where its outputs go (`offsets`).
-struct Part {
-    piece: usize,
-    run: usize,
-    n: usize,
-    begins: DevBuf,
-    offsets: DevBuf,
-    total: usize,
-}
-
-/// The count pass of a join: its parts and their outputs in all.
-struct Counted {
-    parts: Vec<Part>,
-    total: usize,
 }
 
 fn check_index(index: &CudaIndex, order: &[usize], key_len: usize) -> Result<()> {

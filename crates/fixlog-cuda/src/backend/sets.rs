@@ -141,43 +141,6 @@ impl CudaBackend {
         rel
     }
 
-    /// `sorted_unique(batch) − old` as a relation.
-    pub(crate) fn relation_minus(
-        &self,
-        batch: CudaBatch,
-        old: &CudaRelation,
-    ) -> Result<CudaRelation> {
-        let arity = batch.arity;
-        if batch.len == 0 {
-            return Ok(CudaRelation::empty(arity));
-        }
-        if arity == 0 {
-            return if old.is_empty() {
-                self.unit_relation()
-            } else {
-                Ok(CudaRelation::empty(0))
-            };
-        }
-        let run = self.sorted_unique_minus(batch, old)?;
-        Ok(self.relation_of(arity, run))
-    }
-
-    /// `a ∪ b`: the tuples of `b` not in `a` join `a` as a run.
-    pub(crate) fn union(&self, a: &CudaRelation, b: &CudaRelation) -> Result<CudaRelation> {
-        if b.is_empty() || (a.arity == 0 && !a.is_empty()) {
-            return Ok(a.clone());
-        }
-        if a.is_empty() {
-            return Ok(b.clone());
-        }
-        let arity = a.arity;
-        let b1 = self.single_run(b)?;
-        let new = self.run_minus(arity, &b1, a)?;
-        let mut runs = a.runs.clone();
-        self.add_run(arity, &mut runs, Rc::new(new))?;
-        Ok(CudaRelation { arity, runs })
-    }
-
     /// The arity-0 relation holding the empty tuple.
     pub(crate) fn unit_relation(&self) -> Result<CudaRelation> {
         Ok(self.relation_of(0, DevRows::device(self.gpu.alloc(0)?, 1)))
@@ -215,8 +178,6 @@ impl CudaBackend {
         old: &CudaRelation,
     ) -> Result<DevRows> {
         let arity = batch.arity;
-        // The sort's second buffer and the output.
-        self.make_room_for(2 * batch.len * arity * 4)?;
         if on_device(arity) {
             let mut rel = self.rel_of(self.contiguous(batch)?, arity)?;
             if rel.n > 1 {
