@@ -129,6 +129,8 @@ def main():
                     f"unload {ph['unload']:.3f} write {ph['write']:.3f} "
                     f"derived {best.get('derived', 0)} split {best.get('pieces_split', 0)} |")
             print(line, flush=True)
+            if best.get("peak_device_memory_where"):
+                print(f"    peak in use reached in: {best['peak_device_memory_where']}", flush=True)
             rows.append(line)
     print(f"\n## fixlog run --backend {opt['--backend']} ({'outputs written' if output else '.printsize'})")
     print("| query | graph | size | count | iterations | evaluation s | driver s | process s "

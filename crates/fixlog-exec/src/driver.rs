@@ -114,6 +114,8 @@ pub struct RunStats {
     pub peak_memory: Option<usize>,
     /// The most of it in use at once.
     pub peak_memory_in_use: Option<usize>,
+    /// Which operator reached that peak, in words (the GPU backend says).
+    pub peak_memory_where: Option<String>,
     /// The most bytes of relations the backend kept in host memory because its own
     /// memory was short (rows of relations larger than a GPU's memory).
     pub peak_spilled: Option<usize>,

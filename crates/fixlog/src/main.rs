@@ -595,6 +595,9 @@ fn stats_text(
             held as f64 / (1u64 << 20) as f64,
             used as f64 / (1u64 << 20) as f64
         ));
+        if let Some(at) = &stats.peak_memory_where {
+            s.push_str(&format!("peak device memory in use reached in: {at}\n"));
+        }
     }
     if let Some(spilled) = stats.peak_spilled.filter(|&b| b > 0) {
         s.push_str(&format!(
@@ -691,6 +694,7 @@ fn stats_json(
         "pieces_split": stats.pieces_split,
         "peak_device_memory": stats.peak_memory,
         "peak_device_memory_in_use": stats.peak_memory_in_use,
+        "peak_device_memory_where": stats.peak_memory_where,
         "peak_host_spilled": stats.peak_spilled,
         "cpu_memory": stats.host_memory.as_ref().map(|m| serde_json::json!({
             "limit": m.limit,

@@ -77,6 +77,7 @@ pub fn run(
     );
     result.stats.peak_memory = Some(held);
     result.stats.peak_memory_in_use = Some(used);
+    result.stats.peak_memory_where = backend.peak_memory_where();
     result.stats.peak_spilled = Some(backend.gpu.host_mapped_bytes().1);
     Ok(result)
 }
@@ -126,6 +127,33 @@ pub struct CudaBackend {
     /// The runs of relations and indexes (with their arity), which `make_room` may
     /// move to host memory.
     pub(crate) runs: std::cell::RefCell<Vec<(std::rc::Weak<DevRows>, usize)>>,
+    /// The operator during which device memory in use last reached a new peak.
+    peak_at: std::cell::Cell<Option<PeakAt>>,
+}
+
+/// Where the device memory in use reached its peak: the operator, the rows of its
+/// input, and what was in use when it began (the rest is what it made).
+#[derive(Clone, Copy, Debug)]
+struct PeakAt {
+    op: &'static str,
+    rows: usize,
+    in_use_before: usize,
+    peak: usize,
+}
+
+/// Notes the operator in [`CudaBackend::peak_at`] when the peak rose while it ran.
+pub(crate) struct PeakWatch<'a> {
+    backend: &'a CudaBackend,
+    at: PeakAt,
+}
+
+impl Drop for PeakWatch<'_> {
+    fn drop(&mut self) {
+        let peak = self.backend.gpu.pool_stats().peak_in_use;
+        if peak > self.at.peak {
+            self.backend.peak_at.set(Some(PeakAt { peak, ..self.at }));
+        }
+    }
 }
 
 impl CudaBackend {
@@ -146,6 +174,7 @@ impl CudaBackend {
             cpu: CpuBackend::new(),
             host,
             runs: std::cell::RefCell::new(Vec::new()),
+            peak_at: std::cell::Cell::new(None),
         })
     }
 
@@ -157,6 +186,35 @@ impl CudaBackend {
             runs.retain(|(w, _)| w.strong_count() > 0);
         }
         runs.push((Rc::downgrade(run), arity));
+    }
+
+    /// Called at the start of every operator: makes room ([`Self::make_room`]) and
+    /// watches whether the operator raises the peak of device memory in use.
+    pub(crate) fn enter(&self, op: &'static str, rows: usize) -> ExecResult<PeakWatch<'_>> {
+        self.make_room().map_err(exec_error)?;
+        let s = self.gpu.pool_stats();
+        Ok(PeakWatch {
+            backend: self,
+            at: PeakAt {
+                op,
+                rows,
+                in_use_before: s.in_use,
+                peak: s.peak_in_use,
+            },
+        })
+    }
+
+    /// Where the peak of device memory in use was reached, in words.
+    pub fn peak_memory_where(&self) -> Option<String> {
+        let at = self.peak_at.get()?;
+        let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
+        Some(format!(
+            "{} of {} rows ({:.2} GiB in use before it, {:.2} GiB at the peak)",
+            at.op,
+            at.rows,
+            gib(at.in_use_before),
+            gib(at.peak)
+        ))
     }
 
     /// Called before every operator: when the device memory in use passes
@@ -267,7 +325,7 @@ impl Backend for CudaBackend {
     }
 
     fn relation_from_rows(&self, arity: usize, rows: Vec<Value>) -> ExecResult<CudaRelation> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("relation_from_rows", rows.len() / arity.max(1))?;
         if arity == 0 {
             return Ok(CudaRelation::empty(0));
         }
@@ -329,7 +387,7 @@ impl Backend for CudaBackend {
     }
 
     fn sort_unique(&self, batch: CudaBatch) -> ExecResult<CudaRelation> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("sort_unique", batch.len)?;
         let arity = batch.arity;
         if batch.len == 0 {
             return Ok(CudaRelation::empty(arity));
@@ -342,7 +400,7 @@ impl Backend for CudaBackend {
     }
 
     fn sort_unique_minus(&self, batch: CudaBatch, old: &CudaRelation) -> ExecResult<CudaRelation> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("sort_unique_minus", batch.len)?;
         let arity = batch.arity;
         if batch.len == 0 {
             return Ok(CudaRelation::empty(arity));
@@ -371,7 +429,7 @@ impl Backend for CudaBackend {
     }
 
     fn merge(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("merge", b.len())?;
         if b.is_empty() || (a.arity == 0 && !a.is_empty()) {
             return Ok(a.clone());
         }
@@ -390,7 +448,7 @@ impl Backend for CudaBackend {
     }
 
     fn merge_disjoint(&self, a: CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("merge_disjoint", b.len())?;
         if b.is_empty() || (a.arity == 0 && !a.is_empty()) {
             return Ok(a);
         }
@@ -405,7 +463,7 @@ impl Backend for CudaBackend {
     }
 
     fn difference(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("difference", a.len())?;
         let arity = a.arity;
         if a.is_empty() || b.is_empty() {
             return Ok(a.clone());
@@ -427,7 +485,7 @@ impl Backend for CudaBackend {
         order: &[usize],
         key_len: usize,
     ) -> ExecResult<CudaIndex> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("build_index", rel.len())?;
         let arity = rel.arity;
         let mut seen = vec![false; arity];
         let permutation = order.len() == arity
@@ -465,7 +523,7 @@ impl Backend for CudaBackend {
     }
 
     fn extend_index(&self, index: &mut CudaIndex, delta: &CudaRelation) -> ExecResult<()> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("extend_index", delta.len())?;
         let arity = index.arity;
         if delta.arity != arity {
             return Err(ExecError::Backend(format!(
@@ -507,7 +565,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("scan", rel.len())?;
         let CudaCode::Map(map) = code else {
             return Err(wrong_code("scan", code));
         };
@@ -533,7 +591,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("join", input.len)?;
         let CudaCode::Join(join) = code else {
             return Err(wrong_code("join", code));
         };
@@ -573,7 +631,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("antijoin", input.len)?;
         let CudaCode::AntiJoin(anti) = code else {
             return Err(wrong_code("anti-join", code));
         };
@@ -587,7 +645,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("filter", input.len)?;
         let CudaCode::Map(map) = code else {
             return Err(wrong_code("filter", code));
         };
@@ -607,7 +665,7 @@ impl Backend for CudaBackend {
     }
 
     fn with_row_numbers(&self, input: &CudaBatch) -> ExecResult<CudaBatch> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("with_row_numbers", input.len)?;
         self.numbered(input).map_err(exec_error)
     }
 
@@ -618,7 +676,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
-        self.make_room().map_err(exec_error)?;
+        let _peak = self.enter("aggregate", input.len)?;
         let CudaCode::Aggregate { input_arity, cpu } = code else {
             return Err(wrong_code("aggregate", code));
         };
