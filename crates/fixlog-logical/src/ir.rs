@@ -439,6 +439,16 @@ pub struct Program {
     /// The `autoinc()` relations, in the order their numbers are drawn (the order of
     /// their target's strata).
     pub autoincs: Vec<AutoInc>,
+    /// `recursive_iteration_cnt()` (Soufflé 2.4's counter of fixpoint iterations, an
+    /// `unsigned`), if some rule uses it: the relation `$iteration(n)`, of no rules,
+    /// that holds exactly one tuple, the counter. A rule using the counter reads it as
+    /// an atom `$iteration(v)` with `v` in place of the call, so every backend evaluates
+    /// it as a join with a one-tuple relation. The driver (`fixlog_exec::driver`; the
+    /// reference evaluator the same way) sets it as Soufflé's loop counter runs: 0 for
+    /// the rules that run once (every rule of a stratum that is not recursive, and the
+    /// rules of a recursive stratum that read none of its relations), and `k` during the
+    /// `k`-th pass of a recursive stratum's loop, counting from 0.
+    pub iteration: Option<RelId>,
     /// The user-defined functors (`.functor`), indexed by [`Functor::User`]'s index.
     pub functors: Vec<FunctorDecl>,
 }

@@ -1092,3 +1092,58 @@ proptest! {
         }
     }
 }
+
+/// `recursive_iteration_cnt()` is an atom over `$iteration(n: unsigned)`, made once and
+/// shared by every rule that uses it; misuse is located; a program using it is left out
+/// of the magic-set transform (its values follow the strata's loops).
+#[test]
+fn iteration_counter() {
+    let p = compile(&format!(
+        "{EDGE}.decl r(x: number, i: unsigned)\n\
+         r(x, recursive_iteration_cnt()) :- edge(x, _).\n\
+         r(y, i + 1) :- r(x, i), edge(x, y), recursive_iteration_cnt() < 10.\n"
+    ));
+    let it = p.iteration.expect("the counter's relation");
+    assert_eq!(p.relations[it].name, "$iteration");
+    assert_eq!(p.relations[it].types(), vec![ColType::Unsigned]);
+    for rule in &p.rules {
+        let reads = rule
+            .body
+            .iter()
+            .filter(|l| matches!(l, Literal::Atom(a) if a.rel == it))
+            .count();
+        assert_eq!(reads, 1, "{rule:?}");
+    }
+    assert!(p.warnings.iter().all(|w| !w.message.contains("$iteration")));
+    assert_eq!(
+        err1(&format!(
+            "{EDGE}.decl r(x: number)\nr(x) :- edge(x, _), x < recursive_iteration_cnt().\n"
+        )),
+        e("cannot compare a `number` with a `unsigned`", "3:21")
+    );
+    assert_eq!(
+        err1(&format!(
+            "{EDGE}.decl r(x: unsigned)\nr(recursive_iteration_cnt(1)) :- edge(_, _).\n"
+        )),
+        e(
+            "`recursive_iteration_cnt` takes no arguments but 1 were given",
+            "3:3"
+        )
+    );
+    assert_eq!(
+        err1(".decl r(x: unsigned)\nr(recursive_iteration_cnt()).\n"),
+        e(
+            "`recursive_iteration_cnt()` cannot be used in a fact",
+            "2:3"
+        )
+    );
+    let text = format!(
+        "{EDGE}edge(1, 2). edge(2, 3).\n.decl path(x: number, y: number)\n\
+         path(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), edge(y, z), recursive_iteration_cnt() < 5.\n\
+         .decl q(y: number)\n.output q\nq(y) :- path(1, y).\n.pragma \"magic-transform\" \"*\"\n"
+    );
+    assert!(!compile(&text)
+        .relations
+        .iter()
+        .any(|r| r.name.contains('@')));
+}

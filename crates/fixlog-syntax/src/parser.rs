@@ -299,16 +299,6 @@ struct Parser<'t> {
 /// Deepest nesting of parentheses, braces and operators accepted.
 const MAX_DEPTH: usize = 256;
 
-/// Names that start a term of a Soufflé feature Fixlog lacks, with the feature (the
-/// error names what was used, not a neighbouring feature). Soufflé 2.4.1 added the
-/// counter of fixpoint iterations as `recursive_iteration_cnt()` (a keyword there);
-/// `__ITERATION__`, its name in an early version of that change (souffle-lang/souffle
-/// pull request 2414), is an ordinary identifier in Soufflé 2.5 and here.
-const UNSUPPORTED_TERMS: &[(&str, &str)] = &[(
-    "recursive_iteration_cnt",
-    "`recursive_iteration_cnt()` (the counter of fixpoint iterations) is",
-)];
-
 /// `.decl` qualifiers that are recognised (and, except `eqrel`, ignored by the checker).
 const QUALIFIERS: &[&str] = &[
     "btree",
@@ -1079,10 +1069,8 @@ impl<'t> Parser<'t> {
             TokenKind::Bang => {
                 let bang = self.bump().span;
                 match (self.peek(), self.peek_n(1)) {
-                    (TokenKind::Ident(name), _)
-                        if (self.peek_n(1) == &TokenKind::LParen
-                            && !UNSUPPORTED_TERMS.iter().any(|(n, _)| n == name))
-                            || self.qualified_atom_ahead() =>
+                    (TokenKind::Ident(_), _)
+                        if self.peek_n(1) == &TokenKind::LParen || self.qualified_atom_ahead() =>
                     {
                         let term = self.constraint_or_atom()?;
                         Ok(match term {
@@ -1382,16 +1370,6 @@ impl<'t> Parser<'t> {
                     args: Vec::new(),
                     span: t.span,
                 })
-            }
-            TokenKind::Ident(name)
-                if (name == "nil" || self.peek_n(1) == &TokenKind::LParen)
-                    && UNSUPPORTED_TERMS.iter().any(|(n, _)| n == name) =>
-            {
-                let what = UNSUPPORTED_TERMS
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map_or("", |(_, w)| *w);
-                Err(Diagnostic::error(format!("{what} not supported"), t.span))
             }
             TokenKind::Ident(name) => {
                 let ident = Ident {

@@ -154,7 +154,7 @@ fn mutate(base: &[String], mutations: &[Mutation]) -> Vec<u8> {
 }
 
 /// Whether evaluating surely terminates: no arithmetic or functor computes a new value
-/// in a recursive stratum.
+/// in a recursive stratum, nor does `recursive_iteration_cnt()` give one.
 fn surely_terminates(p: &Program) -> bool {
     let computes = |e: &Expr| !matches!(e, Expr::Var(_) | Expr::Const(_));
     fn lit_computes(l: &Literal, computes: &dyn Fn(&Expr) -> bool) -> bool {
@@ -179,6 +179,10 @@ fn surely_terminates(p: &Program) -> bool {
                 let rule = &p.rules[r];
                 !rule.head.args.iter().any(computes)
                     && !rule.body.iter().any(|l| lit_computes(l, &computes))
+                    && !rule
+                        .body
+                        .iter()
+                        .any(|l| matches!(l, Literal::Atom(a) if Some(a.rel) == p.iteration))
             })
         })
 }

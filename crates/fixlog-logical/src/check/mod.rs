@@ -120,6 +120,7 @@ pub fn check_with(
         inline: HashSet::new(),
         magic_qualifier: HashMap::new(),
         autoincs: Vec::new(),
+        iteration: None,
         functors: Vec::new(),
         functor_ids: HashMap::new(),
     };
@@ -166,6 +167,7 @@ pub fn check_with(
         a.source = moved(a.source);
         a.target = moved(a.target);
     }
+    ck.iteration = ck.iteration.map(moved);
     let reads: Vec<(RelId, RelId, Span)> = ck
         .autoincs
         .iter()
@@ -206,7 +208,9 @@ pub fn check_with(
     // program that uses it is left as it is (its numbers stay those of a plain run). So
     // is a program with `.limitsize`, which stops a stratum's loop: the transform makes
     // other strata.
-    let limited = ck.relations.iter().any(|r| r.limitsize.is_some());
+    // The same holds for `recursive_iteration_cnt()`, whose values follow the strata's
+    // loops.
+    let limited = ck.relations.iter().any(|r| r.limitsize.is_some()) || ck.iteration.is_some();
     if ck.autoincs.is_empty()
         && !limited
         && (!spec.is_empty() || ck.magic_qualifier.values().any(|&q| q))
@@ -247,6 +251,7 @@ pub fn check_with(
         symbols: ck.symbols,
         warnings,
         autoincs: ck.autoincs,
+        iteration: ck.iteration,
         functors: ck.functors,
     })
 }
@@ -410,6 +415,9 @@ struct Checker<'a> {
     /// Relations declared `magic` (true) or `no_magic` (false).
     magic_qualifier: HashMap<String, bool>,
     autoincs: Vec<ir::AutoInc>,
+    /// The relation of `recursive_iteration_cnt()` ([`ir::Program::iteration`]), made
+    /// when a rule first uses the counter.
+    iteration: Option<RelId>,
     /// User-defined functors (`.functor`) and their indexes by name.
     functors: Vec<ir::FunctorDecl>,
     functor_ids: HashMap<String, u32>,
@@ -447,6 +455,32 @@ const BUILTIN_FUNCTORS: &[&str] = &[
 impl<'a> Checker<'a> {
     fn error(&mut self, d: Diagnostic) {
         self.errors.push(d);
+    }
+
+    /// The relation `$iteration(n: unsigned)` that stands for `recursive_iteration_cnt()`
+    /// (see [`ir::Program::iteration`]), made on first use.
+    pub(super) fn iteration_relation(&mut self, span: Span) -> RelId {
+        if let Some(r) = self.iteration {
+            return r;
+        }
+        let r = self.relations.len();
+        self.relations.push(ir::Relation {
+            name: "$iteration".to_string(),
+            columns: vec![ir::Column {
+                name: "iteration".to_string(),
+                ty: ColType::Unsigned,
+                type_name: "unsigned".to_string(),
+            }],
+            span,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            printsize: false,
+            eqrel: false,
+            choice_domains: Vec::new(),
+            limitsize: None,
+        });
+        self.iteration = Some(r);
+        r
     }
 
     fn run(&mut self, program: &'a ast::Program) {
