@@ -546,7 +546,11 @@ pub fn run<B: Backend>(
         maintained: plan
             .relations
             .iter()
-            .map(|r| Maintained::for_relation(r.eqrel, &r.choice_domains, &r.types))
+            .enumerate()
+            .map(|(i, r)| {
+                let lattice = program.relations.get(i).and_then(|p| p.lattice.as_ref());
+                Maintained::for_relation(r.eqrel, &r.choice_domains, &r.types, lattice)
+            })
             .collect(),
         iteration: program.iteration.map(|rel| (rel, None)),
     };
@@ -1253,15 +1257,26 @@ impl<B: Backend> Driver<'_, B> {
         Ok(())
     }
 
-    /// The tuples an eqrel or choice-domain relation gains from `new` (see
-    /// [`crate::maintain`]); `new` itself for other relations.
+    /// The tuples an eqrel, choice-domain or lattice relation gains from `new` (see
+    /// [`crate::maintain`]); `new` itself for other relations. The tuples a lattice
+    /// relation loses (a key's old values) are taken out of `full` here, and the
+    /// relation's indexes dropped (they are built again on next use: indexes only grow).
     fn fold_maintained(&mut self, rel: RelId, new: B::Relation) -> ExecResult<B::Relation> {
         let Some(state) = self.maintained.get_mut(rel).and_then(Option::as_mut) else {
             return Ok(new);
         };
         let arity = self.plan.relations[rel].types.len();
         let rows = self.backend.take_rows(new)?;
-        let gained = state.fold(arity, &rows.merged()?, self.ctx.symbols);
+        let (gained, lost) = state.fold_removing(arity, &rows.merged()?, self.ctx.symbols);
+        if !lost.is_empty() {
+            let lost = self.backend.relation_from_rows(arity, lost)?;
+            self.full[rel] = self.backend.difference(&self.full[rel], &lost)?;
+            for (id, spec) in self.plan.indexes.iter().enumerate() {
+                if spec.rel == rel {
+                    self.indexes[id] = None;
+                }
+            }
+        }
         self.backend.relation_from_rows(arity, gained)
     }
 

@@ -1147,3 +1147,70 @@ fn iteration_counter() {
         .iter()
         .any(|r| r.name.contains('@')));
 }
+
+/// Lattices: the relation records its key and `Lub`; misuse is located.
+#[test]
+fn lattice_declarations() {
+    const L: &str =
+        ".type L <: unsigned\n.lattice L<> { Bottom -> 0, Lub -> _ bor _, Glb -> _ band _ }\n";
+    let p = compile(&format!("{L}.decl r(k: number, v: L<>)\nr(1, 2).\n"));
+    let r = &p.relations[p.relation_id("r").unwrap()];
+    let l = r.lattice.as_ref().expect("lattice columns");
+    assert_eq!((l.key_len, l.lubs.len()), (1, 1));
+    assert!(matches!(
+        &l.lubs[0],
+        Expr::Binary { op: BinOp::BOr, lhs, rhs, .. } if **lhs == Expr::Var(0) && **rhs == Expr::Var(1)
+    ));
+    assert_eq!(
+        errs(&format!(
+            "{L}.decl a(k: number, v: number<>)\n.decl b(v: L<>, k: number)\n\
+             .decl c(x: L, y: L) eqrel\n.decl d(x: L<>, y: L<>) eqrel\n"
+        )),
+        vec![
+            e("type `number` is not a lattice", "3:23"),
+            e(
+                "attribute `k` of `b` follows a lattice attribute: lattice attributes come last",
+                "4:17"
+            ),
+            e(
+                "`d` is an `eqrel` relation and cannot have lattice attributes",
+                "6:13"
+            ),
+        ]
+    );
+    assert_eq!(
+        errs(".type L <: number\n.lattice L<> { Glb -> min(_, _), Lub -> max(_), Up -> 1, Glb -> 2 }\n"),
+        vec![
+            e("`Lub` must have two `_` standing for its arguments, found 1", "2:41"),
+            e("unknown lattice operator `Up`", "2:49"),
+            e("lattice operator `Glb` is given twice", "2:58"),
+        ]
+    );
+    assert_eq!(
+        err1(".type L <: number\n.lattice L<> { Bottom -> 0 }\n"),
+        e("lattice `L<>` does not define `Lub`", "2:1")
+    );
+    assert_eq!(
+        errs(&format!(
+            "{L}.decl r(k: number, v: L<>)\n.decl s(k: number, v: L)\n\
+             s(k, v) :- r(k, v), r(v2, v), v > 3.\n\
+             s(k, 0) :- r(k, x + y).\n\
+             r(k, v) <= r(k, w) :- v < w.\n"
+        )),
+        vec![
+            e(
+                "lattice variable `v` stands for the greatest lower bound of its lattice arguments and cannot be used in other literals",
+                "5:31"
+            ),
+            e("this lattice argument is not grounded", "6:17"),
+            e(
+                "`r` has lattice attributes and cannot have subsumptive clauses",
+                "7:1"
+            ),
+        ]
+    );
+    assert_eq!(
+        err1(&format!(".comp C {{\n{L}}}\n.init c = C\n")),
+        e("`.lattice` inside a component is not supported", "3:1")
+    );
+}

@@ -524,6 +524,7 @@ impl<'t> Parser<'t> {
                         }])
                     }
                     "functor" => self.functor(kw).map(|i| vec![i]),
+                    "lattice" => self.lattice(kw).map(|i| vec![i]),
                     "plan" => {
                         self.plan()?;
                         Err(Diagnostic::error(
@@ -563,11 +564,7 @@ impl<'t> Parser<'t> {
                     TokenKind::Ident(name) if t.span.end == self.toks[self.pos + 1].span.start => {
                         let span = t.span.join(self.toks[self.pos + 1].span);
                         Err(Diagnostic::error(
-                            if name == "lattice" {
-                                "`.lattice` (lattice types) is not supported".to_string()
-                            } else {
-                                format!("unknown directive `.{name}`")
-                            },
+                            format!("unknown directive `.{name}`"),
                             span,
                         ))
                     }
@@ -576,6 +573,35 @@ impl<'t> Parser<'t> {
             }
             _ => Err(self.expected("a directive such as `.decl` or a clause")),
         }
+    }
+
+    /// `.lattice T<> { Op -> expr, ... }` (after `.lattice`), Soufflé 2.5's lattice
+    /// declaration; the operator names and expressions are checked later.
+    fn lattice(&mut self, kw: Span) -> PResult<Item> {
+        let name = self.qualified("a type name after `.lattice`")?;
+        self.expect(TokenKind::Lt)?;
+        self.expect(TokenKind::Gt)?;
+        self.expect(TokenKind::LBrace)?;
+        let mut ops = Vec::new();
+        loop {
+            let op = self.ident("a lattice operator (`Bottom`, `Top`, `Lub`, `Glb`)")?;
+            self.expect(TokenKind::Minus)?;
+            self.expect(TokenKind::Gt)?;
+            self.enter()?;
+            let e = self.expr();
+            self.depth -= 1;
+            ops.push((op, e?));
+            if self.eat(&TokenKind::Comma).is_some() {
+                continue;
+            }
+            self.expect(TokenKind::RBrace)?;
+            break;
+        }
+        Ok(Item::Lattice {
+            name,
+            ops,
+            span: self.span_from(kw),
+        })
     }
 
     /// `.comp Name<T1, T2> : Base<T1>, Other { items }` (after `.comp`).
@@ -786,7 +812,17 @@ impl<'t> Parser<'t> {
             let aname = self.ident("an attribute name")?;
             self.expect(TokenKind::Colon)?;
             let ty = self.qualified("a type name")?;
-            attrs.push(Attribute { name: aname, ty });
+            let lattice = if self.at(&TokenKind::Lt) && self.peek_n(1) == &TokenKind::Gt {
+                let lt = self.bump().span;
+                Some(lt.join(self.bump().span))
+            } else {
+                None
+            };
+            attrs.push(Attribute {
+                name: aname,
+                ty,
+                lattice,
+            });
             if self.eat(&TokenKind::Comma).is_some() {
                 continue;
             }

@@ -27,6 +27,7 @@
 //! Errors are collected, not thrown: a bad literal drops its rule, the other rules are
 //! still checked, and everything found is reported together.
 
+mod lattice;
 mod lower;
 mod lowered;
 mod range;
@@ -121,6 +122,9 @@ pub fn check_with(
         magic_qualifier: HashMap::new(),
         autoincs: Vec::new(),
         iteration: None,
+        lattices: HashMap::new(),
+        lattice_cols: HashMap::new(),
+        lattice_fresh: 0,
         functors: Vec::new(),
         functor_ids: HashMap::new(),
     };
@@ -223,6 +227,12 @@ pub fn check_with(
         for a in &ck.autoincs {
             candidates[a.source] = false;
             candidates[a.target] = false;
+        }
+        // A lattice relation holds one tuple per key, which a copy would not keep.
+        for (r, rel) in ck.relations.iter().enumerate() {
+            if rel.lattice.is_some() {
+                candidates[r] = false;
+            }
         }
         if crate::magic::transform(
             &mut ck.relations,
@@ -418,6 +428,12 @@ struct Checker<'a> {
     /// The relation of `recursive_iteration_cnt()` ([`ir::Program::iteration`]), made
     /// when a rule first uses the counter.
     iteration: Option<RelId>,
+    /// `.lattice` declarations by type name (`check/lattice.rs`).
+    lattices: HashMap<String, lattice::LatticeDecl>,
+    /// Relations with lattice attributes: their lattices' names, column by column.
+    lattice_cols: HashMap<RelId, Vec<String>>,
+    /// Fresh variables made by the lattice rewrite of bodies.
+    lattice_fresh: usize,
     /// User-defined functors (`.functor`) and their indexes by name.
     functors: Vec<ir::FunctorDecl>,
     functor_ids: HashMap<String, u32>,
@@ -478,6 +494,7 @@ impl<'a> Checker<'a> {
             eqrel: false,
             choice_domains: Vec::new(),
             limitsize: None,
+            lattice: None,
         });
         self.iteration = Some(r);
         r
@@ -521,6 +538,7 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        self.lattice_decls(program);
         // Then relations (also usable before their declaration).
         for item in &program.items {
             match item {
@@ -535,6 +553,7 @@ impl<'a> Checker<'a> {
                 _ => {}
             }
         }
+        self.lattice_lubs();
         let mut has_clauses: HashSet<&str> = HashSet::new();
         for item in &program.items {
             if let ast::Item::Clause(c) = item {
@@ -743,6 +762,7 @@ impl<'a> Checker<'a> {
             eqrel: false,
             choice_domains: Vec::new(),
             limitsize: None,
+            lattice: None,
         };
         for q in &d.qualifiers {
             match q.name.as_str() {
@@ -774,6 +794,9 @@ impl<'a> Checker<'a> {
             }
         }
         rel.choice_domains = self.choice_domains(d, &rel);
+        if let Some(cols) = self.decl_lattice_columns(d) {
+            self.lattice_cols.insert(self.relations.len(), cols);
+        }
         self.rel_ids
             .insert(d.name.name.clone(), self.relations.len());
         self.relations.push(rel);
@@ -1036,6 +1059,19 @@ impl<'a> Checker<'a> {
             };
             for conj in &conjuncts {
                 let before = self.errors.len();
+                // Lattice arguments in the body (`check/lattice.rs`).
+                let rewritten = self.lattice_body(conj);
+                if self.errors.len() != before {
+                    continue;
+                }
+                let refs: Vec<&ast::Literal>;
+                let conj: &[&ast::Literal] = match &rewritten {
+                    Some(lits) => {
+                        refs = lits.iter().collect();
+                        &refs
+                    }
+                    None => conj,
+                };
                 let mut cx = RuleCx::new(self, false);
                 let rule = cx.rule(head, rel, conj, c.span);
                 let autoinc = std::mem::take(&mut cx.autoinc);
@@ -1211,6 +1247,7 @@ impl Checker<'_> {
             eqrel: false,
             choice_domains: Vec::new(),
             limitsize: None,
+            lattice: None,
         };
         let source_cols: Vec<ir::Column> = vs.iter().map(|&v| column(v)).collect();
         let mut target_cols = vec![ir::Column {

@@ -11,6 +11,9 @@
 //!   its pairs (classes by graph search); a `choice-domain` relation adds a round's new
 //!   tuples in output order, each only if no tuple it holds shares a domain value
 //!   with it. Facts are folded the same way before the strata run.
+//! - Lattice attributes: a relation holds one tuple per key; a round's new tuples are
+//!   grouped by key and folded with the lattice's `Lub`, then combined with the held
+//!   tuple of the key (which they replace).
 //! - `.limitsize`: before each round of the loop, a relation of the stratum holding at
 //!   least its limit ends the stratum.
 //! - `recursive_iteration_cnt()` (`Program::iteration`): its relation holds `0` in the
@@ -218,7 +221,52 @@ fn add_round(
     symbols: &SymbolTable,
 ) {
     let decl = &program.relations[rel];
-    if decl.eqrel {
+    if let Some(lattice) = &decl.lattice {
+        // One tuple per key: the tuples the relation does not hold yet are grouped by
+        // key in raw order, each group's lattice values folded with `Lub(new, acc)`,
+        // then combined with the held ones as `Lub(new, held)`.
+        let k = lattice.key_len;
+        let lub = |c: usize, new: Value, old: Value| {
+            value::eval_expr(&lattice.lubs[c], &[new, old], symbols).unwrap_or(old)
+        };
+        let mut groups: std::collections::BTreeMap<Vec<Value>, Vec<Value>> =
+            std::collections::BTreeMap::new();
+        for t in new.into_iter().filter(|t| !rels[rel].contains(t)) {
+            match groups.get_mut(&t[..k]) {
+                Some(acc) => {
+                    for (c, a) in acc.iter_mut().enumerate() {
+                        *a = lub(c, t[k + c], *a);
+                    }
+                }
+                None => {
+                    groups.insert(t[..k].to_vec(), t[k..].to_vec());
+                }
+            }
+        }
+        let mut held: std::collections::BTreeMap<Vec<Value>, Vec<Value>> = rels[rel]
+            .iter()
+            .map(|t| (t[..k].to_vec(), t[k..].to_vec()))
+            .collect();
+        for (key, acc) in groups {
+            match held.get_mut(&key) {
+                Some(h) => {
+                    for (c, x) in h.iter_mut().enumerate() {
+                        *x = lub(c, acc[c], *x);
+                    }
+                }
+                None => {
+                    held.insert(key, acc);
+                }
+            }
+        }
+        rels[rel] = held
+            .into_iter()
+            .map(|(mut key, vals)| {
+                key.extend(vals);
+                key
+            })
+            .collect();
+    } else if decl.eqrel {
         rels[rel].extend(new);
         rels[rel] = equivalence_closure(&rels[rel]);
     } else if !decl.choice_domains.is_empty() {
