@@ -14,6 +14,9 @@
 //!    relation of the stratum at its limit, whose new tuples are then dropped (as in
 //!    Soufflé: see [`fixlog_logical::LimitSize`]).
 //!
+//! `recursive_iteration_cnt()` (`Program::iteration`): its one-tuple relation holds 0
+//! while the rules that run once run, and `k` during the `k`-th pass of a loop (from 0).
+//!
 //! Relations kept in a shape ([`crate::maintain`]): the new tuples of an `eqrel` or
 //! `choice-domain` relation (facts, and each step's `new`) are folded on the host before
 //! they are added (the eqrel closure's new pairs; the chosen tuples), so `delta` is what
@@ -545,8 +548,13 @@ pub fn run<B: Backend>(
         maintained: plan
             .relations
             .iter()
-            .map(|r| Maintained::for_relation(r.eqrel, &r.choice_domains, &r.types))
+            .enumerate()
+            .map(|(i, r)| {
+                let lattice = program.relations.get(i).and_then(|p| p.lattice.as_ref());
+                Maintained::for_relation(r.eqrel, &r.choice_domains, &r.types, lattice)
+            })
             .collect(),
+        iteration: program.iteration.map(|rel| (rel, None)),
     };
     driver.stats.phases.prepare = prepare_time;
     let t = Instant::now();
@@ -660,9 +668,38 @@ struct Driver<'a, B: Backend> {
     progress: Progress,
     /// Per relation: the host state of an eqrel or choice-domain relation.
     maintained: Vec<Option<Maintained>>,
+    /// `recursive_iteration_cnt()`'s relation and the value it holds now (see
+    /// [`Driver::set_iteration`]).
+    iteration: Option<(RelId, Option<Value>)>,
 }
 
 impl<B: Backend> Driver<'_, B> {
+    /// `recursive_iteration_cnt()` (`fixlog_logical::Program::iteration`): makes the
+    /// counter's relation hold the one tuple `(k)`, dropping the indexes over it (they
+    /// are built again on next use). Soufflé's loop counter: 0 for the rules that run
+    /// once, `k` in the `k`-th pass of a loop (from 0).
+    fn set_iteration(&mut self, k: Value) -> ExecResult<()> {
+        let Some((rel, current)) = self.iteration else {
+            return Ok(());
+        };
+        if current == Some(k) {
+            return Ok(());
+        }
+        let relation = self.backend.relation_from_rows(1, vec![k])?;
+        let slot = self
+            .full
+            .get_mut(rel)
+            .ok_or_else(|| internal("the iteration counter's relation is missing"))?;
+        *slot = relation;
+        for (id, spec) in self.plan.indexes.iter().enumerate() {
+            if spec.rel == rel {
+                self.indexes[id] = None;
+            }
+        }
+        self.iteration = Some((rel, Some(k)));
+        Ok(())
+    }
+
     /// Fills an `autoinc()` relation (`fixlog_logical::AutoInc`): the tuples of its
     /// source (complete: an earlier stratum) in output order, each with the counter
     /// before it, which advances by `per_tuple`. On the host, for every backend, so the
@@ -720,6 +757,7 @@ impl<B: Backend> Driver<'_, B> {
             .ok_or_else(|| internal("a stratum was not prepared"))?;
 
         // Rules that run once.
+        self.set_iteration(0)?;
         let results = self.run_rules(&stratum.init, init_ops, &stratum.relations, true)?;
         for (rel, new) in results {
             self.add_to_full(rel, new)?;
@@ -743,6 +781,7 @@ impl<B: Backend> Driver<'_, B> {
         let mut iterations = 0;
         loop {
             iterations += 1;
+            self.set_iteration((iterations - 1) as Value)?;
             let news = self.run_rules(
                 &stratum.recursive_rules,
                 recursive_ops,
@@ -1220,15 +1259,26 @@ impl<B: Backend> Driver<'_, B> {
         Ok(())
     }
 
-    /// The tuples an eqrel or choice-domain relation gains from `new` (see
-    /// [`crate::maintain`]); `new` itself for other relations.
+    /// The tuples an eqrel, choice-domain or lattice relation gains from `new` (see
+    /// [`crate::maintain`]); `new` itself for other relations. The tuples a lattice
+    /// relation loses (a key's old values) are taken out of `full` here, and the
+    /// relation's indexes dropped (they are built again on next use: indexes only grow).
     fn fold_maintained(&mut self, rel: RelId, new: B::Relation) -> ExecResult<B::Relation> {
         let Some(state) = self.maintained.get_mut(rel).and_then(Option::as_mut) else {
             return Ok(new);
         };
         let arity = self.plan.relations[rel].types.len();
         let rows = self.backend.take_rows(new)?;
-        let gained = state.fold(arity, &rows.merged()?, self.ctx.symbols);
+        let (gained, lost) = state.fold_removing(arity, &rows.merged()?, self.ctx.symbols);
+        if !lost.is_empty() {
+            let lost = self.backend.relation_from_rows(arity, lost)?;
+            self.full[rel] = self.backend.difference(&self.full[rel], &lost)?;
+            for (id, spec) in self.plan.indexes.iter().enumerate() {
+                if spec.rel == rel {
+                    self.indexes[id] = None;
+                }
+            }
+        }
         self.backend.relation_from_rows(arity, gained)
     }
 

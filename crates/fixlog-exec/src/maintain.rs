@@ -1,5 +1,6 @@
 //! Relations whose storage keeps a shape the rules do not: `eqrel` (an equivalence
-//! relation) and `choice-domain` (at most one tuple per domain value).
+//! relation), `choice-domain` (at most one tuple per domain value) and lattice
+//! attributes (one tuple per key, its lattice values combined by `Lub`).
 //!
 //! Both are folded here, on the host, by the driver (see [`crate::driver`]), so that
 //! every backend gets them from one implementation through the operations it already
@@ -21,14 +22,25 @@
 //! kept when none of its domain values is held yet; keeping it takes them. Soufflé
 //! leaves the choice within a step to its hash tables and threads; Fixlog's is the
 //! smallest tuple, the same for every thread count and backend.
+//!
+//! **lattice.** [`LatticeValues`] keeps the lattice values held per key (the columns
+//! before the lattice ones). A step's new tuples are grouped by key (in raw order) and
+//! each group's values folded column by column with the lattice's `Lub` (`Lub(new,
+//! acc)`, Soufflé's order); the result is combined with the held value the same way
+//! (`Lub(new, held)`). A key seen for the first time gains its tuple; a held key whose
+//! values change loses its old tuple and gains the new one (the delta is the tuples
+//! whose values grew, as in Soufflé's lattice translation); an unchanged one adds
+//! nothing. A `Lub` that gives no value (a failed functor) leaves the value as it was.
+//! Unlike the others, this one *removes* tuples: the driver takes them out of `full`.
 
-use fixlog_logical::{value, ColType, SymbolTable, Value};
+use fixlog_logical::{value, ColType, Expr, LatticeColumns, SymbolTable, Value};
 use std::collections::{HashMap, HashSet};
 
 /// What the driver keeps for a relation that is not a plain set of derived tuples.
 pub enum Maintained {
     EqRel(EqRelClasses),
     Choice(ChoiceDomains),
+    Lattice(LatticeValues),
 }
 
 impl Maintained {
@@ -37,8 +49,11 @@ impl Maintained {
         eqrel: bool,
         choice_domains: &[Vec<usize>],
         types: &[ColType],
+        lattice: Option<&LatticeColumns>,
     ) -> Option<Maintained> {
-        if eqrel {
+        if let Some(l) = lattice {
+            Some(Maintained::Lattice(LatticeValues::new(l.clone())))
+        } else if eqrel {
             Some(Maintained::EqRel(EqRelClasses::default()))
         } else if !choice_domains.is_empty() {
             Some(Maintained::Choice(ChoiceDomains::new(
@@ -54,9 +69,21 @@ impl Maintained {
     /// relation's state; returns the tuples the relation gains (row-major, any order,
     /// none of them held before, no repeats).
     pub fn fold(&mut self, arity: usize, rows: &[Value], symbols: &SymbolTable) -> Vec<Value> {
+        self.fold_removing(arity, rows, symbols).0
+    }
+
+    /// [`Maintained::fold`], with the tuples the relation loses (row-major, held
+    /// before): only a lattice relation loses any (a key's old values).
+    pub fn fold_removing(
+        &mut self,
+        arity: usize,
+        rows: &[Value],
+        symbols: &SymbolTable,
+    ) -> (Vec<Value>, Vec<Value>) {
         match self {
-            Maintained::EqRel(classes) => classes.add_pairs(rows),
-            Maintained::Choice(choice) => choice.choose(arity, rows, symbols),
+            Maintained::EqRel(classes) => (classes.add_pairs(rows), Vec::new()),
+            Maintained::Choice(choice) => (choice.choose(arity, rows, symbols), Vec::new()),
+            Maintained::Lattice(values) => values.add(arity, rows, symbols),
         }
     }
 }
@@ -179,6 +206,80 @@ impl ChoiceDomains {
     }
 }
 
+/// The lattice values a relation with lattice attributes holds, per key.
+pub struct LatticeValues {
+    columns: LatticeColumns,
+    held: HashMap<Vec<Value>, Vec<Value>>,
+}
+
+impl LatticeValues {
+    pub fn new(columns: LatticeColumns) -> LatticeValues {
+        LatticeValues {
+            columns,
+            held: HashMap::new(),
+        }
+    }
+
+    fn lub(lub: &Expr, new: Value, held: Value, symbols: &SymbolTable) -> Value {
+        value::eval_expr(lub, &[new, held], symbols).unwrap_or(held)
+    }
+
+    /// Folds `rows` (row-major, sorted or not); returns the tuples gained and the
+    /// tuples lost (each row-major).
+    pub fn add(
+        &mut self,
+        arity: usize,
+        rows: &[Value],
+        symbols: &SymbolTable,
+    ) -> (Vec<Value>, Vec<Value>) {
+        let k = self.columns.key_len.min(arity);
+        if arity == 0 || arity == k {
+            return (rows.to_vec(), Vec::new());
+        }
+        let mut tuples: Vec<&[Value]> = rows.chunks_exact(arity).collect();
+        tuples.sort_unstable();
+        let (mut gained, mut lost) = (Vec::new(), Vec::new());
+        let mut i = 0;
+        while i < tuples.len() {
+            let key = &tuples[i][..k];
+            let mut acc: Vec<Value> = tuples[i][k..].to_vec();
+            let mut j = i + 1;
+            while j < tuples.len() && &tuples[j][..k] == key {
+                for (c, lub) in self.columns.lubs.iter().enumerate() {
+                    if let (Some(a), Some(&n)) = (acc.get_mut(c), tuples[j].get(k + c)) {
+                        *a = Self::lub(lub, n, *a, symbols);
+                    }
+                }
+                j += 1;
+            }
+            match self.held.get_mut(key) {
+                Some(held) => {
+                    let mut next = held.clone();
+                    for (c, lub) in self.columns.lubs.iter().enumerate() {
+                        if let (Some(x), Some(&n)) = (next.get_mut(c), acc.get(c)) {
+                            *x = Self::lub(lub, n, *x, symbols);
+                        }
+                    }
+                    if next != *held {
+                        lost.extend_from_slice(key);
+                        lost.extend_from_slice(held);
+                        gained.extend_from_slice(key);
+                        gained.extend_from_slice(&next);
+                        *held = next;
+                    }
+                }
+                None => {
+                    gained.extend_from_slice(key);
+                    gained.extend_from_slice(&acc);
+                    self.held.insert(key.to_vec(), acc);
+                }
+            }
+            i = j;
+        }
+        (gained, lost)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +326,28 @@ mod tests {
         let kept = c.choose(2, &[1, 5, 1, value::from_i32(-1), 2, 7], &symbols);
         assert_eq!(kept, vec![1, value::from_i32(-1), 2, 7]);
         assert!(c.choose(2, &[1, 0, 2, 0], &symbols).is_empty());
+    }
+
+    #[test]
+    fn lattice_keeps_the_lub_per_key_and_gives_what_grew() {
+        use fixlog_logical::BinOp;
+        let symbols = SymbolTable::new();
+        let max = Expr::Binary {
+            op: BinOp::Max,
+            ty: ColType::Number,
+            lhs: Box::new(Expr::Var(0)),
+            rhs: Box::new(Expr::Var(1)),
+        };
+        let mut l = LatticeValues::new(LatticeColumns {
+            key_len: 1,
+            lubs: vec![max],
+        });
+        // Key 1: max(3, 5) = 5; key 2: 4.
+        let (gained, lost) = l.add(2, &[1, 3, 2, 4, 1, 5], &symbols);
+        assert_eq!((gained, lost), (vec![1, 5, 2, 4], vec![]));
+        // Key 1 grows to 7 (its 5 goes), key 2's 1 changes nothing, key 3 is new.
+        let (gained, lost) = l.add(2, &[1, 7, 2, 1, 3, 0], &symbols);
+        assert_eq!((gained, lost), (vec![1, 7, 3, 0], vec![1, 5]));
     }
 
     #[test]

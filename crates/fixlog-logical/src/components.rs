@@ -656,6 +656,7 @@ impl<'a> Expander<'a> {
                 id.name = actual.clone();
             }
         };
+        let mut lattices = Vec::new();
         for item in &ast.items {
             match item {
                 Item::Type(t) => {
@@ -681,6 +682,9 @@ impl<'a> Expander<'a> {
                 }
                 Item::Directive(d) => res.directives.push(d.clone()),
                 Item::Functor { .. } | Item::Include { .. } => res.others.push(item.clone()),
+                // A lattice names a type, which instantiation would prefix: kept to the
+                // top level (where a component's relations can use it).
+                Item::Lattice { span, .. } => lattices.push(*span),
                 Item::Clause(_)
                 | Item::Component(_)
                 | Item::Init(_)
@@ -688,6 +692,12 @@ impl<'a> Expander<'a> {
                 | Item::Pragma { .. }
                 | Item::Once { .. } => {}
             }
+        }
+        for span in lattices {
+            self.errors.push(
+                Diagnostic::error("`.lattice` inside a component is not supported", span)
+                    .with_help("declare the lattice at the top level of the program"),
+            );
         }
         let declared: HashSet<&str> = res.decls.iter().map(|d| d.name.name.as_str()).collect();
         let mut local = Vec::new();

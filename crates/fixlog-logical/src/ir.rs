@@ -87,6 +87,24 @@ pub struct Relation {
     pub choice_domains: Vec<Vec<usize>>,
     /// `.limitsize r(n=N)` (Soufflé's aid for debugging programs that do not end).
     pub limitsize: Option<LimitSize>,
+    /// Lattice attributes (`x: T<>`, Soufflé 2.5's `.lattice`), if any.
+    pub lattice: Option<LatticeColumns>,
+}
+
+/// The lattice attributes of a relation (`.decl r(k: K, v: T<>)` with `.lattice T<>`):
+/// the last `lubs.len()` columns; the columns before them are the key. The relation
+/// holds at most one tuple per key: a tuple derived for a key it holds is combined
+/// with the held one, column by column, by the lattice's least upper bound (`Lub`),
+/// and replaces it when that changes it (see `fixlog_exec::maintain`). What bodies
+/// mean by a lattice argument (`Glb`, `Bottom`) the checker writes into the rules.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatticeColumns {
+    /// The number of key columns (the first ones).
+    pub key_len: usize,
+    /// Per lattice column, its `Lub`: an expression over [`Expr::Var`]`(0)` (the new
+    /// value) and `Var(1)` (the held one), of the column's type; it may fail (no
+    /// value), which leaves the held value.
+    pub lubs: Vec<Expr>,
 }
 
 /// `.limitsize r(n=N)`: in a recursive stratum, once `r` holds at least `n` tuples the
@@ -439,6 +457,16 @@ pub struct Program {
     /// The `autoinc()` relations, in the order their numbers are drawn (the order of
     /// their target's strata).
     pub autoincs: Vec<AutoInc>,
+    /// `recursive_iteration_cnt()` (Soufflé 2.4's counter of fixpoint iterations, an
+    /// `unsigned`), if some rule uses it: the relation `$iteration(n)`, of no rules,
+    /// that holds exactly one tuple, the counter. A rule using the counter reads it as
+    /// an atom `$iteration(v)` with `v` in place of the call, so every backend evaluates
+    /// it as a join with a one-tuple relation. The driver (`fixlog_exec::driver`; the
+    /// reference evaluator the same way) sets it as Soufflé's loop counter runs: 0 for
+    /// the rules that run once (every rule of a stratum that is not recursive, and the
+    /// rules of a recursive stratum that read none of its relations), and `k` during the
+    /// `k`-th pass of a recursive stratum's loop, counting from 0.
+    pub iteration: Option<RelId>,
     /// The user-defined functors (`.functor`), indexed by [`Functor::User`]'s index.
     pub functors: Vec<FunctorDecl>,
 }

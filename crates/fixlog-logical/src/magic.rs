@@ -304,6 +304,7 @@ impl Magic<'_> {
             eqrel: false,
             choice_domains: Vec::new(),
             limitsize: None,
+            lattice: None,
             ..orig
         };
         self.relations.push(adorned);

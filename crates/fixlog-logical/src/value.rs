@@ -400,6 +400,29 @@ pub fn eval_binary(op: BinOp, ty: ColType, a: Value, b: Value) -> Option<Value> 
     }
 }
 
+/// Evaluates an expression on the host, `Var(i)` being `vars[i]` (`None` for an
+/// unbound variable, a division by zero, a failed conversion or functor: no value).
+/// Used by the driver for a lattice's `Lub` (`crate::ir::LatticeColumns`).
+pub fn eval_expr(e: &crate::ir::Expr, vars: &[Value], symbols: &SymbolTable) -> Option<Value> {
+    use crate::ir::Expr;
+    match e {
+        Expr::Var(v) => vars.get(*v).copied(),
+        Expr::Const(c) => Some(*c),
+        Expr::Unary { op, ty, arg } => eval_unary(*op, *ty, eval_expr(arg, vars, symbols)?),
+        Expr::Binary { op, ty, lhs, rhs } => eval_binary(
+            *op,
+            *ty,
+            eval_expr(lhs, vars, symbols)?,
+            eval_expr(rhs, vars, symbols)?,
+        ),
+        Expr::Functor { func, args } => {
+            let args: Option<Vec<Value>> =
+                args.iter().map(|a| eval_expr(a, vars, symbols)).collect();
+            eval_functor(*func, &args?, symbols)
+        }
+    }
+}
+
 /// Converts a numeric value between types, as C++'s `static_cast` (float to integer
 /// truncates toward zero and saturates; NaN gives 0; integer to integer keeps the bits).
 pub fn convert(from: ColType, to: ColType, v: Value) -> Value {

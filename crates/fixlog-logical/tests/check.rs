@@ -1092,3 +1092,125 @@ proptest! {
         }
     }
 }
+
+/// `recursive_iteration_cnt()` is an atom over `$iteration(n: unsigned)`, made once and
+/// shared by every rule that uses it; misuse is located; a program using it is left out
+/// of the magic-set transform (its values follow the strata's loops).
+#[test]
+fn iteration_counter() {
+    let p = compile(&format!(
+        "{EDGE}.decl r(x: number, i: unsigned)\n\
+         r(x, recursive_iteration_cnt()) :- edge(x, _).\n\
+         r(y, i + 1) :- r(x, i), edge(x, y), recursive_iteration_cnt() < 10.\n"
+    ));
+    let it = p.iteration.expect("the counter's relation");
+    assert_eq!(p.relations[it].name, "$iteration");
+    assert_eq!(p.relations[it].types(), vec![ColType::Unsigned]);
+    for rule in &p.rules {
+        let reads = rule
+            .body
+            .iter()
+            .filter(|l| matches!(l, Literal::Atom(a) if a.rel == it))
+            .count();
+        assert_eq!(reads, 1, "{rule:?}");
+    }
+    assert!(p.warnings.iter().all(|w| !w.message.contains("$iteration")));
+    assert_eq!(
+        err1(&format!(
+            "{EDGE}.decl r(x: number)\nr(x) :- edge(x, _), x < recursive_iteration_cnt().\n"
+        )),
+        e("cannot compare a `number` with a `unsigned`", "3:21")
+    );
+    assert_eq!(
+        err1(&format!(
+            "{EDGE}.decl r(x: unsigned)\nr(recursive_iteration_cnt(1)) :- edge(_, _).\n"
+        )),
+        e(
+            "`recursive_iteration_cnt` takes no arguments but 1 were given",
+            "3:3"
+        )
+    );
+    assert_eq!(
+        err1(".decl r(x: unsigned)\nr(recursive_iteration_cnt()).\n"),
+        e(
+            "`recursive_iteration_cnt()` cannot be used in a fact",
+            "2:3"
+        )
+    );
+    let text = format!(
+        "{EDGE}edge(1, 2). edge(2, 3).\n.decl path(x: number, y: number)\n\
+         path(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), edge(y, z), recursive_iteration_cnt() < 5.\n\
+         .decl q(y: number)\n.output q\nq(y) :- path(1, y).\n.pragma \"magic-transform\" \"*\"\n"
+    );
+    assert!(!compile(&text)
+        .relations
+        .iter()
+        .any(|r| r.name.contains('@')));
+}
+
+/// Lattices: the relation records its key and `Lub`; misuse is located.
+#[test]
+fn lattice_declarations() {
+    const L: &str =
+        ".type L <: unsigned\n.lattice L<> { Bottom -> 0, Lub -> _ bor _, Glb -> _ band _ }\n";
+    let p = compile(&format!("{L}.decl r(k: number, v: L<>)\nr(1, 2).\n"));
+    let r = &p.relations[p.relation_id("r").unwrap()];
+    let l = r.lattice.as_ref().expect("lattice columns");
+    assert_eq!((l.key_len, l.lubs.len()), (1, 1));
+    assert!(matches!(
+        &l.lubs[0],
+        Expr::Binary { op: BinOp::BOr, lhs, rhs, .. } if **lhs == Expr::Var(0) && **rhs == Expr::Var(1)
+    ));
+    assert_eq!(
+        errs(&format!(
+            "{L}.decl a(k: number, v: number<>)\n.decl b(v: L<>, k: number)\n\
+             .decl c(x: L, y: L) eqrel\n.decl d(x: L<>, y: L<>) eqrel\n"
+        )),
+        vec![
+            e("type `number` is not a lattice", "3:23"),
+            e(
+                "attribute `k` of `b` follows a lattice attribute: lattice attributes come last",
+                "4:17"
+            ),
+            e(
+                "`d` is an `eqrel` relation and cannot have lattice attributes",
+                "6:13"
+            ),
+        ]
+    );
+    assert_eq!(
+        errs(".type L <: number\n.lattice L<> { Glb -> min(_, _), Lub -> max(_), Up -> 1, Glb -> 2 }\n"),
+        vec![
+            e("`Lub` must have two `_` standing for its arguments, found 1", "2:41"),
+            e("unknown lattice operator `Up`", "2:49"),
+            e("lattice operator `Glb` is given twice", "2:58"),
+        ]
+    );
+    assert_eq!(
+        err1(".type L <: number\n.lattice L<> { Bottom -> 0 }\n"),
+        e("lattice `L<>` does not define `Lub`", "2:1")
+    );
+    assert_eq!(
+        errs(&format!(
+            "{L}.decl r(k: number, v: L<>)\n.decl s(k: number, v: L)\n\
+             s(k, v) :- r(k, v), r(v2, v), v > 3.\n\
+             s(k, 0) :- r(k, x + y).\n\
+             r(k, v) <= r(k, w) :- v < w.\n"
+        )),
+        vec![
+            e(
+                "lattice variable `v` stands for the greatest lower bound of its lattice arguments and cannot be used in other literals",
+                "5:31"
+            ),
+            e("this lattice argument is not grounded", "6:17"),
+            e(
+                "`r` has lattice attributes and cannot have subsumptive clauses",
+                "7:1"
+            ),
+        ]
+    );
+    assert_eq!(
+        err1(&format!(".comp C {{\n{L}}}\n.init c = C\n")),
+        e("`.lattice` inside a component is not supported", "3:1")
+    );
+}

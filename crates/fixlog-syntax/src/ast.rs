@@ -65,6 +65,14 @@ pub enum Item {
     Init(Init),
     /// `.override r` (only inside a component body).
     Override { name: Ident, span: Span },
+    /// `.lattice T<> { Bottom -> e, Top -> e, Lub -> @f(_, _), Glb -> g(_, _) }`
+    /// (Soufflé 2.5): the lattice operations of type `T`, each an expression (the binary
+    /// ones with two `_` standing for their arguments), in the order written.
+    Lattice {
+        name: Ident,
+        ops: Vec<(Ident, Expr)>,
+        span: Span,
+    },
 }
 
 /// `Name` or `Name<A, B>`: a component's own head, a base in its inheritance list, or
@@ -121,6 +129,9 @@ pub struct ChoiceDomain {
 pub struct Attribute {
     pub name: Ident,
     pub ty: Ident,
+    /// `x: T<>`: a lattice attribute (Soufflé 2.5; `T` has a `.lattice`): where the `<>`
+    /// is.
+    pub lattice: Option<Span>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

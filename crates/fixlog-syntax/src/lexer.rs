@@ -129,6 +129,7 @@ const DIRECTIVES: &[&str] = &[
     "number_type",
     "symbol_type",
     "once",
+    "lattice",
 ];
 
 /// A character that starts no token and is not whitespace.

@@ -299,16 +299,6 @@ struct Parser<'t> {
 /// Deepest nesting of parentheses, braces and operators accepted.
 const MAX_DEPTH: usize = 256;
 
-/// Names that start a term of a Soufflé feature Fixlog lacks, with the feature (the
-/// error names what was used, not a neighbouring feature). Soufflé 2.4.1 added the
-/// counter of fixpoint iterations as `recursive_iteration_cnt()` (a keyword there);
-/// `__ITERATION__`, its name in an early version of that change (souffle-lang/souffle
-/// pull request 2414), is an ordinary identifier in Soufflé 2.5 and here.
-const UNSUPPORTED_TERMS: &[(&str, &str)] = &[(
-    "recursive_iteration_cnt",
-    "`recursive_iteration_cnt()` (the counter of fixpoint iterations) is",
-)];
-
 /// `.decl` qualifiers that are recognised (and, except `eqrel`, ignored by the checker).
 const QUALIFIERS: &[&str] = &[
     "btree",
@@ -534,6 +524,7 @@ impl<'t> Parser<'t> {
                         }])
                     }
                     "functor" => self.functor(kw).map(|i| vec![i]),
+                    "lattice" => self.lattice(kw).map(|i| vec![i]),
                     "plan" => {
                         self.plan()?;
                         Err(Diagnostic::error(
@@ -573,11 +564,7 @@ impl<'t> Parser<'t> {
                     TokenKind::Ident(name) if t.span.end == self.toks[self.pos + 1].span.start => {
                         let span = t.span.join(self.toks[self.pos + 1].span);
                         Err(Diagnostic::error(
-                            if name == "lattice" {
-                                "`.lattice` (lattice types) is not supported".to_string()
-                            } else {
-                                format!("unknown directive `.{name}`")
-                            },
+                            format!("unknown directive `.{name}`"),
                             span,
                         ))
                     }
@@ -586,6 +573,35 @@ impl<'t> Parser<'t> {
             }
             _ => Err(self.expected("a directive such as `.decl` or a clause")),
         }
+    }
+
+    /// `.lattice T<> { Op -> expr, ... }` (after `.lattice`), Soufflé 2.5's lattice
+    /// declaration; the operator names and expressions are checked later.
+    fn lattice(&mut self, kw: Span) -> PResult<Item> {
+        let name = self.qualified("a type name after `.lattice`")?;
+        self.expect(TokenKind::Lt)?;
+        self.expect(TokenKind::Gt)?;
+        self.expect(TokenKind::LBrace)?;
+        let mut ops = Vec::new();
+        loop {
+            let op = self.ident("a lattice operator (`Bottom`, `Top`, `Lub`, `Glb`)")?;
+            self.expect(TokenKind::Minus)?;
+            self.expect(TokenKind::Gt)?;
+            self.enter()?;
+            let e = self.expr();
+            self.depth -= 1;
+            ops.push((op, e?));
+            if self.eat(&TokenKind::Comma).is_some() {
+                continue;
+            }
+            self.expect(TokenKind::RBrace)?;
+            break;
+        }
+        Ok(Item::Lattice {
+            name,
+            ops,
+            span: self.span_from(kw),
+        })
     }
 
     /// `.comp Name<T1, T2> : Base<T1>, Other { items }` (after `.comp`).
@@ -796,7 +812,17 @@ impl<'t> Parser<'t> {
             let aname = self.ident("an attribute name")?;
             self.expect(TokenKind::Colon)?;
             let ty = self.qualified("a type name")?;
-            attrs.push(Attribute { name: aname, ty });
+            let lattice = if self.at(&TokenKind::Lt) && self.peek_n(1) == &TokenKind::Gt {
+                let lt = self.bump().span;
+                Some(lt.join(self.bump().span))
+            } else {
+                None
+            };
+            attrs.push(Attribute {
+                name: aname,
+                ty,
+                lattice,
+            });
             if self.eat(&TokenKind::Comma).is_some() {
                 continue;
             }
@@ -1079,10 +1105,8 @@ impl<'t> Parser<'t> {
             TokenKind::Bang => {
                 let bang = self.bump().span;
                 match (self.peek(), self.peek_n(1)) {
-                    (TokenKind::Ident(name), _)
-                        if (self.peek_n(1) == &TokenKind::LParen
-                            && !UNSUPPORTED_TERMS.iter().any(|(n, _)| n == name))
-                            || self.qualified_atom_ahead() =>
+                    (TokenKind::Ident(_), _)
+                        if self.peek_n(1) == &TokenKind::LParen || self.qualified_atom_ahead() =>
                     {
                         let term = self.constraint_or_atom()?;
                         Ok(match term {
@@ -1382,16 +1406,6 @@ impl<'t> Parser<'t> {
                     args: Vec::new(),
                     span: t.span,
                 })
-            }
-            TokenKind::Ident(name)
-                if (name == "nil" || self.peek_n(1) == &TokenKind::LParen)
-                    && UNSUPPORTED_TERMS.iter().any(|(n, _)| n == name) =>
-            {
-                let what = UNSUPPORTED_TERMS
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map_or("", |(_, w)| *w);
-                Err(Diagnostic::error(format!("{what} not supported"), t.span))
             }
             TokenKind::Ident(name) => {
                 let ident = Ident {

@@ -1442,19 +1442,25 @@ fn dollar_is_the_deprecated_autoinc() {
     assert_eq!(sm.location(p.warnings[0].span.unwrap()), "t.dl:1:6");
 }
 
-/// Soufflé 2.5's counter of fixpoint iterations, `recursive_iteration_cnt()`, is not
-/// supported (a located error naming it). `__ITERATION__` is no keyword in Soufflé 2.5
-/// (only an early draft of the counter used that name): an identifier like any other.
+/// Soufflé 2.5's counter of fixpoint iterations, `recursive_iteration_cnt()`, parses as
+/// a nullary call (the checker gives it its meaning), in bodies, heads and after `!`.
+/// `__ITERATION__` is no keyword in Soufflé 2.5 (only an early draft of the counter used
+/// that name): an identifier like any other.
 #[test]
 fn iteration_counter() {
-    let e = parse_errs("r(x) :- r(y), x = y + 1, recursive_iteration_cnt() < 100.");
-    assert_eq!(
-        e[0],
-        (
-            "`recursive_iteration_cnt()` (the counter of fixpoint iterations) is not supported"
-                .to_string(),
-            "t.dl:1:26".to_string()
-        )
+    let p = parse_ok(
+        "r(x) :- r(y), x = y + 1, recursive_iteration_cnt() < 100.
+         s(recursive_iteration_cnt()) :- r(_), !recursive_iteration_cnt() > 3.",
+    );
+    let Item::Clause(c) = &p.items[0] else {
+        panic!("expected a clause, found {:?}", p.items[0]);
+    };
+    assert!(format!("{:?}", c.body).contains("recursive_iteration_cnt"));
+    let Item::Clause(c) = &p.items[1] else {
+        panic!("expected a clause, found {:?}", p.items[1]);
+    };
+    assert!(
+        matches!(&c.heads[0].args[0], Expr::Call { name, args, .. } if name.name == "recursive_iteration_cnt" && args.is_empty())
     );
     let p = parse_ok("r(__ITERATION__) :- __ITERATION__(__ITERATION__).");
     let Item::Clause(c) = &p.items[0] else {
@@ -1463,10 +1469,10 @@ fn iteration_counter() {
     assert!(matches!(&c.heads[0].args[0], Expr::Var(v) if v.name == "__ITERATION__"));
 }
 
-/// Soufflé's `debug_delta` relations (2.4.1) and lattice types are not supported: a
-/// located error naming each.
+/// Soufflé's `debug_delta` relations (2.4.1) are not supported: a located error naming
+/// them. Lattices (2.5) parse: `.lattice T<> { Op -> expr, ... }` and `x: T<>`.
 #[test]
-fn debug_delta_and_lattice_are_named() {
+fn debug_delta_is_named_and_lattices_parse() {
     let e = parse_errs(".decl r(x: number)\n.decl d = debug_delta(r)\n");
     assert_eq!(
         e[0],
@@ -1475,12 +1481,20 @@ fn debug_delta_and_lattice_are_named() {
             "t.dl:2:11".to_string()
         )
     );
-    let e = parse_errs(".type S = A {} | B {}\n.lattice S<> {\n  Bottom -> $A()\n}\n");
-    assert_eq!(
-        e[0],
-        (
-            "`.lattice` (lattice types) is not supported".to_string(),
-            "t.dl:2:1".to_string()
-        )
+    let p = parse_ok(
+        ".type S = A {} | B {}\n.lattice S<> {\n  Bottom -> $A(),\n  Lub -> @lub(_, _)\n}\n\
+         .decl r(k: number, s: S<>)\n",
     );
+    let Item::Lattice { name, ops, .. } = &p.items[1] else {
+        panic!("expected a lattice, found {:?}", p.items[1]);
+    };
+    assert_eq!(name.name, "S");
+    let names: Vec<&str> = ops.iter().map(|(o, _)| o.name.as_str()).collect();
+    assert_eq!(names, ["Bottom", "Lub"]);
+    let Item::Decl(d) = &p.items[2] else {
+        panic!("expected a declaration, found {:?}", p.items[2]);
+    };
+    assert!(d.attrs[0].lattice.is_none() && d.attrs[1].lattice.is_some());
+    let e = parse_errs(".lattice S<> { Lub => 1 }\n");
+    assert_eq!(e[0].1, "t.dl:1:20");
 }

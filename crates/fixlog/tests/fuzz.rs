@@ -154,7 +154,8 @@ fn mutate(base: &[String], mutations: &[Mutation]) -> Vec<u8> {
 }
 
 /// Whether evaluating surely terminates: no arithmetic or functor computes a new value
-/// in a recursive stratum.
+/// in a recursive stratum, nor does `recursive_iteration_cnt()` or a lattice's `Lub`
+/// (a mutated one may grow forever) give one.
 fn surely_terminates(p: &Program) -> bool {
     let computes = |e: &Expr| !matches!(e, Expr::Var(_) | Expr::Const(_));
     fn lit_computes(l: &Literal, computes: &dyn Fn(&Expr) -> bool) -> bool {
@@ -175,11 +176,18 @@ fn surely_terminates(p: &Program) -> bool {
     let ranges = p.rules.iter().any(|r| has_range(&r.body));
     !ranges
         && p.strata.iter().filter(|s| s.recursive).all(|s| {
-            s.rules.iter().all(|&r| {
-                let rule = &p.rules[r];
-                !rule.head.args.iter().any(computes)
-                    && !rule.body.iter().any(|l| lit_computes(l, &computes))
-            })
+            s.relations
+                .iter()
+                .all(|&r| p.relations[r].lattice.is_none())
+                && s.rules.iter().all(|&r| {
+                    let rule = &p.rules[r];
+                    !rule.head.args.iter().any(computes)
+                        && !rule.body.iter().any(|l| lit_computes(l, &computes))
+                        && !rule
+                            .body
+                            .iter()
+                            .any(|l| matches!(l, Literal::Atom(a) if Some(a.rel) == p.iteration))
+                })
         })
 }
 

@@ -612,6 +612,44 @@ impl RuleCx<'_, '_> {
                 self.autoinc.push((v, span));
                 return Some(LExpr::Var(v, span));
             }
+            "recursive_iteration_cnt" => {
+                if !args.is_empty() {
+                    self.error(Diagnostic::error(
+                        format!(
+                            "`recursive_iteration_cnt` takes no arguments but {} were given",
+                            args.len()
+                        ),
+                        span,
+                    ));
+                    return None;
+                }
+                if self.fact_mode {
+                    self.error(
+                        Diagnostic::error(
+                            "`recursive_iteration_cnt()` cannot be used in a fact",
+                            span,
+                        )
+                        .with_help("write a rule: `r(recursive_iteration_cnt()) :- true.`"),
+                    );
+                    return None;
+                }
+                // The counter is the one tuple of `$iteration`, which the driver sets
+                // before each step (see `ir::Program::iteration`).
+                let rel = self.ck.iteration_relation(span);
+                let v = self.fresh_var("iteration");
+                self.vars[v].ty = Some(ColType::Unsigned);
+                self.vars[v].origin = Some((
+                    span,
+                    "the result of `recursive_iteration_cnt()`".to_string(),
+                ));
+                out.push(LLit::Atom {
+                    rel,
+                    args: vec![LTerm::Var(v, span)],
+                    negated: false,
+                    span,
+                });
+                return Some(LExpr::Var(v, span));
+            }
             "range" => {
                 if self.fact_mode {
                     self.error(

@@ -27,6 +27,7 @@
 //! Errors are collected, not thrown: a bad literal drops its rule, the other rules are
 //! still checked, and everything found is reported together.
 
+mod lattice;
 mod lower;
 mod lowered;
 mod range;
@@ -120,6 +121,10 @@ pub fn check_with(
         inline: HashSet::new(),
         magic_qualifier: HashMap::new(),
         autoincs: Vec::new(),
+        iteration: None,
+        lattices: HashMap::new(),
+        lattice_cols: HashMap::new(),
+        lattice_fresh: 0,
         functors: Vec::new(),
         functor_ids: HashMap::new(),
     };
@@ -166,6 +171,7 @@ pub fn check_with(
         a.source = moved(a.source);
         a.target = moved(a.target);
     }
+    ck.iteration = ck.iteration.map(moved);
     let reads: Vec<(RelId, RelId, Span)> = ck
         .autoincs
         .iter()
@@ -206,7 +212,9 @@ pub fn check_with(
     // program that uses it is left as it is (its numbers stay those of a plain run). So
     // is a program with `.limitsize`, which stops a stratum's loop: the transform makes
     // other strata.
-    let limited = ck.relations.iter().any(|r| r.limitsize.is_some());
+    // The same holds for `recursive_iteration_cnt()`, whose values follow the strata's
+    // loops.
+    let limited = ck.relations.iter().any(|r| r.limitsize.is_some()) || ck.iteration.is_some();
     if ck.autoincs.is_empty()
         && !limited
         && (!spec.is_empty() || ck.magic_qualifier.values().any(|&q| q))
@@ -219,6 +227,12 @@ pub fn check_with(
         for a in &ck.autoincs {
             candidates[a.source] = false;
             candidates[a.target] = false;
+        }
+        // A lattice relation holds one tuple per key, which a copy would not keep.
+        for (r, rel) in ck.relations.iter().enumerate() {
+            if rel.lattice.is_some() {
+                candidates[r] = false;
+            }
         }
         if crate::magic::transform(
             &mut ck.relations,
@@ -247,6 +261,7 @@ pub fn check_with(
         symbols: ck.symbols,
         warnings,
         autoincs: ck.autoincs,
+        iteration: ck.iteration,
         functors: ck.functors,
     })
 }
@@ -410,6 +425,15 @@ struct Checker<'a> {
     /// Relations declared `magic` (true) or `no_magic` (false).
     magic_qualifier: HashMap<String, bool>,
     autoincs: Vec<ir::AutoInc>,
+    /// The relation of `recursive_iteration_cnt()` ([`ir::Program::iteration`]), made
+    /// when a rule first uses the counter.
+    iteration: Option<RelId>,
+    /// `.lattice` declarations by type name (`check/lattice.rs`).
+    lattices: HashMap<String, lattice::LatticeDecl>,
+    /// Relations with lattice attributes: their lattices' names, column by column.
+    lattice_cols: HashMap<RelId, Vec<String>>,
+    /// Fresh variables made by the lattice rewrite of bodies.
+    lattice_fresh: usize,
     /// User-defined functors (`.functor`) and their indexes by name.
     functors: Vec<ir::FunctorDecl>,
     functor_ids: HashMap<String, u32>,
@@ -447,6 +471,33 @@ const BUILTIN_FUNCTORS: &[&str] = &[
 impl<'a> Checker<'a> {
     fn error(&mut self, d: Diagnostic) {
         self.errors.push(d);
+    }
+
+    /// The relation `$iteration(n: unsigned)` that stands for `recursive_iteration_cnt()`
+    /// (see [`ir::Program::iteration`]), made on first use.
+    pub(super) fn iteration_relation(&mut self, span: Span) -> RelId {
+        if let Some(r) = self.iteration {
+            return r;
+        }
+        let r = self.relations.len();
+        self.relations.push(ir::Relation {
+            name: "$iteration".to_string(),
+            columns: vec![ir::Column {
+                name: "iteration".to_string(),
+                ty: ColType::Unsigned,
+                type_name: "unsigned".to_string(),
+            }],
+            span,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            printsize: false,
+            eqrel: false,
+            choice_domains: Vec::new(),
+            limitsize: None,
+            lattice: None,
+        });
+        self.iteration = Some(r);
+        r
     }
 
     fn run(&mut self, program: &'a ast::Program) {
@@ -487,6 +538,7 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        self.lattice_decls(program);
         // Then relations (also usable before their declaration).
         for item in &program.items {
             match item {
@@ -501,6 +553,7 @@ impl<'a> Checker<'a> {
                 _ => {}
             }
         }
+        self.lattice_lubs();
         let mut has_clauses: HashSet<&str> = HashSet::new();
         for item in &program.items {
             if let ast::Item::Clause(c) = item {
@@ -709,6 +762,7 @@ impl<'a> Checker<'a> {
             eqrel: false,
             choice_domains: Vec::new(),
             limitsize: None,
+            lattice: None,
         };
         for q in &d.qualifiers {
             match q.name.as_str() {
@@ -740,6 +794,9 @@ impl<'a> Checker<'a> {
             }
         }
         rel.choice_domains = self.choice_domains(d, &rel);
+        if let Some(cols) = self.decl_lattice_columns(d) {
+            self.lattice_cols.insert(self.relations.len(), cols);
+        }
         self.rel_ids
             .insert(d.name.name.clone(), self.relations.len());
         self.relations.push(rel);
@@ -1002,6 +1059,19 @@ impl<'a> Checker<'a> {
             };
             for conj in &conjuncts {
                 let before = self.errors.len();
+                // Lattice arguments in the body (`check/lattice.rs`).
+                let rewritten = self.lattice_body(conj);
+                if self.errors.len() != before {
+                    continue;
+                }
+                let refs: Vec<&ast::Literal>;
+                let conj: &[&ast::Literal] = match &rewritten {
+                    Some(lits) => {
+                        refs = lits.iter().collect();
+                        &refs
+                    }
+                    None => conj,
+                };
                 let mut cx = RuleCx::new(self, false);
                 let rule = cx.rule(head, rel, conj, c.span);
                 let autoinc = std::mem::take(&mut cx.autoinc);
@@ -1177,6 +1247,7 @@ impl Checker<'_> {
             eqrel: false,
             choice_domains: Vec::new(),
             limitsize: None,
+            lattice: None,
         };
         let source_cols: Vec<ir::Column> = vs.iter().map(|&v| column(v)).collect();
         let mut target_cols = vec![ir::Column {

@@ -57,6 +57,18 @@ impl Checker<'_> {
         let (Some(dominated), Some(body)) = (c.heads.first(), &c.body) else {
             return;
         };
+        if let Some(&rel) = self.rel_ids.get(&dominated.name.name) {
+            if self.lattice_cols.contains_key(&rel) {
+                self.error(Diagnostic::error(
+                    format!(
+                        "`{}` has lattice attributes and cannot have subsumptive clauses",
+                        dominated.name.name
+                    ),
+                    c.span,
+                ));
+                return;
+            }
+        }
         if dominated.name.name != dominating.name.name {
             self.error(Diagnostic::error(
                 format!(

@@ -11,8 +11,16 @@
 //!   its pairs (classes by graph search); a `choice-domain` relation adds a round's new
 //!   tuples in output order, each only if no tuple it holds shares a domain value
 //!   with it. Facts are folded the same way before the strata run.
+//! - Lattice attributes: a relation holds one tuple per key; a round's new tuples are
+//!   grouped by key and folded with the lattice's `Lub`, then combined with the held
+//!   tuple of the key (which they replace).
 //! - `.limitsize`: before each round of the loop, a relation of the stratum holding at
 //!   least its limit ends the stratum.
+//! - `recursive_iteration_cnt()` (`Program::iteration`): its relation holds `0` in the
+//!   first round of a stratum and `k` in the `k`-th round of the loop (from 0). A rule
+//!   that reads it is evaluated semi-naively in the loop (each binding uses at least one
+//!   tuple the previous round added to a relation of the stratum), since its tuples
+//!   depend on the round that derives them, as in Soufflé; every other rule stays naive.
 //! - After each round, the subsumptive clauses of the stratum's relations are evaluated
 //!   and the dominated tuples they derive are removed.
 //! - A rule body is evaluated by nested loops: take the first literal (in body order)
@@ -95,10 +103,23 @@ pub fn evaluate(
                         .any(|l| matches!(l, Literal::Atom(a) if in_stratum(a.rel)))
             })
             .collect();
-        round(program, stratum, &first, &mut rels, symbols);
+        let set_iteration = |rels: &mut Vec<Tuples>, k: Value| {
+            if let Some(it) = program.iteration {
+                rels[it] = Tuples::from([vec![k]]);
+            }
+        };
+        set_iteration(&mut rels, 0);
+        round(program, stratum, &first, &mut rels, symbols, None);
         if !stratum.recursive {
             continue;
         }
+        // What the last round added to each relation of the stratum (everything at
+        // first, as in the engine).
+        let mut delta: Vec<Tuples> = vec![Tuples::new(); rels.len()];
+        for &r in &stratum.relations {
+            delta[r] = rels[r].clone();
+        }
+        let mut k: Value = 0;
         loop {
             // `.limitsize`: a relation at its limit ends the loop before another round
             // (Soufflé checks after computing a round and drops what it derived; a round
@@ -112,7 +133,16 @@ pub fn evaluate(
                 break;
             }
             let before: Vec<Tuples> = stratum.relations.iter().map(|&r| rels[r].clone()).collect();
-            round(program, stratum, &stratum.rules, &mut rels, symbols);
+            set_iteration(&mut rels, k);
+            k = k.wrapping_add(1);
+            round(
+                program,
+                stratum,
+                &stratum.rules,
+                &mut rels,
+                symbols,
+                Some(&delta),
+            );
             let same = stratum
                 .relations
                 .iter()
@@ -121,6 +151,9 @@ pub fn evaluate(
             if same {
                 break;
             }
+            for (&r, b) in stratum.relations.iter().zip(&before) {
+                delta[r] = rels[r].difference(b).cloned().collect();
+            }
         }
     }
     rels
@@ -128,18 +161,40 @@ pub fn evaluate(
 
 /// One step of a stratum: evaluate `rules` over `rels`, add what they derived (folded
 /// for eqrel and choice relations), then remove the tuples the stratum's subsumptive
-/// clauses find dominated.
+/// clauses find dominated. With `delta` (a round of the loop), rules that read
+/// `recursive_iteration_cnt()` are evaluated semi-naively over it.
 fn round(
     program: &Program,
     stratum: &fixlog_logical::Stratum,
     rules: &[usize],
     rels: &mut [Tuples],
     symbols: &SymbolTable,
+    delta: Option<&[Tuples]>,
 ) {
     let mut derived: Vec<Tuples> = vec![Tuples::new(); rels.len()];
     for &r in rules {
         let rule = &program.rules[r];
-        derived[rule.head.rel].extend(eval_rule(rule, rels, symbols));
+        let counted = program.iteration.is_some_and(|it| {
+            rule.body
+                .iter()
+                .any(|l| matches!(l, Literal::Atom(a) if a.rel == it))
+        });
+        match delta {
+            Some(delta) if counted => {
+                // One evaluation per atom over the stratum, that atom reading `delta`.
+                for (i, lit) in rule.body.iter().enumerate() {
+                    if matches!(lit, Literal::Atom(a) if stratum.relations.contains(&a.rel)) {
+                        derived[rule.head.rel].extend(eval_rule_with(
+                            rule,
+                            rels,
+                            symbols,
+                            Some((i, delta)),
+                        ));
+                    }
+                }
+            }
+            _ => derived[rule.head.rel].extend(eval_rule(rule, rels, symbols)),
+        }
     }
     for (rel, new) in derived.into_iter().enumerate() {
         if !new.is_empty() {
@@ -166,7 +221,52 @@ fn add_round(
     symbols: &SymbolTable,
 ) {
     let decl = &program.relations[rel];
-    if decl.eqrel {
+    if let Some(lattice) = &decl.lattice {
+        // One tuple per key: the tuples the relation does not hold yet are grouped by
+        // key in raw order, each group's lattice values folded with `Lub(new, acc)`,
+        // then combined with the held ones as `Lub(new, held)`.
+        let k = lattice.key_len;
+        let lub = |c: usize, new: Value, old: Value| {
+            value::eval_expr(&lattice.lubs[c], &[new, old], symbols).unwrap_or(old)
+        };
+        let mut groups: std::collections::BTreeMap<Vec<Value>, Vec<Value>> =
+            std::collections::BTreeMap::new();
+        for t in new.into_iter().filter(|t| !rels[rel].contains(t)) {
+            match groups.get_mut(&t[..k]) {
+                Some(acc) => {
+                    for (c, a) in acc.iter_mut().enumerate() {
+                        *a = lub(c, t[k + c], *a);
+                    }
+                }
+                None => {
+                    groups.insert(t[..k].to_vec(), t[k..].to_vec());
+                }
+            }
+        }
+        let mut held: std::collections::BTreeMap<Vec<Value>, Vec<Value>> = rels[rel]
+            .iter()
+            .map(|t| (t[..k].to_vec(), t[k..].to_vec()))
+            .collect();
+        for (key, acc) in groups {
+            match held.get_mut(&key) {
+                Some(h) => {
+                    for (c, x) in h.iter_mut().enumerate() {
+                        *x = lub(c, acc[c], *x);
+                    }
+                }
+                None => {
+                    held.insert(key, acc);
+                }
+            }
+        }
+        rels[rel] = held
+            .into_iter()
+            .map(|(mut key, vals)| {
+                key.extend(vals);
+                key
+            })
+            .collect();
+    } else if decl.eqrel {
         rels[rel].extend(new);
         rels[rel] = equivalence_closure(&rels[rel]);
     } else if !decl.choice_domains.is_empty() {
@@ -228,13 +328,26 @@ struct Ctx<'a> {
     rule: &'a Rule,
     rels: &'a [Tuples],
     symbols: &'a SymbolTable,
+    /// The body atom (by its place in the rule's body) that reads these tuples instead
+    /// of its relation's.
+    delta: Option<(*const Literal, &'a [Tuples])>,
 }
 
 fn eval_rule(rule: &Rule, rels: &[Tuples], symbols: &SymbolTable) -> Vec<Vec<Value>> {
+    eval_rule_with(rule, rels, symbols, None)
+}
+
+fn eval_rule_with(
+    rule: &Rule,
+    rels: &[Tuples],
+    symbols: &SymbolTable,
+    delta: Option<(usize, &[Tuples])>,
+) -> Vec<Vec<Value>> {
     let ctx = Ctx {
         rule,
         rels,
         symbols,
+        delta: delta.map(|(i, d)| (&rule.body[i] as *const Literal, d)),
     };
     let mut out = Vec::new();
     let body: Vec<&Literal> = rule.body.iter().collect();
@@ -271,7 +384,11 @@ fn solve(ctx: &Ctx, lits: &[&Literal], env: Env, emit: &mut dyn FnMut(&Env)) {
         .collect();
     match lit {
         Literal::Atom(atom) => {
-            for tuple in candidates(ctx, atom, &env) {
+            let source = match ctx.delta {
+                Some((l, d)) if std::ptr::eq(l, lit) => &d[atom.rel],
+                _ => &ctx.rels[atom.rel],
+            };
+            for tuple in candidates_in(source, atom, &env) {
                 let mut env2 = env.clone();
                 if unify(atom, tuple, &mut env2) {
                     solve(ctx, &rest, env2, emit);
@@ -441,6 +558,15 @@ fn candidates<'a>(
     atom: &Atom,
     env: &Env,
 ) -> impl Iterator<Item = &'a Vec<Value>> + 'a {
+    candidates_in(&ctx.rels[atom.rel], atom, env)
+}
+
+/// Tuples of `tuples` that start with the atom's bound prefix.
+fn candidates_in<'a>(
+    tuples: &'a Tuples,
+    atom: &Atom,
+    env: &Env,
+) -> impl Iterator<Item = &'a Vec<Value>> + 'a {
     let mut prefix = Vec::new();
     for arg in &atom.args {
         match arg {
@@ -449,7 +575,7 @@ fn candidates<'a>(
             _ => break,
         }
     }
-    ctx.rels[atom.rel]
+    tuples
         .range(prefix.clone()..)
         .take_while(move |t| t.starts_with(&prefix))
 }
