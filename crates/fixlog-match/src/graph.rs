@@ -388,6 +388,7 @@ impl GraphBuilder {
             adjacency: Mutex::new(HashMap::new()),
             by_degree: false,
             degree_ordered: OnceLock::new(),
+            forward: OnceLock::new(),
         })
     }
 
@@ -491,6 +492,9 @@ pub struct Graph {
     by_degree: bool,
     /// The degree-ordered copy, built on first use and kept for every later count.
     degree_ordered: OnceLock<Box<Graph>>,
+    /// The forward lists in degree order ([`Graph::forward_by_degree`]), built on first
+    /// use.
+    forward: OnceLock<Adjacency>,
 }
 
 impl Graph {
@@ -500,12 +504,35 @@ impl Graph {
 
     /// Distinct `(src, dst)` pairs, whatever their types; in an undirected graph both
     /// directions of every edge (a self-loop once).
+    ///
+    /// Read from the adjacency already built here or on the degree-ordered copy (a
+    /// count in degree order builds only the copy's: the same edges), or from the
+    /// forward lists of a clique count, else built here.
     pub fn edge_count(&self) -> usize {
-        self.adjacency(AdjacencyKey {
+        let key = self.canonical(AdjacencyKey {
             direction: Direction::Out,
             edge_type: None,
-        })
-        .edge_count()
+        });
+        let built = self
+            .built_adjacency(key)
+            .or_else(|| self.degree_ordered.get()?.built_adjacency(key));
+        if let Some(adjacency) = built {
+            return adjacency.edge_count();
+        }
+        // Undirected, the forward lists hold every edge but self-loops once.
+        match self.forward.get() {
+            Some(forward) if self.undirected => 2 * forward.edge_count() + self.self_loop_nodes(),
+            _ => self.adjacency(key).edge_count(),
+        }
+    }
+
+    /// The adjacency for `key` if it was built already.
+    fn built_adjacency(&self, key: AdjacencyKey) -> Option<Arc<Adjacency>> {
+        let built = match self.adjacency.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        built.get(&self.canonical(key)).map(Arc::clone)
     }
 
     pub fn is_undirected(&self) -> bool {
@@ -563,11 +590,12 @@ impl Graph {
             .get_or_init(|| Box::new(self.build_degree_ordered()))
     }
 
-    fn build_degree_ordered(&self) -> Graph {
+    /// Each node's edge ends as read (in and out, any edge type: a repeated edge counts
+    /// each time it is read). Needs no adjacency; ranking by it is a total order like
+    /// any other, which is all a count in degree order needs.
+    fn degrees_as_read(&self) -> Vec<usize> {
         let n = self.ids.len();
-        // Degrees from the edges as read (no adjacency needed): any total order keeps
-        // the count, so ends of repeated edges may count twice.
-        let degree: Vec<usize> = if self.edges.len() >= parallel_min_items() {
+        if self.edges.len() >= parallel_min_items() {
             let cells: Vec<AtomicUsize> = (0..n)
                 .into_par_iter()
                 .with_min_len(EDGE_GRAIN)
@@ -588,7 +616,67 @@ impl Graph {
                 degree[d as usize] += 1;
             }
             degree
-        };
+        }
+    }
+
+    /// The forward lists in degree order: node `u`'s list holds the degree ranks
+    /// (ascending degree as read, ties by number, see [`Graph::degree_ordered`]) of its
+    /// neighbours (either direction, any type) ranked above it, indexed by `u`'s own
+    /// rank; self-loops are left out. Built on first use straight from the edges (one
+    /// pair per edge, half a full adjacency's) and kept: what [`crate::clique`] counts
+    /// on.
+    pub(crate) fn forward_by_degree(&self) -> &Adjacency {
+        self.forward.get_or_init(|| {
+            let degree = self.degrees_as_read();
+            // Ranks by a counting sort on degree, stable in node order.
+            let top = degree.iter().copied().max().unwrap_or(0);
+            let mut next = vec![0 as NodeIndex; top + 2];
+            for &d in &degree {
+                next[d + 1] += 1;
+            }
+            for d in 1..next.len() {
+                next[d] += next[d - 1];
+            }
+            let rank: Vec<NodeIndex> = degree
+                .iter()
+                .map(|&d| {
+                    let r = next[d];
+                    next[d] += 1;
+                    r
+                })
+                .collect();
+            drop(degree);
+            Adjacency::build(
+                self.ids.len(),
+                &self.edges,
+                |&(s, d, _)| {
+                    let (a, b) = (rank[s as usize], rank[d as usize]);
+                    (a != b).then(|| (a.min(b), a.max(b)))
+                },
+                parallel_min_items(),
+            )
+        })
+    }
+
+    /// How many nodes have a self-loop.
+    fn self_loop_nodes(&self) -> usize {
+        if !self.has_self_loops {
+            return 0;
+        }
+        let mut seen = vec![false; self.ids.len()];
+        let mut count = 0;
+        for &(s, d, _) in &self.edges {
+            if s == d && !seen[s as usize] {
+                seen[s as usize] = true;
+                count += 1;
+            }
+        }
+        count
+    }
+
+    fn build_degree_ordered(&self) -> Graph {
+        let n = self.ids.len();
+        let degree = self.degrees_as_read();
         // order[rank] = node; rank[node].
         let mut order: Vec<NodeIndex> = (0..n as NodeIndex).collect();
         order.par_sort_unstable_by_key(|&u| (degree[u as usize], u));
@@ -643,6 +731,7 @@ impl Graph {
             adjacency: Mutex::new(HashMap::new()),
             by_degree: true,
             degree_ordered: OnceLock::new(),
+            forward: OnceLock::new(),
         }
     }
 

@@ -174,22 +174,82 @@ struct LineError {
     message: String,
 }
 
-/// Parses one chunk of an edge list.
+/// The common line `src<sep>dst` (`<sep>` spaces and tabs, at most 19 digits an id,
+/// an optional `\r`) at `at`, read without splitting: the ids and where the next line
+/// starts. `None` for anything else (comments, blank lines, a type, leading or trailing
+/// blanks, errors): [`parse_edge_chunk`] then reads the line field by field, which
+/// accepts the same lines and locates errors.
+#[inline]
+fn plain_edge(bytes: &[u8], at: usize) -> Option<(u64, u64, usize)> {
+    #[inline]
+    fn digits(bytes: &[u8], at: usize) -> Option<(u64, usize)> {
+        let mut value = 0u64;
+        let mut i = at;
+        // 19 digits never overflow a u64; a 20th goes to the checked reader.
+        while let Some(&b) = bytes.get(i) {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 || i - at == 19 {
+                break;
+            }
+            value = value * 10 + u64::from(digit);
+            i += 1;
+        }
+        let more = bytes.get(i).is_some_and(u8::is_ascii_digit);
+        (i > at && !more).then_some((value, i))
+    }
+    let (src, mut at) = digits(bytes, at)?;
+    let separator = at;
+    while matches!(bytes.get(at), Some(b' ' | b'\t')) {
+        at += 1;
+    }
+    if at == separator {
+        return None;
+    }
+    let (dst, mut at) = digits(bytes, at)?;
+    if bytes.get(at) == Some(&b'\r') {
+        at += 1;
+    }
+    match bytes.get(at) {
+        None => Some((src, dst, at)),
+        Some(b'\n') => Some((src, dst, at + 1)),
+        Some(_) => None,
+    }
+}
+
+/// Parses one chunk of an edge list: plain `src dst` lines by [`plain_edge`], any
+/// other line field by field.
 fn parse_edge_chunk(first_line: usize, chunk: &str) -> Result<EdgeChunk<'_>, LineError> {
-    let mut edges = Vec::with_capacity(chunk.len() / 12);
+    let bytes = chunk.as_bytes();
+    let mut edges = Vec::with_capacity(chunk.len() / 10);
     let mut types: Vec<&str> = Vec::new();
     let mut type_numbers: std::collections::HashMap<&str, u32> = Default::default();
     let mut line_start = 0;
-    for (i, raw) in chunk.split('\n').enumerate() {
+    let mut i = 0;
+    // Line `i` starts at `line_start`; past the end (after a final newline) is one more,
+    // empty line, as `str::split` gives it.
+    while line_start <= bytes.len() {
+        if let Some((src, dst, next)) = plain_edge(bytes, line_start) {
+            edges.push((src, dst, u32::MAX));
+            line_start = next;
+            i += 1;
+            continue;
+        }
         let this_start = line_start;
-        line_start += raw.len() + 1;
+        let end = bytes[line_start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |p| line_start + p);
+        let raw = &chunk[line_start..end];
+        line_start = end + 1;
+        let line_number = first_line + i;
+        i += 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         let trimmed = line.trim_start_matches([' ', '\t']);
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
         let error = |at: usize, message: String| LineError {
-            line: first_line + i,
+            line: line_number,
             at,
             line_text_start: this_start,
             message,
@@ -338,6 +398,88 @@ impl Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The parser before [`plain_edge`]: every line split into fields.
+    fn parse_by_fields(first_line: usize, chunk: &str) -> Result<EdgeChunk<'_>, LineError> {
+        let mut edges = Vec::new();
+        let mut types: Vec<&str> = Vec::new();
+        let mut line_start = 0;
+        for (i, raw) in chunk.split('\n').enumerate() {
+            let this_start = line_start;
+            line_start += raw.len() + 1;
+            let line = raw.strip_suffix('\r').unwrap_or(raw);
+            let trimmed = line.trim_start_matches([' ', '\t']);
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let error = |at: usize, message: String| LineError {
+                line: first_line + i,
+                at,
+                line_text_start: this_start,
+                message,
+            };
+            let mut parts = fields(line);
+            let (Some((src_at, src)), Some((dst_at, dst))) = (parts.next(), parts.next()) else {
+                return Err(error(line.len(), "fields".to_string()));
+            };
+            let src = parse_node_id(src).map_err(|m| error(src_at, m))?;
+            let dst = parse_node_id(dst).map_err(|m| error(dst_at, m))?;
+            let edge_type = parts.next().map(|(_, t)| t);
+            if let Some((extra_at, _)) = parts.next() {
+                return Err(error(extra_at, "too many".to_string()));
+            }
+            let t = match edge_type {
+                None => u32::MAX,
+                Some(name) => match types.iter().position(|&t| t == name) {
+                    Some(k) => k as u32,
+                    None => {
+                        types.push(name);
+                        types.len() as u32 - 1
+                    }
+                },
+            };
+            edges.push((src, dst, t));
+        }
+        Ok((edges, types))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// The parser with the plain-line reader reads every text as reading every line
+        /// by fields does: the same edges and types, or an error at the same place.
+        #[test]
+        fn plain_lines_parse_as_fields_do(
+            tokens in proptest::collection::vec(0usize..16, 0..60),
+        ) {
+            const TOKENS: [&str; 16] = [
+                "0", "7", "42", "1234567890123456789", "12345678901234567890",
+                "18446744073709551615", "18446744073709551616", "00", " ", "\t",
+                "\n", "\r", "\r\n", "#", "x", "T",
+            ];
+            let text: String = tokens.iter().map(|&t| TOKENS[t]).collect();
+            let fast = parse_edge_chunk(3, &text);
+            let slow = parse_by_fields(3, &text);
+            match (fast, slow) {
+                (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
+                (Err(a), Err(b)) => {
+                    proptest::prop_assert_eq!(
+                        (a.line, a.at, a.line_text_start),
+                        (b.line, b.at, b.line_text_start)
+                    );
+                    if !a.message.starts_with("expected") && !a.message.starts_with("too many") {
+                        proptest::prop_assert_eq!(a.message, b.message);
+                    }
+                }
+                (a, b) => proptest::prop_assert!(
+                    false,
+                    "{text:?}: {:?} against {:?}",
+                    a.map(|c| c.0.len()).map_err(|e| e.message),
+                    b.map(|c| c.0.len()).map_err(|e| e.message)
+                ),
+            }
+        }
+    }
 
     /// Errors name the right line in any piece, and the first bad line of the file
     /// when several pieces have one.
