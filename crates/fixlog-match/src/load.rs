@@ -296,9 +296,87 @@ fn locate(path: &Path, chunk: &str, e: LineError) -> GraphError {
     }
 }
 
+/// Reads a piece of plain edge list into `out` (see [`plain_edges`]): how many edges,
+/// or `None` at the first line that is not an untyped edge with 32-bit ids, a comment
+/// or blank.
+fn plain_chunk(chunk: &str, out: &mut [(u32, u32, u32)]) -> Option<usize> {
+    let bytes = chunk.as_bytes();
+    let mut at = 0;
+    let mut n = 0;
+    while at <= bytes.len() {
+        if let Some((src, dst, next)) = plain_edge(bytes, at) {
+            let slot = out.get_mut(n)?;
+            *slot = (u32::try_from(src).ok()?, u32::try_from(dst).ok()?, u32::MAX);
+            n += 1;
+            at = next;
+            continue;
+        }
+        let end = bytes[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |p| at + p);
+        let line = &chunk[at..end];
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let trimmed = line.trim_start_matches([' ', '\t']);
+        if !(trimmed.is_empty() || trimmed.starts_with('#')) {
+            // Blanks around the ids: read by fields.
+            let mut parts = fields(line);
+            let (Some((_, src)), Some((_, dst)), None) = (parts.next(), parts.next(), parts.next())
+            else {
+                return None;
+            };
+            let id = |field: &str| u32::try_from(parse_node_id(field).ok()?).ok();
+            let slot = out.get_mut(n)?;
+            *slot = (id(src)?, id(dst)?, u32::MAX);
+            n += 1;
+        }
+        at = end + 1;
+    }
+    Some(n)
+}
+
+/// The edges of an edge list whose lines are all plain `src dst` lines with ids below
+/// 2^32 (or comments and blank lines), as `(src, dst, u32::MAX)` in file order, parsed
+/// in parallel pieces straight into one list (a line can hold at most one edge, so
+/// each piece gets as many slots as it has lines; the gaps comments leave are closed
+/// after). `None` when some line is anything else: a type, a larger id, an error.
+fn plain_edges(pieces: &[(usize, &str)]) -> Option<Vec<(u32, u32, u32)>> {
+    let slots: Vec<usize> = pieces
+        .par_iter()
+        .map(|&(_, chunk)| chunk.bytes().filter(|&b| b == b'\n').count() + 1)
+        .collect();
+    let mut edges = vec![(0u32, 0u32, 0u32); slots.iter().sum()];
+    let mut parts = Vec::with_capacity(pieces.len());
+    let mut rest = edges.as_mut_slice();
+    for &n in &slots {
+        let (part, tail) = rest.split_at_mut(n);
+        parts.push(part);
+        rest = tail;
+    }
+    let counts: Vec<Option<usize>> = parts
+        .into_par_iter()
+        .zip(pieces.par_iter())
+        .map(|(part, &(_, chunk))| plain_chunk(chunk, part))
+        .collect();
+    let mut kept = 0;
+    let mut start = 0;
+    for (count, n) in counts.into_iter().zip(slots) {
+        let count = count?;
+        edges.copy_within(start..start + count, kept);
+        kept += count;
+        start += n;
+    }
+    edges.truncate(kept);
+    Some(edges)
+}
+
 /// Adds the edges of edge-list text to `builder` (`path` names it in errors).
 pub fn add_edges(builder: &mut GraphBuilder, text: &str, path: &Path) -> Result<(), GraphError> {
     let pieces = chunks(text);
+    if let Some(edges) = plain_edges(&pieces) {
+        builder.add_plain_edges(edges);
+        return Ok(());
+    }
     let parsed: Vec<Result<EdgeChunk<'_>, LineError>> = pieces
         .par_iter()
         .map(|&(_, chunk)| parse_edge_chunk(1, chunk))
@@ -479,6 +557,75 @@ mod tests {
                 ),
             }
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Plain edge lists are read into one list exactly as the general reader reads
+        /// them (the same edges in the same order), and anything else is left to it.
+        #[test]
+        fn plain_edge_lists_read_as_the_general_reader(
+            tokens in proptest::collection::vec(0usize..14, 0..60),
+            plain_only in proptest::prelude::any::<bool>(),
+        ) {
+            const TOKENS: [&str; 14] = [
+                "0", "7", "42", "4294967295", "4294967296", "12345678901234567890", " ",
+                "\t", "\n", "\r\n", "#", "x", "T", "\n# c\n",
+            ];
+            let text: String = tokens
+                .iter()
+                .filter(|&&t| !plain_only || ![4, 5, 11, 12].contains(&t))
+                .map(|&t| TOKENS[t])
+                .collect();
+            let plain = plain_edges(&chunks(&text));
+            let general = parse_edge_chunk(1, &text);
+            match (&plain, &general) {
+                (Some(p), Ok((g, types))) => {
+                    proptest::prop_assert!(types.is_empty());
+                    let widened: Vec<(u64, u64, u32)> = p
+                        .iter()
+                        .map(|&(s, d, t)| (u64::from(s), u64::from(d), t))
+                        .collect();
+                    proptest::prop_assert_eq!(&widened, g);
+                }
+                (Some(_), Err(e)) => proptest::prop_assert!(false, "plain, but {}", e.message),
+                (None, Ok((g, types))) => proptest::prop_assert!(
+                    !types.is_empty() || g.iter().any(|&(s, d, _)| s.max(d) > u64::from(u32::MAX)),
+                    "{text:?} is plain"
+                ),
+                (None, Err(_)) => {}
+            }
+        }
+    }
+
+    /// Plain lists over many pieces, with comments and blank lines leaving gaps in
+    /// several of them, read as the general reader reads them.
+    #[test]
+    fn plain_edge_lists_across_pieces() {
+        let mut text = String::from("# header\n");
+        let mut i = 0u64;
+        while text.len() < 5 << 20 {
+            text.push_str(&format!("{}\t{}\n", i % 100_003, (i * 7) % 99_991));
+            if i.is_multiple_of(77_777) {
+                text.push_str("# a comment\n\n   \r\n");
+            }
+            i += 1;
+        }
+        let pieces = chunks(&text);
+        assert!(pieces.len() > 3);
+        let plain = plain_edges(&pieces).expect("a plain list");
+        let general: Vec<(u64, u64, u32)> = pieces
+            .iter()
+            .flat_map(|&(_, c)| parse_edge_chunk(1, c).map(|p| p.0).unwrap_or_default())
+            .collect();
+        assert_eq!(plain.len() as u64, i);
+        assert!(plain
+            .iter()
+            .zip(&general)
+            .all(|(&(s, d, t), &(gs, gd, gt))| (u64::from(s), u64::from(d), t) == (gs, gd, gt)));
+        let typed = format!("{text}1 2 T\n");
+        assert!(plain_edges(&chunks(&typed)).is_none());
     }
 
     /// Errors name the right line in any piece, and the first bad line of the file

@@ -70,13 +70,21 @@ impl Graph {
     /// The order decision for a clique pattern ([`crate::clique`]), `None` for others.
     fn clique_order(&self, pattern: &Pattern, semantics: Semantics) -> Option<OrderDecision> {
         let (k, factor) = clique::ranking_factor(pattern, semantics, self.is_undirected())?;
+        let exact = order::decide(pattern, semantics, self.is_undirected());
+        let why = if exact.degree_order {
+            exact.reason
+        } else {
+            format!(
+                "the pattern is a {k}-clique and {factor} of the {k}! orders of its nodes satisfy \
+                 the id comparisons, so the count is {factor} per clique of the graph whatever the \
+                 node order"
+            )
+        };
         Some(OrderDecision {
             degree_order: true,
             descending: false,
             reason: format!(
-                "the pattern is a {k}-clique: {factor} of the {k}! orders of its nodes satisfy the \
-                 id comparisons, so the count is {factor} per clique of the graph whatever the node \
-                 order; the cliques are counted along forward lists in ascending degree rank"
+                "{why}; the {k}-cliques are counted along forward lists, counted in ascending rank"
             ),
         })
     }
@@ -162,15 +170,14 @@ impl Graph {
         let plan = self.plan(pattern, semantics);
         let bind_order: Vec<usize> = plan.steps.iter().map(|s| s.node).collect();
         let order = match pattern.output {
-            crate::pattern::Output::Count if self.clique_order(pattern, semantics).is_some() => {
-                self.clique_order(pattern, semantics)
-            }
-            crate::pattern::Output::Count => Some(order::decide_oriented(
-                pattern,
-                semantics,
-                self.is_undirected(),
-                &bind_order,
-            )),
+            crate::pattern::Output::Count => self.clique_order(pattern, semantics).or_else(|| {
+                Some(order::decide_oriented(
+                    pattern,
+                    semantics,
+                    self.is_undirected(),
+                    &bind_order,
+                ))
+            }),
             crate::pattern::Output::Nodes(_) => None,
         };
         plan::explain(self, pattern, &plan, order.as_ref())
