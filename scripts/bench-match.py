@@ -2,7 +2,7 @@
 """Benchmark `fixlog match` against DuckDB and Kùzu: triangles, 4-cycles and 4-cliques
 counted on the shared graphs read as undirected. Prints a Markdown table.
 
-    cargo build --release -p fixlog
+    cargo build --release -p fixlog      # the binary is read from $CARGO_TARGET_DIR if set
     python3 scripts/bench-match.py [--threads 2] [--timeout 60] [--runs 3] [GRAPH ...]
 
 GRAPH is a path to an edge list (`src dst` per line, `#` comments, gzip or not); the
@@ -40,7 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.environ.get("FIXLOG_DATA", os.path.join(ROOT, "..", "..", "shared", "data"))
 if not os.path.isdir(os.path.join(DATA, "patterns")):
     DATA = os.path.join(ROOT, "..", "shared", "data")
-FIXLOG = os.path.join(ROOT, "target", "release", "fixlog")
+FIXLOG = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "fixlog")
 
 QUERIES = {
     "triangles": {

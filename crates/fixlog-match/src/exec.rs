@@ -10,11 +10,12 @@
 //! buffers' rows to the caller in chunk order, so the rows and their order are the same
 //! for every thread count, and memory holds one window's rows, not all of them.
 
-use crate::graph::NodeIndex;
+use crate::clique::Forward;
+use crate::graph::{Adjacency, NodeIndex};
 use crate::intersect::{intersect_count, intersect_into, range, retain_in};
 use crate::plan::{Plan, Step};
 use rayon::prelude::*;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// One step's candidates: a slice of the plan's lists, or a buffer of the search.
 enum List<'p> {
@@ -366,6 +367,9 @@ pub fn count(plan: &Plan) -> u64 {
     if plan.empty_because.is_some() || plan.steps.is_empty() {
         return 0;
     }
+    if let Some(adjacency) = clique_chain(plan) {
+        return count_cliques(plan, adjacency);
+    }
     let first = first_candidates(plan);
     if plan.steps.len() == 1 {
         return first.len() as u64;
@@ -440,5 +444,121 @@ pub fn for_each(plan: &Plan, mut sink: impl FnMut(&[NodeIndex]) -> bool) {
                 }
             }
         }
+    }
+}
+
+/// The adjacency of a *clique chain*, if `plan` is one: `k >= 3` steps, step `i`
+/// intersecting the lists of every earlier step, all in one adjacency, and bound above
+/// the node of step `i - 1` (`id(a) < id(b) AND id(b) < id(c) ...` on a clique, as
+/// planned in degree order). Nothing else may constrain a step but filters on degrees
+/// (no labels, constant bounds, `=`, excluded ids or self-loops; other lower bounds
+/// only where the chain implies them), and such a filter only drops nodes that are in
+/// no match (a node's degree is at least its number of pattern neighbours in every
+/// match), so the candidates of step `i` are exactly the nodes above the node of step
+/// `i - 1` in every earlier step's list: [`count_cliques`] counts those.
+fn clique_chain(plan: &Plan) -> Option<&Adjacency> {
+    let k = plan.steps.len();
+    if plan.empty_because.is_some() || !(3..=u8::MAX as usize).contains(&k) {
+        return None;
+    }
+    let adjacency = &plan.steps[1].sources.first()?.adjacency;
+    let plain = |step: &Step| {
+        step.filter.labels.is_empty()
+            && step.upper_from.is_empty()
+            && step.const_lower == 0
+            && step.const_upper as usize == plan.node_count
+            && step.equal_to.is_empty()
+            && step.excluded.is_empty()
+            && step.self_loops.is_empty()
+    };
+    let chained = plan.steps.iter().enumerate().all(|(i, step)| {
+        plain(step)
+            && step.sources.len() == i
+            && step
+                .sources
+                .iter()
+                .enumerate()
+                .all(|(j, s)| s.from_step == j && Arc::ptr_eq(&s.adjacency, adjacency))
+            && (i == 0 || step.lower_from.contains(&(i - 1, 1)))
+            && step
+                .lower_from
+                .iter()
+                .all(|&(j, add)| j < i && add as usize <= i - j)
+    });
+    chained.then_some(adjacency.as_ref())
+}
+
+/// Counts the matches of a clique chain ([`clique_chain`]) along forward lists (the
+/// neighbours above a node, `F(u)`): the candidates of step `i` are `F(x_0) ∩ ... ∩
+/// F(x_{i-1})`, since every earlier node is below `x_{i-1}` and the chain's bound only
+/// cuts the lists to their forward parts ([`crate::clique`]).
+fn count_cliques(plan: &Plan, adjacency: &Adjacency) -> u64 {
+    let (offsets, targets) = adjacency.csr();
+    let n = offsets.len() - 1;
+    let starts: Vec<usize> = (0..n)
+        .into_par_iter()
+        .with_min_len(crate::graph::PARALLEL_MIN_NODES)
+        .map(|u| {
+            let list = &targets[offsets[u]..offsets[u + 1]];
+            offsets[u] + list.partition_point(|&v| v as usize <= u)
+        })
+        .collect();
+    let forward = Forward {
+        starts: &starts,
+        ends: &offsets[1..],
+        targets,
+    };
+    forward.count(plan.steps.len(), &plan.steps[0].all_candidates)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Graph, LoadOptions, Pattern, Semantics};
+
+    /// Which plans take the forward-list kernel: symmetry-broken cliques, not a
+    /// constant comparison, a label, an unbroken clique or a cycle.
+    #[test]
+    fn clique_chains_are_recognized() {
+        let graph = Graph::from_text(
+            "1 2\n2 3\n3 1\n1 4\n2 4\n3 4\n4 5\n",
+            Some("1\tX\n3\tX\n"),
+            &LoadOptions { undirected: true },
+        )
+        .expect("a graph");
+        let chain = |text: &str| {
+            let pattern = Pattern::parse(text).expect("a pattern");
+            let plan = graph.plan(&pattern, Semantics::Iso);
+            (clique_chain(&plan).is_some(), count(&plan))
+        };
+        let triangle = "MATCH (a)--(b)--(c)--(a)";
+        let clique4 = "MATCH (a)--(b)--(c)--(a), (a)--(d), (b)--(d), (c)--(d)";
+        let chain3 = "WHERE id(a) < id(b) AND id(b) < id(c)";
+        let chain4 = "WHERE id(a) < id(b) AND id(b) < id(c) AND id(c) < id(d)";
+        assert_eq!(
+            chain(&format!("{triangle} {chain3} RETURN count(*)")),
+            (true, 4)
+        );
+        assert_eq!(
+            chain(&format!("{clique4} {chain4} RETURN count(*)")),
+            (true, 1)
+        );
+        assert_eq!(
+            chain(&format!(
+                "{triangle} {chain3} AND id(a) <> 2 RETURN count(*)"
+            )),
+            (false, 3)
+        );
+        assert_eq!(chain(&format!("{triangle} RETURN count(*)")), (false, 24));
+        assert_eq!(
+            chain(
+                "MATCH (a:X)--(b)--(c)--(a) WHERE id(a) < id(b) AND id(b) < id(c) RETURN count(*)"
+            ),
+            (false, 3)
+        );
+        assert_eq!(
+            chain("MATCH (a)--(b)--(c)--(d)--(a) WHERE id(a) < id(b) AND id(b) < id(c) AND id(c) < id(d) RETURN count(*)"),
+            (false, 1)
+        );
     }
 }

@@ -27,6 +27,7 @@
 //! assert_eq!(rows, vec![vec![1, 2, 3]]);
 //! ```
 
+pub mod clique;
 mod csr;
 pub mod exec;
 pub mod graph;

@@ -68,11 +68,7 @@ pub fn read_text(path: &Path) -> Result<String, GraphError> {
     };
     let raw = std::fs::read(path).map_err(err)?;
     let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::with_capacity(raw.len().saturating_mul(4));
-        flate2::read::MultiGzDecoder::new(raw.as_slice())
-            .read_to_end(&mut out)
-            .map_err(err)?;
-        out
+        gunzip(&raw).map_err(err)?
     } else {
         raw
     };
@@ -85,6 +81,63 @@ pub fn read_text(path: &Path) -> Result<String, GraphError> {
             message: "the file is not UTF-8 text".to_string(),
         }
     })
+}
+
+/// Gunzips `raw`: a file of one gzip member in one call to libdeflate
+/// ([`gunzip_one_member`]), any other (several members, 4 GiB or more, corrupt) with
+/// flate2's streaming decoder, which also reports what is wrong.
+fn gunzip(raw: &[u8]) -> std::io::Result<Vec<u8>> {
+    if let Some(out) = gunzip_one_member(raw) {
+        return Ok(out);
+    }
+    let mut out = Vec::with_capacity(raw.len().saturating_mul(4));
+    flate2::read::MultiGzDecoder::new(raw).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// `raw` gunzipped in one call to libdeflate, when it is exactly one gzip member whose
+/// trailer gives the size (the size modulo 2^32: a larger file does not fit the buffer
+/// and fails). Inflating a whole buffer into a buffer of the final size, libdeflate is
+/// about 1.5 times as fast as zlib-rs streaming. `None` for anything else: the caller
+/// then decodes with flate2.
+fn gunzip_one_member(raw: &[u8]) -> Option<Vec<u8>> {
+    use libdeflate_sys::{
+        libdeflate_alloc_decompressor, libdeflate_free_decompressor, libdeflate_gzip_decompress_ex,
+        libdeflate_result_LIBDEFLATE_SUCCESS,
+    };
+    let trailer: [u8; 4] = raw.get(raw.len().checked_sub(4)?..)?.try_into().ok()?;
+    let size = u32::from_le_bytes(trailer) as usize;
+    // DEFLATE expands at most about 1032 times: a larger size is no trailer of this
+    // file, and must not reserve memory.
+    if size > raw.len().saturating_mul(1032) {
+        return None;
+    }
+    let mut out = vec![0u8; size];
+    // SAFETY: the decompressor is checked non-null, used once and freed once.
+    let decompressor = unsafe { libdeflate_alloc_decompressor() };
+    if decompressor.is_null() {
+        return None;
+    }
+    let (mut read, mut written) = (0usize, 0usize);
+    // SAFETY: the pointers and lengths are those of `raw` and `out`, which outlive the
+    // call; libdeflate reads at most `raw.len()` bytes, writes at most `out.len()` bytes
+    // to `out`, and writes the two counts.
+    let result = unsafe {
+        libdeflate_gzip_decompress_ex(
+            decompressor,
+            raw.as_ptr().cast(),
+            raw.len(),
+            out.as_mut_ptr().cast(),
+            out.len(),
+            &mut read,
+            &mut written,
+        )
+    };
+    // SAFETY: allocated above, not used after.
+    unsafe { libdeflate_free_decompressor(decompressor) };
+    // The whole input must be that one member (not the first of several).
+    (result == libdeflate_result_LIBDEFLATE_SUCCESS && read == raw.len() && written == size)
+        .then_some(out)
 }
 
 fn line_col(bytes: &[u8], offset: usize) -> (usize, usize) {
@@ -174,22 +227,82 @@ struct LineError {
     message: String,
 }
 
-/// Parses one chunk of an edge list.
+/// The common line `src<sep>dst` (`<sep>` spaces and tabs, at most 19 digits an id,
+/// an optional `\r`) at `at`, read without splitting: the ids and where the next line
+/// starts. `None` for anything else (comments, blank lines, a type, leading or trailing
+/// blanks, errors): [`parse_edge_chunk`] then reads the line field by field, which
+/// accepts the same lines and locates errors.
+#[inline]
+fn plain_edge(bytes: &[u8], at: usize) -> Option<(u64, u64, usize)> {
+    #[inline]
+    fn digits(bytes: &[u8], at: usize) -> Option<(u64, usize)> {
+        let mut value = 0u64;
+        let mut i = at;
+        // 19 digits never overflow a u64; a 20th goes to the checked reader.
+        while let Some(&b) = bytes.get(i) {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 || i - at == 19 {
+                break;
+            }
+            value = value * 10 + u64::from(digit);
+            i += 1;
+        }
+        let more = bytes.get(i).is_some_and(u8::is_ascii_digit);
+        (i > at && !more).then_some((value, i))
+    }
+    let (src, mut at) = digits(bytes, at)?;
+    let separator = at;
+    while matches!(bytes.get(at), Some(b' ' | b'\t')) {
+        at += 1;
+    }
+    if at == separator {
+        return None;
+    }
+    let (dst, mut at) = digits(bytes, at)?;
+    if bytes.get(at) == Some(&b'\r') {
+        at += 1;
+    }
+    match bytes.get(at) {
+        None => Some((src, dst, at)),
+        Some(b'\n') => Some((src, dst, at + 1)),
+        Some(_) => None,
+    }
+}
+
+/// Parses one chunk of an edge list: plain `src dst` lines by [`plain_edge`], any
+/// other line field by field.
 fn parse_edge_chunk(first_line: usize, chunk: &str) -> Result<EdgeChunk<'_>, LineError> {
-    let mut edges = Vec::with_capacity(chunk.len() / 12);
+    let bytes = chunk.as_bytes();
+    let mut edges = Vec::with_capacity(chunk.len() / 10);
     let mut types: Vec<&str> = Vec::new();
     let mut type_numbers: std::collections::HashMap<&str, u32> = Default::default();
     let mut line_start = 0;
-    for (i, raw) in chunk.split('\n').enumerate() {
+    let mut i = 0;
+    // Line `i` starts at `line_start`; past the end (after a final newline) is one more,
+    // empty line, as `str::split` gives it.
+    while line_start <= bytes.len() {
+        if let Some((src, dst, next)) = plain_edge(bytes, line_start) {
+            edges.push((src, dst, u32::MAX));
+            line_start = next;
+            i += 1;
+            continue;
+        }
         let this_start = line_start;
-        line_start += raw.len() + 1;
+        let end = bytes[line_start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |p| line_start + p);
+        let raw = &chunk[line_start..end];
+        line_start = end + 1;
+        let line_number = first_line + i;
+        i += 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         let trimmed = line.trim_start_matches([' ', '\t']);
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
         let error = |at: usize, message: String| LineError {
-            line: first_line + i,
+            line: line_number,
             at,
             line_text_start: this_start,
             message,
@@ -236,9 +349,87 @@ fn locate(path: &Path, chunk: &str, e: LineError) -> GraphError {
     }
 }
 
+/// Reads a piece of plain edge list into `out` (see [`plain_edges`]): how many edges,
+/// or `None` at the first line that is not an untyped edge with 32-bit ids, a comment
+/// or blank.
+fn plain_chunk(chunk: &str, out: &mut [(u32, u32, u32)]) -> Option<usize> {
+    let bytes = chunk.as_bytes();
+    let mut at = 0;
+    let mut n = 0;
+    while at <= bytes.len() {
+        if let Some((src, dst, next)) = plain_edge(bytes, at) {
+            let slot = out.get_mut(n)?;
+            *slot = (u32::try_from(src).ok()?, u32::try_from(dst).ok()?, u32::MAX);
+            n += 1;
+            at = next;
+            continue;
+        }
+        let end = bytes[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |p| at + p);
+        let line = &chunk[at..end];
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let trimmed = line.trim_start_matches([' ', '\t']);
+        if !(trimmed.is_empty() || trimmed.starts_with('#')) {
+            // Blanks around the ids: read by fields.
+            let mut parts = fields(line);
+            let (Some((_, src)), Some((_, dst)), None) = (parts.next(), parts.next(), parts.next())
+            else {
+                return None;
+            };
+            let id = |field: &str| u32::try_from(parse_node_id(field).ok()?).ok();
+            let slot = out.get_mut(n)?;
+            *slot = (id(src)?, id(dst)?, u32::MAX);
+            n += 1;
+        }
+        at = end + 1;
+    }
+    Some(n)
+}
+
+/// The edges of an edge list whose lines are all plain `src dst` lines with ids below
+/// 2^32 (or comments and blank lines), as `(src, dst, u32::MAX)` in file order, parsed
+/// in parallel pieces straight into one list (a line can hold at most one edge, so
+/// each piece gets as many slots as it has lines; the gaps comments leave are closed
+/// after). `None` when some line is anything else: a type, a larger id, an error.
+fn plain_edges(pieces: &[(usize, &str)]) -> Option<Vec<(u32, u32, u32)>> {
+    let slots: Vec<usize> = pieces
+        .par_iter()
+        .map(|&(_, chunk)| chunk.bytes().filter(|&b| b == b'\n').count() + 1)
+        .collect();
+    let mut edges = vec![(0u32, 0u32, 0u32); slots.iter().sum()];
+    let mut parts = Vec::with_capacity(pieces.len());
+    let mut rest = edges.as_mut_slice();
+    for &n in &slots {
+        let (part, tail) = rest.split_at_mut(n);
+        parts.push(part);
+        rest = tail;
+    }
+    let counts: Vec<Option<usize>> = parts
+        .into_par_iter()
+        .zip(pieces.par_iter())
+        .map(|(part, &(_, chunk))| plain_chunk(chunk, part))
+        .collect();
+    let mut kept = 0;
+    let mut start = 0;
+    for (count, n) in counts.into_iter().zip(slots) {
+        let count = count?;
+        edges.copy_within(start..start + count, kept);
+        kept += count;
+        start += n;
+    }
+    edges.truncate(kept);
+    Some(edges)
+}
+
 /// Adds the edges of edge-list text to `builder` (`path` names it in errors).
 pub fn add_edges(builder: &mut GraphBuilder, text: &str, path: &Path) -> Result<(), GraphError> {
     let pieces = chunks(text);
+    if let Some(edges) = plain_edges(&pieces) {
+        builder.add_plain_edges(edges);
+        return Ok(());
+    }
     let parsed: Vec<Result<EdgeChunk<'_>, LineError>> = pieces
         .par_iter()
         .map(|&(_, chunk)| parse_edge_chunk(1, chunk))
@@ -338,6 +529,192 @@ impl Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The parser before [`plain_edge`]: every line split into fields.
+    fn parse_by_fields(first_line: usize, chunk: &str) -> Result<EdgeChunk<'_>, LineError> {
+        let mut edges = Vec::new();
+        let mut types: Vec<&str> = Vec::new();
+        let mut line_start = 0;
+        for (i, raw) in chunk.split('\n').enumerate() {
+            let this_start = line_start;
+            line_start += raw.len() + 1;
+            let line = raw.strip_suffix('\r').unwrap_or(raw);
+            let trimmed = line.trim_start_matches([' ', '\t']);
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let error = |at: usize, message: String| LineError {
+                line: first_line + i,
+                at,
+                line_text_start: this_start,
+                message,
+            };
+            let mut parts = fields(line);
+            let (Some((src_at, src)), Some((dst_at, dst))) = (parts.next(), parts.next()) else {
+                return Err(error(line.len(), "fields".to_string()));
+            };
+            let src = parse_node_id(src).map_err(|m| error(src_at, m))?;
+            let dst = parse_node_id(dst).map_err(|m| error(dst_at, m))?;
+            let edge_type = parts.next().map(|(_, t)| t);
+            if let Some((extra_at, _)) = parts.next() {
+                return Err(error(extra_at, "too many".to_string()));
+            }
+            let t = match edge_type {
+                None => u32::MAX,
+                Some(name) => match types.iter().position(|&t| t == name) {
+                    Some(k) => k as u32,
+                    None => {
+                        types.push(name);
+                        types.len() as u32 - 1
+                    }
+                },
+            };
+            edges.push((src, dst, t));
+        }
+        Ok((edges, types))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// The parser with the plain-line reader reads every text as reading every line
+        /// by fields does: the same edges and types, or an error at the same place.
+        #[test]
+        fn plain_lines_parse_as_fields_do(
+            tokens in proptest::collection::vec(0usize..16, 0..60),
+        ) {
+            const TOKENS: [&str; 16] = [
+                "0", "7", "42", "1234567890123456789", "12345678901234567890",
+                "18446744073709551615", "18446744073709551616", "00", " ", "\t",
+                "\n", "\r", "\r\n", "#", "x", "T",
+            ];
+            let text: String = tokens.iter().map(|&t| TOKENS[t]).collect();
+            let fast = parse_edge_chunk(3, &text);
+            let slow = parse_by_fields(3, &text);
+            match (fast, slow) {
+                (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
+                (Err(a), Err(b)) => {
+                    proptest::prop_assert_eq!(
+                        (a.line, a.at, a.line_text_start),
+                        (b.line, b.at, b.line_text_start)
+                    );
+                    if !a.message.starts_with("expected") && !a.message.starts_with("too many") {
+                        proptest::prop_assert_eq!(a.message, b.message);
+                    }
+                }
+                (a, b) => proptest::prop_assert!(
+                    false,
+                    "{text:?}: {:?} against {:?}",
+                    a.map(|c| c.0.len()).map_err(|e| e.message),
+                    b.map(|c| c.0.len()).map_err(|e| e.message)
+                ),
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Plain edge lists are read into one list exactly as the general reader reads
+        /// them (the same edges in the same order), and anything else is left to it.
+        #[test]
+        fn plain_edge_lists_read_as_the_general_reader(
+            tokens in proptest::collection::vec(0usize..14, 0..60),
+            plain_only in proptest::prelude::any::<bool>(),
+        ) {
+            const TOKENS: [&str; 14] = [
+                "0", "7", "42", "4294967295", "4294967296", "12345678901234567890", " ",
+                "\t", "\n", "\r\n", "#", "x", "T", "\n# c\n",
+            ];
+            let text: String = tokens
+                .iter()
+                .filter(|&&t| !plain_only || ![4, 5, 11, 12].contains(&t))
+                .map(|&t| TOKENS[t])
+                .collect();
+            let plain = plain_edges(&chunks(&text));
+            let general = parse_edge_chunk(1, &text);
+            match (&plain, &general) {
+                (Some(p), Ok((g, types))) => {
+                    proptest::prop_assert!(types.is_empty());
+                    let widened: Vec<(u64, u64, u32)> = p
+                        .iter()
+                        .map(|&(s, d, t)| (u64::from(s), u64::from(d), t))
+                        .collect();
+                    proptest::prop_assert_eq!(&widened, g);
+                }
+                (Some(_), Err(e)) => proptest::prop_assert!(false, "plain, but {}", e.message),
+                (None, Ok((g, types))) => proptest::prop_assert!(
+                    !types.is_empty() || g.iter().any(|&(s, d, _)| s.max(d) > u64::from(u32::MAX)),
+                    "{text:?} is plain"
+                ),
+                (None, Err(_)) => {}
+            }
+        }
+    }
+
+    /// Plain lists over many pieces, with comments and blank lines leaving gaps in
+    /// several of them, read as the general reader reads them.
+    #[test]
+    fn plain_edge_lists_across_pieces() {
+        let mut text = String::from("# header\n");
+        let mut i = 0u64;
+        while text.len() < 5 << 20 {
+            text.push_str(&format!("{}\t{}\n", i % 100_003, (i * 7) % 99_991));
+            if i.is_multiple_of(77_777) {
+                text.push_str("# a comment\n\n   \r\n");
+            }
+            i += 1;
+        }
+        let pieces = chunks(&text);
+        assert!(pieces.len() > 3);
+        let plain = plain_edges(&pieces).expect("a plain list");
+        let general: Vec<(u64, u64, u32)> = pieces
+            .iter()
+            .flat_map(|&(_, c)| parse_edge_chunk(1, c).map(|p| p.0).unwrap_or_default())
+            .collect();
+        assert_eq!(plain.len() as u64, i);
+        assert!(plain
+            .iter()
+            .zip(&general)
+            .all(|(&(s, d, t), &(gs, gd, gt))| (u64::from(s), u64::from(d), t) == (gs, gd, gt)));
+        let typed = format!("{text}1 2 T\n");
+        assert!(plain_edges(&chunks(&typed)).is_none());
+    }
+
+    /// Gunzipping: one member through libdeflate, several members (also two identical
+    /// ones, which a size check alone would take for one) and corrupt data through
+    /// flate2, empty and tiny files.
+    #[test]
+    fn gunzip_single_and_multiple_members() {
+        use std::io::Write;
+        let gz = |text: &[u8]| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(text).expect("in memory");
+            e.finish().expect("in memory")
+        };
+        let text: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| format!("{i}\t{}\n", i * 7 % 1000).into_bytes())
+            .collect();
+        let one = gz(&text);
+        assert_eq!(gunzip_one_member(&one).as_deref(), Some(&text[..]));
+        assert_eq!(gunzip(&one).expect("gzip"), text);
+        let twice = [one.clone(), one.clone()].concat();
+        assert!(gunzip_one_member(&twice).is_none());
+        assert_eq!(
+            gunzip(&twice).expect("gzip"),
+            [&text[..], &text[..]].concat()
+        );
+        let mixed = [gz(b"1 2\n"), gz(b"3 4\n")].concat();
+        assert_eq!(gunzip(&mixed).expect("gzip"), b"1 2\n3 4\n");
+        assert_eq!(gunzip(&gz(b"")).expect("gzip"), b"");
+        let mut corrupt = one.clone();
+        let middle = corrupt.len() / 2;
+        corrupt[middle] ^= 0xff;
+        assert!(gunzip_one_member(&corrupt).is_none());
+        assert!(gunzip(&corrupt).is_err());
+        assert!(gunzip(&one[..one.len() - 3]).is_err());
+        assert!(gunzip(b"\x1f\x8b").is_err());
+    }
 
     /// Errors name the right line in any piece, and the first bad line of the file
     /// when several pieces have one.

@@ -269,7 +269,7 @@ pub fn check(pattern: &Pattern, undirected: bool) -> Result<usize, String> {
 }
 
 /// Every permutation of `0..k` (the identity first), as `k`-element vectors.
-fn permutations(k: usize) -> Vec<Vec<u8>> {
+pub(crate) fn permutations(k: usize) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut current: Vec<u8> = (0..k as u8).collect();
     fn extend(at: usize, current: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {

@@ -4,8 +4,9 @@
 //! first time) and runs the matcher on the current rayon pool, so callers choose the
 //! thread count by installing a pool (`ThreadPool::install`), as the CLI's `-j` does.
 
+use crate::clique;
 use crate::exec;
-use crate::graph::Graph;
+use crate::graph::{Graph, NodeIndex};
 use crate::order::{self, OrderDecision};
 use crate::pattern::{Pattern, Semantics};
 use crate::plan::{self, Plan};
@@ -23,7 +24,25 @@ impl Graph {
     }
 
     /// The number of matches of `pattern` under `semantics`.
+    ///
+    /// A clique pattern (a complete pattern graph, see [`crate::clique`]) is counted
+    /// along forward lists in degree order, built once per graph, without planning.
     pub fn count_with(&self, pattern: &Pattern, semantics: Semantics) -> u64 {
+        if let Some((k, factor)) = clique::ranking_factor(pattern, semantics, self.is_undirected())
+        {
+            if factor == 0 {
+                return 0;
+            }
+            let (offsets, targets) = self.forward_by_degree().csr();
+            let n = offsets.len() - 1;
+            let forward = clique::Forward {
+                starts: &offsets[..n],
+                ends: &offsets[1..],
+                targets,
+            };
+            let first: Vec<NodeIndex> = (0..n as NodeIndex).collect();
+            return factor * forward.count(k, &first);
+        }
         exec::count(&self.count_plan(pattern, semantics))
     }
 
@@ -31,7 +50,14 @@ impl Graph {
     /// or descending when that suits the binding order better) when the count cannot
     /// depend on the order ([`crate::order`]), else the id order. Deciding the
     /// orientation plans the pattern, on the degree-ordered copy (built on first use).
+    ///
+    /// A clique pattern is counted in degree order whatever its comparisons (see
+    /// [`crate::clique`]); deciding that builds its forward lists.
     pub fn count_order(&self, pattern: &Pattern, semantics: Semantics) -> OrderDecision {
+        if let Some(decision) = self.clique_order(pattern, semantics) {
+            self.forward_by_degree();
+            return decision;
+        }
         let decision = order::decide(pattern, semantics, self.is_undirected());
         if !decision.degree_order {
             return decision;
@@ -41,13 +67,38 @@ impl Graph {
         order::decide_oriented(pattern, semantics, self.is_undirected(), &bind_order)
     }
 
+    /// The order decision for a clique pattern ([`crate::clique`]), `None` for others.
+    fn clique_order(&self, pattern: &Pattern, semantics: Semantics) -> Option<OrderDecision> {
+        let (k, factor) = clique::ranking_factor(pattern, semantics, self.is_undirected())?;
+        let exact = order::decide(pattern, semantics, self.is_undirected());
+        let why = if exact.degree_order {
+            exact.reason
+        } else {
+            format!(
+                "the pattern is a {k}-clique and {factor} of the {k}! orders of its nodes satisfy \
+                 the id comparisons, so the count is {factor} per clique of the graph whatever the \
+                 node order"
+            )
+        };
+        Some(OrderDecision {
+            degree_order: true,
+            descending: false,
+            reason: format!(
+                "{why}; the {k}-cliques are counted along forward lists, counted in ascending rank"
+            ),
+        })
+    }
+
     /// The plan a count runs (without `LIMIT`): on the degree-ordered copy of the graph
     /// ([`Graph::degree_ordered`], built on first use) when [`Graph::count_order`]
     /// allows, with the comparisons flipped when it chose the descending order; else on
-    /// this graph. Its node numbers are those of the graph it was planned on
+    /// this graph. (A clique pattern is counted without a plan, see
+    /// [`Graph::count_with`]; its plan is on the copy, as any order gives its count.) Its node numbers are those of the graph it was planned on
     /// (`Plan::degree_order` says which); a count does not need them.
     pub fn count_plan(&self, pattern: &Pattern, semantics: Semantics) -> Plan {
-        let plan = if !order::decide(pattern, semantics, self.is_undirected()).degree_order {
+        let degree_order = self.clique_order(pattern, semantics).is_some()
+            || order::decide(pattern, semantics, self.is_undirected()).degree_order;
+        let plan = if !degree_order {
             self.plan(pattern, semantics)
         } else {
             let copy = self.degree_ordered();
@@ -119,12 +170,14 @@ impl Graph {
         let plan = self.plan(pattern, semantics);
         let bind_order: Vec<usize> = plan.steps.iter().map(|s| s.node).collect();
         let order = match pattern.output {
-            crate::pattern::Output::Count => Some(order::decide_oriented(
-                pattern,
-                semantics,
-                self.is_undirected(),
-                &bind_order,
-            )),
+            crate::pattern::Output::Count => self.clique_order(pattern, semantics).or_else(|| {
+                Some(order::decide_oriented(
+                    pattern,
+                    semantics,
+                    self.is_undirected(),
+                    &bind_order,
+                ))
+            }),
             crate::pattern::Output::Nodes(_) => None,
         };
         plan::explain(self, pattern, &plan, order.as_ref())
