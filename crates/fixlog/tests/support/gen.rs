@@ -152,6 +152,10 @@ struct RuleVars {
     atom_bound: Vec<(String, Ty)>,
     /// Bound by `v = expr` or aggregates.
     other_bound: Vec<(String, Ty)>,
+    /// Locals of `min`/`max` bodies used outside them (also in `other_bound`). No
+    /// equality may name one: `w = n` could bind it outside, which would make it an
+    /// outer variable of its own aggregate (a circular dependency the checker rejects).
+    witnesses: Vec<String>,
 }
 
 impl RuleVars {
@@ -694,16 +698,28 @@ rw(x) :- {atom}, !rc([_, x]).
         if pool.is_empty() {
             return "1 < 2".to_string();
         }
+        let op = if ty == Ty::Sym {
+            *self.c.pick(&["!=", "="])
+        } else {
+            *self.c.pick(&["!=", "<", "<=", ">", ">=", "="])
+        };
+        // (An equality is written `x = y` or, negated, `!(x != y)`; `!=` leaves
+        // witnesses out too, as its negated form is written with `=`.)
+        let pool: Vec<String> = if op == "=" || op == "!=" {
+            pool.into_iter()
+                .filter(|v| !vars.witnesses.contains(v))
+                .collect()
+        } else {
+            pool
+        };
+        if pool.is_empty() {
+            return "1 < 2".to_string();
+        }
         let x = self.c.pick(&pool).clone();
         let y = if self.c.chance(40) {
             self.const_of(ty)
         } else {
             self.c.pick(&pool).clone()
-        };
-        let op = if ty == Ty::Sym {
-            *self.c.pick(&["!=", "="])
-        } else {
-            *self.c.pick(&["!=", "<", "<=", ">", ">=", "="])
         };
         // Numbers sometimes go through conversions (number -> float -> number, or
         // number -> unsigned -> float -> number: the identity on the domain), and the
@@ -842,6 +858,7 @@ rw(x) :- {atom}, !rc([_, x]).
             if kind >= 2 && !witnesses.is_empty() && self.c.chance(80) {
                 self.features.witness = true;
                 let w = self.c.pick(&witnesses).clone();
+                vars.witnesses.push(w.clone());
                 vars.other_bound.push((w, Ty::Num));
             }
             match kind {
