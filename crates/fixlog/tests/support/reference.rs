@@ -48,6 +48,26 @@ use std::collections::BTreeSet;
 pub type Tuples = BTreeSet<Vec<Value>>;
 type Env = Vec<Option<Value>>;
 
+thread_local! {
+    /// Steps (`solve` calls) the current evaluation may still take.
+    static STEPS_LEFT: std::cell::Cell<u64> = const { std::cell::Cell::new(u64::MAX) };
+}
+
+/// [`evaluate`] within `steps` steps of the nested-loop search: `None` when the program
+/// needs more (a random program whose relations explode is not a useful case for a
+/// reference that evaluates by nested loops).
+pub fn evaluate_within(
+    program: &Program,
+    extra: &[(RelId, Vec<Value>)],
+    symbols: &SymbolTable,
+    steps: u64,
+) -> Option<Vec<Tuples>> {
+    STEPS_LEFT.with(|s| s.set(steps));
+    let rels = evaluate(program, extra, symbols);
+    let exhausted = STEPS_LEFT.with(|s| s.replace(u64::MAX)) == 0;
+    (!exhausted).then_some(rels)
+}
+
 /// Evaluates `program` from its own facts plus `extra` facts. `symbols` must start as a
 /// copy of the program's symbol table (with the symbols of `extra` interned in it);
 /// functors add to it.
@@ -365,8 +385,22 @@ fn eval_rule_with(
     out
 }
 
+/// Takes one step of the search's budget; false when none is left.
+fn step() -> bool {
+    STEPS_LEFT.with(|s| {
+        let left = s.get().saturating_sub(1);
+        s.set(left);
+        left > 0
+    })
+}
+
 /// Calls `emit` once per satisfying assignment of `lits` extending `env`.
 fn solve(ctx: &Ctx, lits: &[&Literal], env: Env, emit: &mut dyn FnMut(&Env)) {
+    // Out of steps (see `evaluate_within`): stop searching; the caller discards the
+    // result.
+    if !step() {
+        return;
+    }
     if lits.is_empty() {
         emit(&env);
         return;
@@ -389,6 +423,9 @@ fn solve(ctx: &Ctx, lits: &[&Literal], env: Env, emit: &mut dyn FnMut(&Env)) {
                 _ => &ctx.rels[atom.rel],
             };
             for tuple in candidates_in(source, atom, &env) {
+                if !step() {
+                    return;
+                }
                 let mut env2 = env.clone();
                 if unify(atom, tuple, &mut env2) {
                     solve(ctx, &rest, env2, emit);
