@@ -91,6 +91,26 @@ pub struct Relation {
     pub lattice: Option<LatticeColumns>,
 }
 
+impl Relation {
+    /// A relation with no directives and no special kind (`eqrel`, choice, limit,
+    /// lattice): what a `.decl` starts as, and what the checker and the rewrites add
+    /// for their own purposes.
+    pub fn plain(name: String, columns: Vec<Column>, span: Span) -> Relation {
+        Relation {
+            name,
+            columns,
+            span,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            printsize: false,
+            eqrel: false,
+            choice_domains: Vec::new(),
+            limitsize: None,
+            lattice: None,
+        }
+    }
+}
+
 /// The lattice attributes of a relation (`.decl r(k: K, v: T<>)` with `.lattice T<>`):
 /// the last `lubs.len()` columns; the columns before them are the key. The relation
 /// holds at most one tuple per key: a tuple derived for a key it holds is combined

@@ -289,24 +289,16 @@ impl Magic<'_> {
             printsize: false,
             ..orig.clone()
         };
-        let magic = Relation {
-            name: format!("magic@{name}"),
-            columns: orig
-                .columns
+        let magic = Relation::plain(
+            format!("magic@{name}"),
+            orig.columns
                 .iter()
                 .zip(adorn)
                 .filter(|(_, &b)| b)
                 .map(|(c, _)| c.clone())
                 .collect(),
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            printsize: false,
-            eqrel: false,
-            choice_domains: Vec::new(),
-            limitsize: None,
-            lattice: None,
-            ..orig
-        };
+            orig.span,
+        );
         self.relations.push(adorned);
         let ra = self.relations.len() - 1;
         self.relations.push(magic);

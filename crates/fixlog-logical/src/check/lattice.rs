@@ -322,18 +322,11 @@ impl Checker<'_> {
             ty,
             type_name: type_name.clone(),
         };
-        self.relations.push(ir::Relation {
-            name: rel_name.clone(),
-            columns: vec![column("new"), column("held"), column("lub")],
+        self.relations.push(ir::Relation::plain(
+            rel_name.clone(),
+            vec![column("new"), column("held"), column("lub")],
             span,
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            printsize: false,
-            eqrel: false,
-            choice_domains: Vec::new(),
-            limitsize: None,
-            lattice: None,
-        });
+        ));
         self.rel_ids.insert(rel_name.clone(), rel);
         let (a, b) = ("$lattice_new", "$lattice_held");
         let head = ast::Atom {

@@ -480,22 +480,15 @@ impl<'a> Checker<'a> {
             return r;
         }
         let r = self.relations.len();
-        self.relations.push(ir::Relation {
-            name: "$iteration".to_string(),
-            columns: vec![ir::Column {
+        self.relations.push(ir::Relation::plain(
+            "$iteration".to_string(),
+            vec![ir::Column {
                 name: "iteration".to_string(),
                 ty: ColType::Unsigned,
                 type_name: "unsigned".to_string(),
             }],
             span,
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            printsize: false,
-            eqrel: false,
-            choice_domains: Vec::new(),
-            limitsize: None,
-            lattice: None,
-        });
+        ));
         self.iteration = Some(r);
         r
     }
@@ -752,18 +745,7 @@ impl<'a> Checker<'a> {
                 type_name: a.ty.name.clone(),
             });
         }
-        let mut rel = ir::Relation {
-            name: d.name.name.clone(),
-            columns,
-            span: d.span,
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            printsize: false,
-            eqrel: false,
-            choice_domains: Vec::new(),
-            limitsize: None,
-            lattice: None,
-        };
+        let mut rel = ir::Relation::plain(d.name.name.clone(), columns, d.span);
         for q in &d.qualifiers {
             match q.name.as_str() {
                 "eqrel" => {
@@ -1237,18 +1219,8 @@ impl Checker<'_> {
         let n = self.autoincs.len();
         let head_name = self.relations[rule.head.rel].name.clone();
         let span = autoinc[0].1;
-        let relation = |name: String, columns: Vec<ir::Column>| ir::Relation {
-            name,
-            columns,
-            span,
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            printsize: false,
-            eqrel: false,
-            choice_domains: Vec::new(),
-            limitsize: None,
-            lattice: None,
-        };
+        let relation =
+            |name: String, columns: Vec<ir::Column>| ir::Relation::plain(name, columns, span);
         let source_cols: Vec<ir::Column> = vs.iter().map(|&v| column(v)).collect();
         let mut target_cols = vec![ir::Column {
             name: "autoinc".to_string(),
