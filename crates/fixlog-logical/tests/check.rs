@@ -1190,6 +1190,18 @@ fn lattice_declarations() {
         err1(".type L <: number\n.lattice L<> { Bottom -> 0 }\n"),
         e("lattice `L<>` does not define `Lub`", "2:1")
     );
+    // A `Lub` of 100,000 terms is a located error, not a stack overflow.
+    let deep = format!(
+        ".type L <: number\n.lattice L<> {{ Lub -> _ + _{} }}\n",
+        " + 1".repeat(100_000)
+    );
+    assert_eq!(
+        err1(&deep),
+        e(
+            "lattice operator `Lub` is nested 100002 levels deep; at most 64",
+            "2:23"
+        )
+    );
     assert_eq!(
         errs(&format!(
             "{L}.decl r(k: number, v: L<>)\n.decl s(k: number, v: L)\n\

@@ -46,6 +46,31 @@ pub(super) struct LatticeDecl {
 
 const OPERATORS: &[&str] = &["Bottom", "Top", "Lub", "Glb", "Leq"];
 
+/// The deepest a lattice operator's expression may be nested.
+const MAX_DEPTH: usize = 64;
+
+/// How deeply `e` is nested (operators, calls, constructors; 1 for a leaf), found
+/// without recursion: an operator of 100,000 terms is a tree that deep.
+fn depth(e: &Expr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(e, 1usize)];
+    while let Some((e, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        match e {
+            Expr::Unary { arg, .. } => stack.push((arg, d + 1)),
+            Expr::Binary { lhs, rhs, .. } => {
+                stack.push((lhs, d + 1));
+                stack.push((rhs, d + 1));
+            }
+            Expr::Call { args, .. } | Expr::Constructor { args, .. } => {
+                stack.extend(args.iter().map(|a| (a, d + 1)));
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// The number of `_` in `e` (aggregates excluded).
 fn wildcards(e: &Expr) -> usize {
     match e {
@@ -169,6 +194,18 @@ impl Checker<'_> {
                     self.error(Diagnostic::error(
                         format!("lattice operator `{}` is given twice", op.name),
                         op.span,
+                    ));
+                    continue;
+                }
+                // (The passes below recurse over the expression: bound its depth first.)
+                let depth = depth(e);
+                if depth > MAX_DEPTH {
+                    self.error(Diagnostic::error(
+                        format!(
+                            "lattice operator `{}` is nested {depth} levels deep; at most {MAX_DEPTH}",
+                            op.name
+                        ),
+                        e.span(),
                     ));
                     continue;
                 }
