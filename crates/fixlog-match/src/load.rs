@@ -112,23 +112,26 @@ fn gunzip_one_member(raw: &[u8]) -> Option<Vec<u8>> {
     if size > raw.len().saturating_mul(1032) {
         return None;
     }
-    let mut out = vec![0u8; size];
+    // Reserved, not zeroed: libdeflate writes every byte before they count (and a
+    // size the system refuses is a fallback to flate2, not an abort).
+    let mut out: Vec<u8> = Vec::new();
+    out.try_reserve_exact(size).ok()?;
     // SAFETY: the decompressor is checked non-null, used once and freed once.
     let decompressor = unsafe { libdeflate_alloc_decompressor() };
     if decompressor.is_null() {
         return None;
     }
     let (mut read, mut written) = (0usize, 0usize);
-    // SAFETY: the pointers and lengths are those of `raw` and `out`, which outlive the
-    // call; libdeflate reads at most `raw.len()` bytes, writes at most `out.len()` bytes
-    // to `out`, and writes the two counts.
+    // SAFETY: the pointers and lengths are those of `raw` and of `out`'s reserved
+    // capacity (`size` bytes), which outlive the call; libdeflate reads at most
+    // `raw.len()` bytes, writes at most `size` bytes there, and writes the two counts.
     let result = unsafe {
         libdeflate_gzip_decompress_ex(
             decompressor,
             raw.as_ptr().cast(),
             raw.len(),
-            out.as_mut_ptr().cast(),
-            out.len(),
+            out.spare_capacity_mut().as_mut_ptr().cast(),
+            size,
             &mut read,
             &mut written,
         )
@@ -136,8 +139,13 @@ fn gunzip_one_member(raw: &[u8]) -> Option<Vec<u8>> {
     // SAFETY: allocated above, not used after.
     unsafe { libdeflate_free_decompressor(decompressor) };
     // The whole input must be that one member (not the first of several).
-    (result == libdeflate_result_LIBDEFLATE_SUCCESS && read == raw.len() && written == size)
-        .then_some(out)
+    if result != libdeflate_result_LIBDEFLATE_SUCCESS || read != raw.len() || written != size {
+        return None;
+    }
+    // SAFETY: libdeflate succeeded and wrote `written == size` bytes from the start of
+    // the capacity reserved above.
+    unsafe { out.set_len(size) };
+    Some(out)
 }
 
 fn line_col(bytes: &[u8], offset: usize) -> (usize, usize) {
