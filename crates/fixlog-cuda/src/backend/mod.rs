@@ -10,7 +10,8 @@
 //! Memory: every allocation comes from the device pool, whose limit
 //! (`--gpu-memory-limit`, default 90% of the free memory) turns exhaustion into
 //! `ExecError::OutOfMemory`; the driver then runs the pipeline over smaller pieces of
-//! its input. [`run`] reports the pool's high-water mark as the peak device memory.
+//! its input. [`run`] reports the pool's high-water mark as the peak device memory, and
+//! the operator that reached it (every operator starts with [`CudaBackend::enter`]).
 //!
 //! Batches are bounded before memory runs out, too: a join counts its output before
 //! writing it and, where the driver can split its input, asks for smaller pieces
@@ -144,14 +145,23 @@ struct PeakAt {
 /// Notes the operator in [`CudaBackend::peak_at`] when the peak rose while it ran.
 pub(crate) struct PeakWatch<'a> {
     backend: &'a CudaBackend,
-    at: PeakAt,
+    op: &'static str,
+    rows: usize,
+    in_use_before: usize,
+    /// The peak when the operator began.
+    peak_before: usize,
 }
 
 impl Drop for PeakWatch<'_> {
     fn drop(&mut self) {
         let peak = self.backend.gpu.pool_stats().peak_in_use;
-        if peak > self.at.peak {
-            self.backend.peak_at.set(Some(PeakAt { peak, ..self.at }));
+        if peak > self.peak_before {
+            self.backend.peak_at.set(Some(PeakAt {
+                op: self.op,
+                rows: self.rows,
+                in_use_before: self.in_use_before,
+                peak,
+            }));
         }
     }
 }
@@ -195,12 +205,10 @@ impl CudaBackend {
         let s = self.gpu.pool_stats();
         Ok(PeakWatch {
             backend: self,
-            at: PeakAt {
-                op,
-                rows,
-                in_use_before: s.in_use,
-                peak: s.peak_in_use,
-            },
+            op,
+            rows,
+            in_use_before: s.in_use,
+            peak_before: s.peak_in_use,
         })
     }
 
