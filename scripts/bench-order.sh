@@ -39,7 +39,7 @@ for graph in "$@"; do
         walls+=("$(echo "$end - $start" | bc)")
         loads+=("$(grep -o 'load [0-9.]*' "$err" | cut -d' ' -f2)")
         matches+=("$(grep -o 'match [0-9.]* s' "$err" | cut -d' ' -f2)")
-        renumbers+=("$(grep -o 'renumbered in [0-9.]*' "$err" | cut -d' ' -f3)")
+        renumbers+=("$(grep -oE '(renumbered|forward lists built) in [0-9.]*' "$err" | awk '{print $NF}')")
         rm -f "$err"
       done
       name=$(basename "$graph")

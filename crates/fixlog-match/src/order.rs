@@ -66,6 +66,9 @@ pub struct OrderDecision {
     /// With the order reversed (highest degree first): every comparison flipped, which
     /// cannot change an order-independent count either (see [`descending_is_better`]).
     pub descending: bool,
+    /// A clique pattern, counted along forward lists in degree order
+    /// ([`crate::clique`]) rather than on the renumbered copy.
+    pub forward_lists: bool,
     pub reason: String,
 }
 
@@ -75,6 +78,7 @@ pub fn decide(pattern: &Pattern, semantics: Semantics, undirected: bool) -> Orde
     let keep = |reason: String| OrderDecision {
         degree_order: false,
         descending: false,
+        forward_lists: false,
         reason,
     };
     if !matches!(pattern.output, Output::Count) {
@@ -106,6 +110,7 @@ pub fn decide(pattern: &Pattern, semantics: Semantics, undirected: bool) -> Orde
         Ok(automorphisms) => OrderDecision {
             degree_order: true,
             descending: false,
+            forward_lists: false,
             reason: format!(
                 "every order of the {} pattern nodes satisfies the id comparisons under exactly one of \
                  the pattern's {automorphisms} automorphisms, so each subgraph is counted once whatever \

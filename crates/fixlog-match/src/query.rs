@@ -83,6 +83,7 @@ impl Graph {
         Some(OrderDecision {
             degree_order: true,
             descending: false,
+            forward_lists: true,
             reason: format!(
                 "{why}; the {k}-cliques are counted along forward lists, counted in ascending rank"
             ),

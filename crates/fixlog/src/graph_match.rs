@@ -68,6 +68,7 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
     };
     let degree_order = order.as_ref().is_some_and(|o| o.degree_order);
     let descending = order.as_ref().is_some_and(|o| o.descending);
+    let forward_lists = order.as_ref().is_some_and(|o| o.forward_lists);
     let ordering = ordering.elapsed();
     #[cfg(not(feature = "cuda"))]
     let _ = setup;
@@ -121,8 +122,13 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
     if command.stats {
         let order = if degree_order {
             format!(
-                "degree order{} (renumbered in {:.3} s)",
+                "degree order{} ({} in {:.3} s)",
                 if descending { ", descending" } else { "" },
+                if forward_lists {
+                    "forward lists built"
+                } else {
+                    "renumbered"
+                },
                 ordering.as_secs_f64()
             )
         } else {

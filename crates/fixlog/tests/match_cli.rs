@@ -326,7 +326,7 @@ fn counts_in_degree_order_when_the_order_cannot_matter() {
             o.stderr
         );
         assert!(
-            o.stderr.contains("degree order (renumbered in"),
+            o.stderr.contains("degree order (forward lists built in"),
             "{}",
             o.stderr
         );
