@@ -152,10 +152,12 @@ struct RuleVars {
     atom_bound: Vec<(String, Ty)>,
     /// Bound by `v = expr` or aggregates.
     other_bound: Vec<(String, Ty)>,
-    /// Locals of `min`/`max` bodies used outside them (also in `other_bound`). No
-    /// equality may name one: `w = n` could bind it outside, which would make it an
-    /// outer variable of its own aggregate (a circular dependency the checker rejects).
-    witnesses: Vec<String>,
+    /// Names that also stand inside an aggregate's body, bound only through that
+    /// aggregate: `min`/`max` witnesses, and a result variable used as a local of its
+    /// own aggregate (`n = sum a : { r(n, a) }`). No equality may name one: `n = m`
+    /// could bind it outside, which would make it an outer variable of its own
+    /// aggregate (a circular dependency the checker rejects).
+    inside_aggregates: Vec<String>,
 }
 
 impl RuleVars {
@@ -704,10 +706,10 @@ rw(x) :- {atom}, !rc([_, x]).
             *self.c.pick(&["!=", "<", "<=", ">", ">=", "="])
         };
         // (An equality is written `x = y` or, negated, `!(x != y)`; `!=` leaves
-        // witnesses out too, as its negated form is written with `=`.)
+        // them out too, as its negated form is written with `=`.)
         let pool: Vec<String> = if op == "=" || op == "!=" {
             pool.into_iter()
-                .filter(|v| !vars.witnesses.contains(v))
+                .filter(|v| !vars.inside_aggregates.contains(v))
                 .collect()
         } else {
             pool
@@ -858,7 +860,7 @@ rw(x) :- {atom}, !rc([_, x]).
             if kind >= 2 && !witnesses.is_empty() && self.c.chance(80) {
                 self.features.witness = true;
                 let w = self.c.pick(&witnesses).clone();
-                vars.witnesses.push(w.clone());
+                vars.inside_aggregates.push(w.clone());
                 vars.other_bound.push((w, Ty::Num));
             }
             match kind {
@@ -868,6 +870,9 @@ rw(x) :- {atom}, !rc([_, x]).
                 _ => format!("max {arg}"),
             }
         };
+        if locals.contains(&out) {
+            vars.inside_aggregates.push(out.clone());
+        }
         vars.other_bound.push((out.clone(), Ty::Num));
         format!("{out} = {func} : {{ {body} }}")
     }
