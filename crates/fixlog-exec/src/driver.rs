@@ -518,6 +518,21 @@ enum Level {
     Below,
 }
 
+/// Whether the first of `ops` is a join that takes its input sorted and deduplicated
+/// (the output of a join feeding another join, in a pipeline whose result is a set:
+/// sorting and deduplicating it removes the repeats that projecting away join
+/// variables made, and puts rows with the same leading values together, so the next
+/// join's repeated outputs are adjacent and dropped early).
+fn takes_sorted(ops: &[POp]) -> bool {
+    matches!(
+        ops.first(),
+        Some(POp::Join {
+            sort_input: true,
+            ..
+        })
+    )
+}
+
 /// Runs `plan` to its fixpoint on `backend`.
 pub fn run<B: Backend>(
     backend: &B,
@@ -911,6 +926,12 @@ impl<B: Backend> Driver<'_, B> {
         if rest.is_empty() {
             return self.absorb(rule.head, remaining, acc, only_new);
         }
+        let remaining = if takes_sorted(rest) {
+            let b = self.backend;
+            b.relation_batch(&b.sort_unique(remaining)?)?
+        } else {
+            remaining
+        };
         // Asked per pipeline: a backend's budget may follow the memory it holds.
         let budget = self.backend.piece_budget();
         let top = Level::Top {
@@ -924,6 +945,17 @@ impl<B: Backend> Driver<'_, B> {
     /// Runs `ops` over `input` piece by piece and absorbs the results into `acc`;
     /// returns the largest batch made. The first operator runs on pieces of `input`;
     /// each piece's output goes through the rest in the same way, one level down.
+    /// `input` comes sorted and deduplicated where the first operator is a join marked
+    /// `sort_input` (the caller's doing: see [`takes_sorted`]).
+    ///
+    /// Where the next operator is such a join, the pieces' outputs are not run on one
+    /// by one: each is sorted, deduplicated and added to one set (a stack of sorted
+    /// runs), and the rest of the pipeline runs over that set when all pieces are done
+    /// (or when it grows past the backend's batch budget). So cutting this level's
+    /// input into pieces does not cut the next join's input: a tuple that several
+    /// pieces make is joined once, as without pieces (SG's first join, whose pieces
+    /// each deduplicated alone made the second join derive up to 3.7 times the tuples:
+    /// docs/gpu-results.md, round 12).
     ///
     /// At the top level the pieces start at the backend's first piece size and adapt
     /// to the largest batch the rest of the pipeline made (so no batch of a piece
@@ -949,21 +981,14 @@ impl<B: Backend> Driver<'_, B> {
         let (op, rest) = ops
             .split_first()
             .ok_or_else(|| internal("empty pipeline"))?;
-        let input = match op {
-            POp::Join {
-                sort_input: true, ..
-            } => {
-                // The output of a join feeding another join, in a pipeline whose result
-                // is a set: sorting and deduplicating it removes the repeats that
-                // projecting away join variables made, and puts rows with the same
-                // leading values together, so the next join's repeated outputs are
-                // adjacent and dropped early.
-                let t = Instant::now();
-                let sorted = b.relation_batch(&b.sort_unique(input)?)?;
-                self.stats.phases.join += t.elapsed();
-                sorted
-            }
-            _ => input,
+        // The next join's input, gathered over all pieces (see above), and the most
+        // rows it may gather before the rest of the pipeline runs over it.
+        let gathers = takes_sorted(rest);
+        let mut gathered: Vec<B::Relation> = Vec::new();
+        let gather_limit = if gathers {
+            b.piece_budget().max_batch_rows.max(1)
+        } else {
+            usize::MAX
         };
         let mut piece_rows = match level {
             Level::Top {
@@ -996,6 +1021,9 @@ impl<B: Backend> Driver<'_, B> {
                 let below = if rest.is_empty() {
                     // (`absorb` counts its own time, as deduplication.)
                     self.absorb(head, out, acc, only_new)?;
+                    0
+                } else if gathers {
+                    self.gather(out, &mut gathered)?;
                     0
                 } else {
                     self.run_split(head, rest, out, Level::Below, acc, only_new)?
@@ -1042,8 +1070,70 @@ impl<B: Backend> Driver<'_, B> {
                 // level's to split.)
                 Err(e) => return Err(e),
             }
+            let gathered_rows: usize = gathered.iter().map(|r| b.relation_len(r)).sum();
+            if gathered_rows > gather_limit {
+                let below = self.run_gathered(head, rest, &mut gathered, acc, only_new)?;
+                peak = peak.max(below);
+            }
+        }
+        if !gathered.is_empty() {
+            let below = self.run_gathered(head, rest, &mut gathered, acc, only_new)?;
+            peak = peak.max(below);
         }
         Ok(peak)
+    }
+
+    /// Runs `ops` over the set gathered so far (emptying it); the largest batch made.
+    /// An error here is not the gathering level's to split: the set is whole and
+    /// deduplicated, and the level below splits it as its operators ask.
+    fn run_gathered(
+        &mut self,
+        head: RelId,
+        ops: &[POp],
+        gathered: &mut Vec<B::Relation>,
+        acc: &mut Vec<B::Relation>,
+        only_new: bool,
+    ) -> ExecResult<usize> {
+        let next = self.merged(std::mem::take(gathered))?;
+        self.run_split(head, ops, next, Level::Below, acc, only_new)
+    }
+
+    /// Sorts and deduplicates a join's output and adds it to `gathered` (a stack of
+    /// sorted runs, merged as they grow). On failure `gathered` is as it was: the
+    /// caller runs the piece again in halves after running out of memory, and adding
+    /// a piece twice only costs time.
+    fn gather(&mut self, out: B::Batch, gathered: &mut Vec<B::Relation>) -> ExecResult<()> {
+        let b = self.backend;
+        let t = Instant::now();
+        let run = b.sort_unique(out)?;
+        let before = gathered.clone();
+        let pushed = push_run(
+            gathered,
+            run,
+            NEW_RUNS,
+            |r| b.relation_len(r),
+            |below, top| b.merge(&below, &top),
+        );
+        if let Err(e) = pushed {
+            *gathered = before;
+            return Err(e);
+        }
+        self.stats.phases.join += t.elapsed();
+        Ok(())
+    }
+
+    /// The union of gathered runs, as one sorted, deduplicated batch.
+    fn merged(&mut self, mut runs: Vec<B::Relation>) -> ExecResult<B::Batch> {
+        let b = self.backend;
+        let t = Instant::now();
+        let mut all = runs
+            .pop()
+            .ok_or_else(|| internal("nothing gathered to merge"))?;
+        while let Some(below) = runs.pop() {
+            all = b.merge(&below, &all)?;
+        }
+        self.stats.phases.join += t.elapsed();
+        b.relation_batch(&all)
     }
 
     /// An out-of-memory error that happened while deriving tuples of `rel`, saying so.

@@ -297,8 +297,10 @@ impl CudaBackend {
 const BATCH_MIN_BYTES: usize = 32 << 20;
 /// And never larger (2^27 rows of two columns). Bounding batches by a share of the
 /// relations instead (so that small dense graphs peak at their relations plus a
-/// half) was measured and dropped: 1.5x the time of TC, up to 6x of SG
-/// (docs/gpu-results.md, round 12).
+/// half) was measured and dropped twice: 1.5x the time of TC, up to 6x of SG
+/// (docs/gpu-results.md, round 12), and with the first join's pieces gathered (no
+/// repeated work) still 1.3-4x of SG and 1.3x of TC for peaks that stayed above the
+/// aim (round 14).
 const BATCH_MAX_BYTES: usize = 1 << 30;
 
 fn wrong_code(op: &str, code: &CudaCode) -> ExecError {
