@@ -17,6 +17,13 @@
 //! `recursive_iteration_cnt()` (`Program::iteration`): its one-tuple relation holds 0
 //! while the rules that run once run, and `k` during the `k`-th pass of a loop (from 0).
 //!
+//! `debug_delta` relations (`Program::debug_deltas`): after the `k`-th pass of a loop
+//! has added its new tuples (folded, dominated ones removed: the delta the next pass
+//! reads), the driver copies the delta of each source relation of the stratum to the
+//! host, appends `k` to every tuple and merges them into the `debug_delta` relation
+//! (through [`Backend::relation_rows`], [`Backend::relation_from_rows`] and
+//! [`Backend::merge`], so every backend does the same).
+//!
 //! Relations kept in a shape ([`crate::maintain`]): the new tuples of an `eqrel` or
 //! `choice-domain` relation (facts, and each step's `new`) are folded on the host before
 //! they are added (the eqrel closure's new pairs; the chosen tuples), so `delta` is what
@@ -570,6 +577,17 @@ pub fn run<B: Backend>(
             })
             .collect(),
         iteration: program.iteration.map(|rel| (rel, None)),
+        debug_deltas: program
+            .debug_deltas
+            .iter()
+            .filter(|d| {
+                options
+                    .needed
+                    .as_ref()
+                    .is_none_or(|needed| needed.get(d.target).copied().unwrap_or(true))
+            })
+            .map(|d| (d.source, d.target))
+            .collect(),
     };
     driver.stats.phases.prepare = prepare_time;
     let t = Instant::now();
@@ -686,6 +704,9 @@ struct Driver<'a, B: Backend> {
     /// `recursive_iteration_cnt()`'s relation and the value it holds now (see
     /// [`Driver::set_iteration`]).
     iteration: Option<(RelId, Option<Value>)>,
+    /// `(source, target)` of each `debug_delta` relation a result needs (see
+    /// [`Driver::record_debug_deltas`]).
+    debug_deltas: Vec<(RelId, RelId)>,
 }
 
 impl<B: Backend> Driver<'_, B> {
@@ -712,6 +733,57 @@ impl<B: Backend> Driver<'_, B> {
             }
         }
         self.iteration = Some((rel, Some(k)));
+        Ok(())
+    }
+
+    /// `debug_delta` relations (`fixlog_logical::DebugDelta`): adds the delta of each
+    /// source in `stratum` (what pass `pass` added to it), each tuple with `pass` as its
+    /// last column, to the source's `debug_delta` relation. That relation is of a later
+    /// stratum, read by no rule yet; indexes over it are dropped all the same.
+    fn record_debug_deltas(
+        &mut self,
+        stratum: &fixlog_plan::StratumPlan,
+        pass: Value,
+    ) -> ExecResult<()> {
+        let b = self.backend;
+        for i in 0..self.debug_deltas.len() {
+            let (source, target) = self.debug_deltas[i];
+            if !stratum.relations.contains(&source) {
+                continue;
+            }
+            let Some(delta) = self.delta.get(source).and_then(Option::as_ref) else {
+                continue;
+            };
+            let len = b.relation_len(delta);
+            if len == 0 {
+                continue;
+            }
+            let arity = self.plan.relations[source].types.len();
+            let rows = b.relation_rows(delta)?;
+            let mut tagged = Vec::new();
+            tagged
+                .try_reserve_exact(len * (arity + 1))
+                .map_err(|_| ExecError::OutOfMemory("recording a `debug_delta`".into()))?;
+            if arity == 0 {
+                tagged.push(pass);
+            } else {
+                for t in rows.chunks_exact(arity) {
+                    tagged.extend_from_slice(t);
+                    tagged.push(pass);
+                }
+            }
+            let gained = b.relation_from_rows(arity + 1, tagged)?;
+            let slot = self
+                .full
+                .get_mut(target)
+                .ok_or_else(|| internal("a `debug_delta` relation is missing"))?;
+            *slot = b.merge(slot, &gained)?;
+            for (id, spec) in self.plan.indexes.iter().enumerate() {
+                if spec.rel == target {
+                    self.indexes[id] = None;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -814,6 +886,7 @@ impl<B: Backend> Driver<'_, B> {
                 self.delta[rel] = Some(delta);
             }
             self.remove_dominated(stratum, subsumption_ops)?;
+            self.record_debug_deltas(stratum, (iterations - 1) as Value)?;
             let mut derived = 0usize;
             let mut sizes = Vec::new();
             for &rel in &stratum.relations {

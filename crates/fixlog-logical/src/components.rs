@@ -760,6 +760,9 @@ fn rename(prefix: &str, res: &mut Content, orphans: &mut [ast::Clause]) {
     };
     for d in &mut res.decls {
         d.attrs.iter_mut().for_each(|a| fix(&types, &mut a.ty));
+        if let Some(source) = &mut d.debug_delta {
+            fix(&relations, source);
+        }
     }
     for t in &mut res.types {
         match &mut t.def {

@@ -456,6 +456,24 @@ pub struct AutoInc {
     pub span: Span,
 }
 
+/// `.decl target = debug_delta(source)` (Soufflé 2.4.1+): `target` has the columns of
+/// `source` and a last `unsigned` column, the iteration. When the loop of `source`'s
+/// stratum adds the new tuples of a pass (after they are folded and the dominated ones
+/// removed: the delta the next pass reads), `target` gains each of them with the
+/// pass's number, as `recursive_iteration_cnt()` counts it (from 0). The tuples that
+/// exist before the loop (facts, inputs, the rules that run once) are in no pass and
+/// are not recorded; a `source` whose stratum is not recursive leaves `target` empty.
+/// `target` has no rules or facts; the stratifier gives it the dependency `target →
+/// source`, so it is complete when a later stratum reads it, and reading it within
+/// `source`'s stratum is rejected. The driver (and the reference evaluator) fills it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DebugDelta {
+    pub source: RelId,
+    pub target: RelId,
+    /// The name of `source` in the declaration.
+    pub span: Span,
+}
+
 #[derive(Clone, Debug)]
 pub struct Program {
     pub relations: Vec<Relation>,
@@ -489,6 +507,8 @@ pub struct Program {
     pub iteration: Option<RelId>,
     /// The user-defined functors (`.functor`), indexed by [`Functor::User`]'s index.
     pub functors: Vec<FunctorDecl>,
+    /// The `debug_delta` relations, in declaration order.
+    pub debug_deltas: Vec<DebugDelta>,
 }
 
 impl Program {
@@ -522,6 +542,11 @@ impl Program {
         for a in &self.autoincs {
             if let Some(r) = reads.get_mut(a.target) {
                 r.push(a.source);
+            }
+        }
+        for d in &self.debug_deltas {
+            if let Some(r) = reads.get_mut(d.target) {
+                r.push(d.source);
             }
         }
         let mut needed = vec![false; n];

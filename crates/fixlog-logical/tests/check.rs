@@ -1148,6 +1148,167 @@ fn iteration_counter() {
         .any(|r| r.name.contains('@')));
 }
 
+/// `.decl d = debug_delta(r)`: `d` gets `r`'s columns and an `unsigned` iteration
+/// named `<iteration>` (as Soufflé names it), the stratum after `r`'s, no "no rules"
+/// warning; components prefix the relation it names; misuse is located.
+#[test]
+fn debug_delta_relations() {
+    let path = ".type Node <: number\n.decl edge(x: Node, y: symbol)\nedge(1, \"a\").\n\
+         .decl path(x: Node, y: symbol)\npath(x, y) :- edge(x, y).\n\
+         path(x, y) :- path(x, y), edge(x, _).\n";
+    // Declared before the relation it names.
+    let p = compile(&format!(
+        ".decl d = debug_delta(path) output\n{path}.decl q(i: unsigned)\nq(i) :- d(_, _, i).\n"
+    ));
+    let d = p.relation_id("d").unwrap();
+    let path_id = p.relation_id("path").unwrap();
+    assert_eq!(
+        p.debug_deltas,
+        vec![DebugDelta {
+            source: path_id,
+            target: d,
+            span: p.debug_deltas[0].span
+        }]
+    );
+    let rel = &p.relations[d];
+    assert_eq!(
+        rel.types(),
+        vec![ColType::Number, ColType::Symbol, ColType::Unsigned]
+    );
+    let names: Vec<&str> = rel.columns.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["x", "y", "<iteration>"]);
+    assert_eq!(rel.columns[0].type_name, "Node");
+    assert_eq!(rel.outputs.len(), 1);
+    let stratum_of = |r: RelId| p.strata.iter().position(|s| s.relations.contains(&r));
+    assert!(stratum_of(path_id) < stratum_of(d));
+    assert!(stratum_of(d) < stratum_of(p.relation_id("q").unwrap()));
+    assert!(!p.strata[stratum_of(d).unwrap()].recursive);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    // Needed for outputs through `d`: `path` and `edge` too.
+    let p2 = compile(&format!(".decl d = debug_delta(path)\n.output d\n{path}"));
+    assert!(p2.needed_for_outputs().iter().all(|&n| n));
+
+    // Components: the instance prefixes `R_debug` and the `R` it names.
+    let p = compile(
+        ".comp c {\n.decl R(x: number)\n.decl R_debug = debug_delta(R)\n.output R_debug\n\
+         R(0).\nR(x + 1) :- R(x), x < 3.\n}\n.init C = c\n",
+    );
+    let dd = &p.debug_deltas[0];
+    assert_eq!(p.relations[dd.source].name, "C.R");
+    assert_eq!(p.relations[dd.target].name, "C.R_debug");
+
+    // Not recursive: a warning, at the name.
+    let mut sm = SourceMap::new();
+    let p = compile_str(
+        "t.dl",
+        &format!("{EDGE}edge(1, 2).\n.decl d = debug_delta(edge)\n.output d\n"),
+        &mut sm,
+    )
+    .unwrap();
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert_eq!(
+        p.warnings[0].message,
+        "`edge` is not recursive: its `debug_delta` relation `d` stays empty"
+    );
+    assert_eq!(sm.location(p.warnings[0].span.unwrap()), "t.dl:3:23");
+
+    // A program with one is left out of the magic-set transform.
+    let text = format!(
+        "{path}.decl d = debug_delta(path)\n.decl q(y: symbol)\n.output q\nq(y) :- path(1, y).\n\
+         .pragma \"magic-transform\" \"*\"\n"
+    );
+    assert!(!compile(&text)
+        .relations
+        .iter()
+        .any(|r| r.name.contains('@')));
+
+    // Misuse.
+    assert_eq!(
+        errs(".decl d = debug_delta(nope)\n.decl e = debug_delta(e)\n.decl f = debug_delta(d)\n"),
+        vec![
+            e("unknown relation `nope` in `debug_delta(...)`", "1:23"),
+            e("`e` cannot be the `debug_delta` of itself", "2:23"),
+            e(
+                "`d` is a `debug_delta` relation: it has no iterations of its own to record",
+                "3:23"
+            ),
+        ]
+    );
+    assert_eq!(
+        err1(&format!("{path}.decl i(x: number) inline\ni(1).\n.decl d = debug_delta(i)\n")),
+        e(
+            "`i` is `inline`: it is unfolded into the rules that use it and has no iterations to record",
+            "9:23"
+        )
+    );
+    assert_eq!(
+        errs(&format!(
+            "{path}.decl d = debug_delta(path) input eqrel inline\n"
+        )),
+        vec![
+            e(
+                "`debug_delta` relation `d` cannot be declared `input`",
+                "7:29"
+            ),
+            e(
+                "`debug_delta` relation `d` cannot be declared `eqrel`",
+                "7:35"
+            ),
+            e(
+                "`debug_delta` relation `d` cannot be declared `inline`",
+                "7:41"
+            ),
+        ]
+    );
+    assert_eq!(
+        errs(&format!(
+            "{path}.decl d = debug_delta(path)\n.input d\nd(1, \"a\", 0).\nd(x, y, 0) :- edge(x, y).\n\
+             d(x, y, i) <= d(x, y, j) :- i < j.\n"
+        )),
+        vec![
+            e("`d` is a `debug_delta` relation: it cannot be an input", "8:8"),
+            e("`d` is a `debug_delta` relation: it cannot have rules or facts", "9:1"),
+            e("`d` is a `debug_delta` relation: it cannot have rules or facts", "10:1"),
+            e("`d` is a `debug_delta` relation: it cannot have rules or facts", "11:1"),
+        ]
+    );
+    // Read in the stratum of its source: directly, negated, in an aggregate, or through
+    // another relation of the stratum.
+    let head = format!(
+        "{EDGE}.decl p(x: number, y: number)\n.decl d = debug_delta(p)\np(x, y) :- edge(x, y).\n"
+    );
+    let in_stratum =
+        "`d` (the `debug_delta` of `p`) cannot be read in the stratum of `p`: it is complete only when that stratum ends";
+    assert_eq!(
+        err1(&format!("{head}p(x, y) :- d(x, y, _).\n")),
+        e(in_stratum, "5:12")
+    );
+    assert_eq!(
+        err1(&format!(
+            "{head}p(x, z) :- p(x, y), edge(y, z), !d(x, z, 0).\n"
+        )),
+        e(in_stratum, "5:33")
+    );
+    assert_eq!(
+        err1(&format!(
+            "{head}p(x, n) :- p(x, _), n = count : {{ d(x, _, _) }}, n < 3.\n"
+        )),
+        e(in_stratum, "5:35")
+    );
+    let (message, at, notes) = errs_with_notes(&format!(
+        "{head}.decl s(x: number)\ns(x) :- d(x, _, _).\np(x, x) :- s(x).\n"
+    ))
+    .remove(0);
+    assert_eq!((message.as_str(), at.as_str()), (in_stratum, "6:9"));
+    assert_eq!(
+        notes,
+        [
+            "help: read `d` in relations that `p` does not depend on",
+            "note: `p` depends on `s`, which reads `d`"
+        ]
+    );
+}
+
 /// Lattices: the relation records its key and `Lub`; misuse is located.
 #[test]
 fn lattice_declarations() {

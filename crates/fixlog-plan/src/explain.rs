@@ -56,6 +56,18 @@ pub fn explain_with_notes(
                 );
             }
         }
+        for d in &program.debug_deltas {
+            if stratum.relations.contains(&d.target) {
+                numbered = true;
+                let _ = writeln!(
+                    out,
+                    "  {}: debug_delta of {}, filled on the host (every backend) during the loop of {}'s stratum: each iteration's new tuples, with the iteration's number",
+                    plan.relations[d.target].name,
+                    plan.relations[d.source].name,
+                    plan.relations[d.source].name
+                );
+            }
+        }
         if stratum.init.is_empty() && stratum.recursive_rules.is_empty() && !numbered {
             let _ = writeln!(out, "  (no rules: facts and inputs only)");
         }

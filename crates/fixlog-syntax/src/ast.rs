@@ -114,6 +114,10 @@ pub struct Decl {
     /// `choice-domain x, (y, z)`: each domain is the attributes named in it (one for
     /// `x`, several for `(y, z)`); empty when the declaration has no `choice-domain`.
     pub choice_domains: Vec<ChoiceDomain>,
+    /// `.decl d = debug_delta(r)` (Soufflé 2.4.1+): the relation `r` whose new tuples of
+    /// every pass `d` records; `attrs` is then empty (the checker gives `d` the
+    /// attributes of `r` and an `unsigned` iteration).
+    pub debug_delta: Option<Ident>,
     pub span: Span,
 }
 

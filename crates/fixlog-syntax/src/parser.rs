@@ -692,18 +692,32 @@ impl<'t> Parser<'t> {
         while self.eat(&TokenKind::Comma).is_some() {
             names.push(self.ident("a relation name after `,`")?);
         }
-        // Soufflé 2.4.1's `.decl d = debug_delta(r)`.
-        if self.at(&TokenKind::Eq)
-            && matches!(self.peek_n(1), TokenKind::Ident(n) if n == "debug_delta")
-        {
+        // Soufflé 2.4.1's `.decl d = debug_delta(r)`: one name, then only qualifiers.
+        let mut debug_delta = None;
+        let attrs = if self.at(&TokenKind::Eq) {
             self.bump();
-            return Err(Diagnostic::error(
-                "`debug_delta` relations (each iteration's new tuples) are not supported",
-                self.tok().span,
-            ));
-        }
-        self.expect(TokenKind::LParen)?;
-        let attrs = self.attributes(TokenKind::RParen)?;
+            if !matches!(self.peek(), TokenKind::Ident(n) if n == "debug_delta") {
+                return Err(self.expected("`debug_delta(relation)` after `=`"));
+            }
+            self.bump();
+            if names.len() > 1 {
+                return Err(Diagnostic::error(
+                    "a `debug_delta` declaration declares one relation",
+                    names[1].span,
+                )
+                .with_help(format!(
+                    "declare each on its own: `.decl {} = debug_delta(...)`",
+                    names[1].name
+                )));
+            }
+            self.expect(TokenKind::LParen)?;
+            debug_delta = Some(self.qualified("the name of a relation in `debug_delta(...)`")?);
+            self.expect(TokenKind::RParen)?;
+            Vec::new()
+        } else {
+            self.expect(TokenKind::LParen)?;
+            self.attributes(TokenKind::RParen)?
+        };
         let mut qualifiers = Vec::new();
         let mut choice_domains = Vec::new();
         while let TokenKind::Ident(q) = self.peek() {
@@ -711,6 +725,12 @@ impl<'t> Parser<'t> {
                 && self.peek_n(1) == &TokenKind::Minus
                 && matches!(self.peek_n(2), TokenKind::Ident(d) if d == "domain")
             {
+                if debug_delta.is_some() {
+                    return Err(Diagnostic::error(
+                        "a `debug_delta` relation cannot have a `choice-domain`",
+                        self.tok().span,
+                    ));
+                }
                 for _ in 0..3 {
                     self.bump();
                 }
@@ -730,6 +750,7 @@ impl<'t> Parser<'t> {
                 attrs: attrs.clone(),
                 qualifiers: qualifiers.clone(),
                 choice_domains: choice_domains.clone(),
+                debug_delta: debug_delta.clone(),
                 span,
             })
             .collect())

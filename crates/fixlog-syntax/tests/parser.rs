@@ -1469,18 +1469,58 @@ fn iteration_counter() {
     assert!(matches!(&c.heads[0].args[0], Expr::Var(v) if v.name == "__ITERATION__"));
 }
 
-/// Soufflé's `debug_delta` relations (2.4.1) are not supported: a located error naming
-/// them. Lattices (2.5) parse: `.lattice T<> { Op -> expr, ... }` and `x: T<>`.
+/// Soufflé's `debug_delta` relations (2.4.1): `.decl d = debug_delta(r)` and
+/// qualifiers, one name, no attributes and no `choice-domain`.
 #[test]
-fn debug_delta_is_named_and_lattices_parse() {
-    let e = parse_errs(".decl r(x: number)\n.decl d = debug_delta(r)\n");
+fn debug_delta_declarations() {
+    let p = parse_ok(
+        ".decl r(x: number)\n.decl d = debug_delta(r) output btree\n.decl e = debug_delta(a.b)\n",
+    );
+    let Item::Decl(d) = &p.items[1] else {
+        panic!("expected a declaration, found {:?}", p.items[1]);
+    };
+    assert_eq!(d.name.name, "d");
+    assert!(d.attrs.is_empty());
+    let source = d.debug_delta.as_ref().expect("a debug_delta source");
+    assert_eq!(source.name, "r");
+    let names: Vec<&str> = d.qualifiers.iter().map(|q| q.name.as_str()).collect();
+    assert_eq!(names, ["output", "btree"]);
+    let Item::Decl(e) = &p.items[2] else {
+        panic!("expected a declaration, found {:?}", p.items[2]);
+    };
+    // A component instance's relation.
+    assert_eq!(e.debug_delta.as_ref().map(|s| s.name.as_str()), Some("a.b"));
+    // An ordinary declaration has none.
+    let Item::Decl(r) = &p.items[0] else {
+        panic!("expected a declaration, found {:?}", p.items[0]);
+    };
+    assert!(r.debug_delta.is_none());
+
+    let at = |text: &str| parse_errs(text).into_iter().next().unwrap();
     assert_eq!(
-        e[0],
+        at(".decl d, e = debug_delta(r)\n"),
         (
-            "`debug_delta` relations (each iteration's new tuples) are not supported".to_string(),
-            "t.dl:2:11".to_string()
+            "a `debug_delta` declaration declares one relation".to_string(),
+            "t.dl:1:10".to_string()
         )
     );
+    assert_eq!(
+        at(".decl d = debug_delta(r) choice-domain x\n"),
+        (
+            "a `debug_delta` relation cannot have a `choice-domain`".to_string(),
+            "t.dl:1:26".to_string()
+        )
+    );
+    assert_eq!(at(".decl d = delta(r)\n").1, "t.dl:1:11");
+    assert_eq!(at(".decl d = debug_delta r\n").1, "t.dl:1:23");
+    assert_eq!(at(".decl d = debug_delta()\n").1, "t.dl:1:23");
+    assert_eq!(at(".decl d = debug_delta(r, s)\n").1, "t.dl:1:24");
+    assert_eq!(at(".decl d = debug_delta(r)(x: number)\n").1, "t.dl:1:25");
+}
+
+/// Lattices (2.5) parse: `.lattice T<> { Op -> expr, ... }` and `x: T<>`.
+#[test]
+fn lattices_parse() {
     let p = parse_ok(
         ".type S = A {} | B {}\n.lattice S<> {\n  Bottom -> $A(),\n  Lub -> @lub(_, _)\n}\n\
          .decl r(k: number, s: S<>)\n",

@@ -311,6 +311,26 @@ fn unknown_relation_in_directive() {
     assert_mentions(&o, &[&["pth"], &["unknown", "undeclared", "not declared"]]);
 }
 
+/// A `debug_delta` relation read in the stratum of the relation it records (it is
+/// complete only when that stratum ends), and one given a fact.
+#[test]
+fn debug_delta_misuse() {
+    let prog = ".decl edge(x: number, y: number)\nedge(1, 2).\n.decl path(x: number, y: number)\n\
+                .decl d = debug_delta(path)\n.output d\npath(x, y) :- edge(x, y).\n\
+                path(x, z) :- path(x, y), edge(y, z), !d(x, z, 0).\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 7, &["!d(x, z", "d(x, z"]);
+    assert_mentions(&o, &[&["debug_delta"], &["stratum of `path`"]]);
+
+    let prog = ".decl edge(x: number, y: number)\nedge(1, 2).\n.decl d = debug_delta(edge)\n\
+                .output d\nd(1, 2, 0).\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 5, &["d(1"]);
+    assert_mentions(&o, &[&["debug_delta"], &["rules or facts"]]);
+}
+
 #[test]
 fn arity_mismatch() {
     let prog = ".decl edge(x: number, y: number)\n.decl path(x: number, y: number)\npath(x, y) :- edge(x, y, x).\n";

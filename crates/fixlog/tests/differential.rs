@@ -109,14 +109,16 @@ struct Tally {
     /// Some relation of a recursive stratum was non-empty.
     recursive: usize,
     /// Per feature of [`FEATURES`], the programs that used it.
-    features: [usize; 18],
+    features: [usize; 19],
     /// Programs whose plan with worst-case-optimal joins forced has an intersection.
     intersections: usize,
     /// Programs whose `.limitsize` changed the result (against the reference without it).
     limit_bites: usize,
+    /// Programs whose `debug_delta` relation recorded something (a recursive source).
+    debug_recorded: usize,
 }
 
-const FEATURES: [&str; 18] = [
+const FEATURES: [&str; 19] = [
     "rec",
     "neg",
     "agg",
@@ -135,6 +137,7 @@ const FEATURES: [&str; 18] = [
     "witness",
     "autoinc",
     "limitsize",
+    "debug_delta",
 ];
 
 /// Runs `check_inner`, turning a panic (in the engine or the reference) into a failure
@@ -206,6 +209,10 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
             .is_none_or(|all| all != expected)
     };
 
+    let debug_recorded = program
+        .debug_deltas
+        .iter()
+        .any(|d| !expected[d.target].is_empty());
     let mut any_idb = false;
     let mut recursive_idb = false;
     // On a GPU backend, the CPU backend's typed output is the second reference: every
@@ -312,6 +319,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
     t.recursive += usize::from(recursive_idb);
     t.intersections += usize::from(intersects);
     t.limit_bites += usize::from(limit_bites);
+    t.debug_recorded += usize::from(debug_recorded);
     let f = &generated.features;
     let used = [
         f.recursion,
@@ -332,6 +340,7 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
         f.witness,
         f.autoinc,
         f.limitsize,
+        f.debug_delta,
     ];
     for (count, on) in t.features.iter_mut().zip(used) {
         *count += usize::from(on);
@@ -369,9 +378,21 @@ fn differential() {
     let t = tally.into_inner();
     eprintln!(
         "{} cases; {} with a non-empty IDB relation, {} with a non-empty recursive \
-         relation, {} with worst-case-optimal intersections, {} cut short by `.limitsize`; \
-         features {FEATURES:?}: {:?}",
-        t.cases, t.nonempty, t.recursive, t.intersections, t.limit_bites, t.features
+         relation, {} with worst-case-optimal intersections, {} cut short by `.limitsize`, \
+         {} with a non-empty `debug_delta`; features {FEATURES:?}: {:?}",
+        t.cases,
+        t.nonempty,
+        t.recursive,
+        t.intersections,
+        t.limit_bites,
+        t.debug_recorded,
+        t.features
+    );
+    assert!(
+        t.debug_recorded * 100 >= t.cases,
+        "a `debug_delta` relation recorded something in only {} of {} random programs",
+        t.debug_recorded,
+        t.cases
     );
     assert!(
         t.limit_bites * 200 >= t.cases,
@@ -544,6 +565,50 @@ fn iteration_counter_matches_reference() {
              d(x, k) <= d(x, k2) :- k2 < k.\n\
              .decl t(x: number, k: unsigned, i: unsigned)\n\
              t(x, k, recursive_iteration_cnt()) :- d(x, k).\n"
+        ),
+    ]);
+}
+
+/// `debug_delta` relations against the reference's own rounds: the golden case, and
+/// sources kept in a shape (eqrel, choice, lattice, subsumption), cut by `.limitsize`,
+/// nullary, and read by a later aggregate.
+#[test]
+fn debug_delta_matches_reference() {
+    let edges = ".decl e(x: number, y: number)\n\
+                 e(1, 2). e(2, 3). e(3, 1). e(3, 4). e(4, 5). e(2, 5). e(5, 6).\n";
+    fixed_programs_match_reference(&[
+        include_str!("golden/debug_delta/program.dl"),
+        &format!(
+            "{edges}.decl q(x: number, y: number) eqrel\n\
+             q(1, 1).\nq(x, y) :- q(_, x), e(x, y).\n\
+             .decl dq = debug_delta(q)\n\
+             .decl n(i: unsigned, c: number)\n\
+             n(i, c) :- dq(_, _, i), c = count : {{ dq(_, _, i) }}.\n"
+        ),
+        &format!(
+            "{edges}.decl c(x: number, y: number) choice-domain y\n\
+             c(1, 0).\nc(y, x) :- c(x, _), e(x, y).\n\
+             .decl dc = debug_delta(c)\n"
+        ),
+        &format!(
+            ".type L <: unsigned\n\
+             .lattice L<> {{ Bottom -> 0, Lub -> _ bor _, Glb -> _ band _ }}\n\
+             {edges}.decl a(x: number, l: L<>)\n\
+             a(1, 1).\na(y, l bshl 1) :- a(x, l), e(x, y), l < 64.\n\
+             .decl da = debug_delta(a)\n"
+        ),
+        &format!(
+            "{edges}.decl d(x: number, k: unsigned)\n\
+             d(1, 0).\nd(y, k + 1) :- d(x, k), e(x, y), k < 10.\n\
+             d(x, k) <= d(x, k2) :- k2 < k.\n\
+             .decl dd = debug_delta(d)\n"
+        ),
+        &format!(
+            "{edges}.decl p(x: number, y: number)\n\
+             p(x, y) :- e(x, y).\np(x, z) :- p(x, y), e(y, z).\n\
+             .limitsize p(n=12)\n.decl dp = debug_delta(p)\n\
+             .decl z()\n.decl w()\nz() :- e(1, _).\nw() :- z().\nz() :- w(), p(1, 6).\n\
+             .decl dz = debug_delta(z)\n.decl dw = debug_delta(w)\n"
         ),
     ]);
 }

@@ -590,6 +590,11 @@ fn random_programs_are_the_same_with_a_relation_inlined() {
                 .run(&opts)
                 .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
             for r in &f.program().relations {
+                // A `debug_delta` relation records the iterations of its source's loop,
+                // which inlining a relation of that loop changes.
+                if r.name.starts_with("dbg") {
+                    continue;
+                }
                 let (x, y) = (rows(&a, &r.name), rows(&b, &r.name));
                 if x != y {
                     return Err(TestCaseError::fail(format!(

@@ -27,6 +27,7 @@
 //! Errors are collected, not thrown: a bad literal drops its rule, the other rules are
 //! still checked, and everything found is reported together.
 
+mod debug_delta;
 mod lattice;
 mod lower;
 mod lowered;
@@ -127,6 +128,8 @@ pub fn check_with(
         lattice_fresh: 0,
         functors: Vec::new(),
         functor_ids: HashMap::new(),
+        debug_pending: Vec::new(),
+        debug_deltas: Vec::new(),
     };
     // The parser's warnings (the deprecated `$`) come first; all are sorted at the end.
     ck.warnings.extend(program.warnings.iter().cloned());
@@ -172,11 +175,28 @@ pub fn check_with(
         a.target = moved(a.target);
     }
     ck.iteration = ck.iteration.map(moved);
+    for d in &mut ck.debug_deltas {
+        d.source = moved(d.source);
+        d.target = moved(d.target);
+    }
+    // Dependencies no rule states: `autoinc()`'s numbered relation reads its source, a
+    // `debug_delta` relation its source.
     let reads: Vec<(RelId, RelId, Span)> = ck
         .autoincs
         .iter()
         .map(|a| (a.target, a.source, a.span))
+        .chain(ck.debug_deltas.iter().map(|d| (d.target, d.source, d.span)))
         .collect();
+    let errors = debug_delta::reads_in_own_stratum(
+        &ck.relations,
+        &ck.rules,
+        &ck.subsumptions,
+        &reads,
+        &ck.debug_deltas,
+    );
+    if !errors.is_empty() {
+        return Err(finish_errors(errors));
+    }
     let mut strata = stratify_autoinc(&ck.relations, &ck.rules, &ck.subsumptions, &reads)
         .map_err(|e| finish_errors(e.0))?;
     // Soufflé rejects `autoinc()` in recursive rules; numbers are drawn in stratum order.
@@ -212,9 +232,11 @@ pub fn check_with(
     // program that uses it is left as it is (its numbers stay those of a plain run). So
     // is a program with `.limitsize`, which stops a stratum's loop: the transform makes
     // other strata.
-    // The same holds for `recursive_iteration_cnt()`, whose values follow the strata's
-    // loops.
-    let limited = ck.relations.iter().any(|r| r.limitsize.is_some()) || ck.iteration.is_some();
+    // The same holds for `recursive_iteration_cnt()` and `debug_delta` relations, whose
+    // values follow the strata's loops.
+    let limited = ck.relations.iter().any(|r| r.limitsize.is_some())
+        || ck.iteration.is_some()
+        || !ck.debug_deltas.is_empty();
     if ck.autoincs.is_empty()
         && !limited
         && (!spec.is_empty() || ck.magic_qualifier.values().any(|&q| q))
@@ -248,6 +270,11 @@ pub fn check_with(
     }
     let stratum_of = |rel: RelId| strata.iter().position(|s| s.relations.contains(&rel));
     ck.autoincs.sort_by_key(|a| stratum_of(a.target));
+    ck.warnings.extend(debug_delta::not_recursive_warnings(
+        &ck.relations,
+        &strata,
+        &ck.debug_deltas,
+    ));
     ck.symbols
         .records()
         .set_types(std::mem::take(&mut ck.record_types));
@@ -263,6 +290,7 @@ pub fn check_with(
         autoincs: ck.autoincs,
         iteration: ck.iteration,
         functors: ck.functors,
+        debug_deltas: ck.debug_deltas,
     })
 }
 
@@ -437,6 +465,11 @@ struct Checker<'a> {
     /// User-defined functors (`.functor`) and their indexes by name.
     functors: Vec<ir::FunctorDecl>,
     functor_ids: HashMap<String, u32>,
+    /// `debug_delta` relations declared, each with the name of its source, until their
+    /// columns are resolved (`check/debug_delta.rs`).
+    debug_pending: Vec<(RelId, ast::Ident)>,
+    /// The resolved ones ([`ir::Program::debug_deltas`]).
+    debug_deltas: Vec<ir::DebugDelta>,
 }
 
 fn builtin_type(name: &str) -> Option<ColType> {
@@ -546,6 +579,7 @@ impl<'a> Checker<'a> {
                 _ => {}
             }
         }
+        self.resolve_debug_deltas();
         self.lattice_lubs();
         let mut has_clauses: HashSet<&str> = HashSet::new();
         for item in &program.items {
@@ -564,11 +598,13 @@ impl<'a> Checker<'a> {
                 _ => {}
             }
         }
-        // Soufflé's warning for relations that nothing fills.
-        for rel in &self.relations {
+        // Soufflé's warning for relations that nothing fills (the engine fills the
+        // `debug_delta` ones).
+        for (id, rel) in self.relations.iter().enumerate() {
             if rel.inputs.is_empty()
                 && !has_clauses.contains(rel.name.as_str())
                 && !rel.name.starts_with('$')
+                && !self.debug_deltas.iter().any(|d| d.target == id)
             {
                 self.warnings.push(Diagnostic::error(
                     format!("no rules/facts defined for relation `{}`", rel.name),
@@ -726,6 +762,10 @@ impl<'a> Checker<'a> {
             );
             return;
         }
+        if let Some(source) = &d.debug_delta {
+            self.debug_decl(d, source);
+            return;
+        }
         let mut columns = Vec::new();
         let mut seen: HashMap<&str, Span> = HashMap::new();
         for a in &d.attrs {
@@ -818,6 +858,19 @@ impl<'a> Checker<'a> {
                 params,
                 span: d.span,
             };
+            if d.kind == ast::DirectiveKind::Input && self.is_debug_target(id) {
+                self.error(
+                    Diagnostic::error(
+                        format!(
+                            "`{}` is a `debug_delta` relation: it cannot be an input",
+                            r.name
+                        ),
+                        r.span,
+                    )
+                    .with_note("the engine fills it with the new tuples of each iteration"),
+                );
+                continue;
+            }
             let rel = &mut self.relations[id];
             match d.kind {
                 ast::DirectiveKind::Input => rel.inputs.push(io),
@@ -1036,7 +1089,7 @@ impl<'a> Checker<'a> {
             }
         }
         for head in &c.heads {
-            let Some(rel) = self.resolve_atom(head) else {
+            let Some(rel) = self.resolve_head(head) else {
                 continue;
             };
             for conj in &conjuncts {
@@ -1073,7 +1126,7 @@ impl<'a> Checker<'a> {
     }
 
     fn fact(&mut self, head: &ast::Atom, span: Span) {
-        let Some(rel) = self.resolve_atom(head) else {
+        let Some(rel) = self.resolve_head(head) else {
             return;
         };
         // A fact calling a user-defined functor is computed when the program runs (the

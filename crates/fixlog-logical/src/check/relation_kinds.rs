@@ -79,7 +79,7 @@ impl Checker<'_> {
             ));
             return;
         }
-        let Some(rel) = self.resolve_atom(dominated) else {
+        let Some(rel) = self.resolve_head(dominated) else {
             return;
         };
         if self.resolve_atom(dominating).is_none() {

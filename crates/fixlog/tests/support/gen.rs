@@ -45,6 +45,26 @@ impl Chooser {
     pub fn chance(&mut self, pct: u32) -> bool {
         self.next() % 100 >= 100 - pct
     }
+    /// A choice made after the others, which the sequence has often run out of by
+    /// then: past its end, the sequence is read again from the start (all zeros, or
+    /// none, still read 0), so that late features keep appearing without shifting the
+    /// choices before them (and the programs of persisted failures).
+    fn late(&mut self) -> u32 {
+        let v = match self.data.len() {
+            0 => 0,
+            n => self.data[self.pos % n],
+        };
+        self.pos += 1;
+        v
+    }
+    /// [`Chooser::chance`] with [`Chooser::late`].
+    pub fn late_chance(&mut self, pct: u32) -> bool {
+        self.late() % 100 >= 100 - pct
+    }
+    /// [`Chooser::below`] with [`Chooser::late`].
+    pub fn late_below(&mut self, n: usize) -> usize {
+        (self.late() as usize) % n.max(1)
+    }
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
@@ -104,6 +124,8 @@ pub struct Features {
     pub autoinc: bool,
     /// `.limitsize` on a relation of the IDB layers.
     pub limitsize: bool,
+    /// A `debug_delta` relation of an IDB relation, read by a rule.
+    pub debug_delta: bool,
 }
 
 #[derive(Clone)]
@@ -132,6 +154,7 @@ pub fn generate(choices: Vec<u32>) -> Generated {
         rels: Vec::new(),
         text: String::new(),
         features: Features::default(),
+        recursive_heads: Vec::new(),
     };
     g.program()
 }
@@ -141,6 +164,9 @@ struct Gen {
     rels: Vec<Rel>,
     text: String,
     features: Features,
+    /// The heads of rules that read a relation of their own layer (candidates for a
+    /// `debug_delta` that records something).
+    recursive_heads: Vec<Rel>,
 }
 
 /// The variables of one rule under construction.
@@ -269,6 +295,43 @@ impl Gen {
                 self.features.limitsize = true;
                 self.text
                     .push_str(&format!(".limitsize {}(n={n})\n", layered.join(", ")));
+            }
+        }
+        // A `debug_delta` relation of an IDB relation (each iteration's new tuples; empty
+        // when the relation is not recursive), and a relation reading its iterations.
+        // Declared last, so the relations above keep their ids.
+        if self.c.late_chance(25) {
+            // Mostly a relation of a recursive rule (whose loop may add something).
+            let idb: Vec<Rel> = if !self.recursive_heads.is_empty() && self.c.late_chance(80) {
+                self.recursive_heads.clone()
+            } else {
+                self.rels.iter().filter(|r| r.layer > 0).cloned().collect()
+            };
+            if !idb.is_empty() {
+                let src = idb[self.c.late_below(idb.len())].clone();
+                self.features.debug_delta = true;
+                // Often a bounded chain through a numeric column too (`z = x + 1, z < 6`),
+                // so that the loop adds tuples pass after pass.
+                let num = src.types.iter().position(|&t| t == Ty::Num);
+                if let Some(col) = num.filter(|_| self.c.late_chance(70)) {
+                    let vars: Vec<String> = (0..src.types.len()).map(|i| format!("v{i}")).collect();
+                    let mut head = vars.clone();
+                    head[col] = "z".to_string();
+                    self.text.push_str(&format!(
+                        "{}({}) :- {}({}), z = v{col} + 1, z < 6.\n",
+                        src.name,
+                        head.join(", "),
+                        src.name,
+                        vars.join(", ")
+                    ));
+                }
+                let wild = vec!["_"; src.types.len()].join(", ");
+                let sep = if src.types.is_empty() { "" } else { ", " };
+                self.text.push_str(&format!(
+                    ".decl dbg = debug_delta({})\n.decl dbg_iters(i: unsigned)\n\
+                     dbg_iters(i) :- dbg({wild}{sep}i).\n",
+                    src.name
+                ));
             }
         }
         Generated {
@@ -504,6 +567,7 @@ rw(x) :- {atom}, !rc([_, x]).
         }
         if recursive {
             self.features.recursion = true;
+            self.recursive_heads.extend(heads.iter().cloned());
         }
         let mut head_atoms = Vec::new();
         for head in heads {

@@ -21,6 +21,9 @@
 //!   that reads it is evaluated semi-naively in the loop (each binding uses at least one
 //!   tuple the previous round added to a relation of the stratum), since its tuples
 //!   depend on the round that derives them, as in Soufflé; every other rule stays naive.
+//! - `debug_delta` relations (`Program::debug_deltas`): after the `k`-th round of the
+//!   loop (from 0), every tuple the round added to the source (what it holds after the
+//!   round and did not before) is added to the `debug_delta` relation with `k` appended.
 //! - After each round, the subsumptive clauses of the stratum's relations are evaluated
 //!   and the dominated tuples they derive are removed.
 //! - A rule body is evaluated by nested loops: take the first literal (in body order)
@@ -154,6 +157,7 @@ pub fn evaluate(
             }
             let before: Vec<Tuples> = stratum.relations.iter().map(|&r| rels[r].clone()).collect();
             set_iteration(&mut rels, k);
+            let pass = k;
             k = k.wrapping_add(1);
             round(
                 program,
@@ -173,6 +177,15 @@ pub fn evaluate(
             }
             for (&r, b) in stratum.relations.iter().zip(&before) {
                 delta[r] = rels[r].difference(b).cloned().collect();
+            }
+            for d in &program.debug_deltas {
+                if in_stratum(d.source) {
+                    for t in &delta[d.source] {
+                        let mut row = t.clone();
+                        row.push(pass);
+                        rels[d.target].insert(row);
+                    }
+                }
             }
         }
     }
