@@ -14,7 +14,9 @@
 //! counting, and written in chunks and handed to the caller when listing.
 //!
 //! This module knows nothing of patterns: the caller (the `fixlog` crate) translates a
-//! `fixlog_match::Plan` into [`StepProgram`]s over [`AdjacencyRef`]s.
+//! `fixlog_match::Plan` into [`StepProgram`]s over [`AdjacencyRef`]s, or, for a clique
+//! count, uploads the graph's forward lists in degree order as the one adjacency and
+//! builds steps that intersect them directly.
 
 use crate::error::Result;
 use crate::gpu::{DevBuf, Gpu};

@@ -553,7 +553,7 @@ pub struct Graph {
     degree_ordered: OnceLock<Box<Graph>>,
     /// The forward lists in degree order ([`Graph::forward_by_degree`]), built on first
     /// use.
-    forward: OnceLock<Adjacency>,
+    forward: OnceLock<Arc<Adjacency>>,
 }
 
 impl Graph {
@@ -687,8 +687,15 @@ impl Graph {
     /// neighbours (either direction, any type) ranked above it, indexed by `u`'s own
     /// rank; self-loops are left out. Built on first use straight from the edges (one
     /// pair per edge, half a full adjacency's) and kept: what [`crate::clique`] counts
-    /// on.
-    pub(crate) fn forward_by_degree(&self) -> &Adjacency {
+    /// on, on the CPU ([`Graph::count_with`]) and on the GPU (the `fixlog` crate's
+    /// `graph::gpu`, which uploads these very lists).
+    ///
+    /// Its node numbers are ranks, not the graph's numbers: each list is sorted by rank
+    /// and the `k`-cliques of the graph are exactly the chains `r_1 < ... < r_k` in which
+    /// every `r_j` is in the list of every earlier `r_i`. Held as an `Arc` so that a
+    /// device copy can be keyed on it (the same `Arc`: the same lists) like the
+    /// adjacencies of [`Graph::adjacency`].
+    pub fn forward_by_degree(&self) -> &Arc<Adjacency> {
         self.forward.get_or_init(|| {
             let degree = self.degrees_as_read();
             // Ranks by a counting sort on degree, stable in node order.
@@ -709,7 +716,7 @@ impl Graph {
                 })
                 .collect();
             drop(degree);
-            Adjacency::build(
+            Arc::new(Adjacency::build(
                 self.ids.len(),
                 &self.edges,
                 |&(s, d, _)| {
@@ -717,7 +724,7 @@ impl Graph {
                     (a != b).then(|| (a.min(b), a.max(b)))
                 },
                 parallel_min_items(),
-            )
+            ))
         })
     }
 

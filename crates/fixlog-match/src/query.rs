@@ -28,8 +28,7 @@ impl Graph {
     /// A clique pattern (a complete pattern graph, see [`crate::clique`]) is counted
     /// along forward lists in degree order, built once per graph, without planning.
     pub fn count_with(&self, pattern: &Pattern, semantics: Semantics) -> u64 {
-        if let Some((k, factor)) = clique::ranking_factor(pattern, semantics, self.is_undirected())
-        {
+        if let Some((k, factor)) = self.clique_factor(pattern, semantics) {
             if factor == 0 {
                 return 0;
             }
@@ -44,6 +43,15 @@ impl Graph {
             return factor * forward.count(k, &first);
         }
         exec::count(&self.count_plan(pattern, semantics))
+    }
+
+    /// `Some((k, R))` when [`Graph::count_with`] counts `pattern` under `semantics` as
+    /// `R` times the `k`-cliques of this graph, along [`Graph::forward_by_degree`]
+    /// ([`crate::clique::ranking_factor`] on this graph's undirectedness); `None` when it
+    /// plans the pattern. Every backend that counts cliques its own way asks this, so
+    /// all take the clique path for the same patterns.
+    pub fn clique_factor(&self, pattern: &Pattern, semantics: Semantics) -> Option<(usize, u64)> {
+        clique::ranking_factor(pattern, semantics, self.is_undirected())
     }
 
     /// Which node order counting `pattern` uses, and why: the degree order (ascending,
@@ -69,7 +77,7 @@ impl Graph {
 
     /// The order decision for a clique pattern ([`crate::clique`]), `None` for others.
     fn clique_order(&self, pattern: &Pattern, semantics: Semantics) -> Option<OrderDecision> {
-        let (k, factor) = clique::ranking_factor(pattern, semantics, self.is_undirected())?;
+        let (k, factor) = self.clique_factor(pattern, semantics)?;
         let exact = order::decide(pattern, semantics, self.is_undirected());
         let why = if exact.degree_order {
             exact.reason

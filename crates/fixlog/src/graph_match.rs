@@ -59,8 +59,10 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
     let gpu = gpu_for(command, pattern.nodes.len())?;
     let setup = setup.elapsed();
     // Deciding the node order of a count on the CPU, and renumbering the graph by
-    // degree when it is the degree order (built once per graph, like an adjacency), is
-    // timed apart from matching. The GPU counts in id order (see `GpuMatcher::count_with`).
+    // degree when it is the degree order (built once per graph, like an adjacency), or
+    // building the forward lists of a clique count, is timed apart from matching. The
+    // GPU decides on its own (see `GpuMatcher::count_with`): a clique count along the
+    // same forward lists, built within its plan time, anything else in id order.
     let ordering = Instant::now();
     let order = match pattern.output {
         Output::Count if gpu.is_none() => Some(graph.count_order(pattern, command.semantics)),
@@ -73,7 +75,8 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
     #[cfg(not(feature = "cuda"))]
     let _ = setup;
     let matching = Instant::now();
-    let (rows, on) = match gpu {
+    // The GPU's node order, when it is not the id order: said after the run.
+    let (rows, on, gpu_order) = match gpu {
         #[cfg(feature = "cuda")]
         Some(gpu) => {
             let rows = match pattern.output {
@@ -87,16 +90,25 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
                 }
             };
             let t = gpu.times();
+            let gpu_order = t.forward_lists.map(|built| {
+                format!(
+                    "degree order (forward lists built in {:.3} s, within the plan time)",
+                    built.as_secs_f64()
+                )
+            });
             (
                 rows,
                 format!(
-                    "the GPU ({}; opened in {:.3} s; plan {:.3} s, upload {:.3} s, run {:.3} s)",
+                    "the GPU ({}; opened in {:.3} s; plan {:.3} s, upload {:.3} s ({:.1} MB of \
+                     lists), run {:.3} s)",
                     gpu.device(),
                     setup.as_secs_f64(),
                     t.plan.as_secs_f64(),
                     t.upload.as_secs_f64(),
+                    t.uploaded_bytes as f64 / 1e6,
                     t.run.as_secs_f64()
                 ),
+                gpu_order,
             )
         }
         #[cfg(not(feature = "cuda"))]
@@ -116,11 +128,14 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
             (
                 rows,
                 format!("{threads} thread{}", if threads == 1 { "" } else { "s" }),
+                None,
             )
         }
     };
     if command.stats {
-        let order = if degree_order {
+        let order = if let Some(gpu_order) = gpu_order {
+            gpu_order
+        } else if degree_order {
             format!(
                 "degree order{} ({} in {:.3} s)",
                 if descending { ", descending" } else { "" },

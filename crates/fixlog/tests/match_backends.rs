@@ -213,9 +213,10 @@ fn the_gpu_matches_as_the_cpu_does() {
 }
 
 /// Symmetry-broken triangles, 4-cliques, 4-cycles and paths, which the CPU counts on the
-/// degree-ordered copy of the graph where that cannot change the count: the GPU's counts
-/// (in id order) equal the CPU's, also when counts and listings alternate on one
-/// `GpuMatcher`.
+/// degree-ordered copy of the graph (or, cliques, along forward lists in degree order)
+/// where that cannot change the count: the GPU's counts (cliques along the same forward
+/// lists, the others in id order) equal the CPU's, also when counts and listings
+/// alternate on one `GpuMatcher`.
 #[cfg(feature = "cuda")]
 #[test]
 fn the_gpu_counts_in_degree_order_as_the_cpu_does() {
@@ -270,5 +271,312 @@ fn the_gpu_counts_in_degree_order_as_the_cpu_does() {
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(again, cpu, "GPU count after rows, case {case}: {text}");
         }
+    }
+}
+
+/// A graph for the clique tests, as the loader reads it: `n` nodes, each pair joined
+/// with probability `percent`, in a random direction, sometimes typed, sometimes twice
+/// (the same way, the other way, or with another type); self-loops; now and then a hub
+/// joined to most nodes.
+fn clique_graph(rng: &mut Rng, n: u64, percent: u64) -> String {
+    let hub = rng.chance(40).then(|| rng.below(n));
+    let mut edges = String::new();
+    let mut edge = |rng: &mut Rng, a: u64, b: u64| {
+        let (a, b) = if rng.chance(50) { (a, b) } else { (b, a) };
+        match rng.below(10) {
+            0 => edges.push_str(&format!("{a}\t{b}\tT\n")),
+            1 => edges.push_str(&format!("{a}\t{b}\tT\n{a}\t{b}\tU\n")),
+            2 => edges.push_str(&format!("{a}\t{b}\n{b}\t{a}\n")),
+            3 => edges.push_str(&format!("{a}\t{b}\n{a}\t{b}\n")),
+            _ => edges.push_str(&format!("{a}\t{b}\n")),
+        }
+    };
+    for a in 0..n {
+        for b in a + 1..n {
+            let p = if hub == Some(a) || hub == Some(b) {
+                80
+            } else {
+                percent
+            };
+            if rng.chance(p) {
+                edge(rng, a, b);
+            }
+        }
+        if rng.chance(10) {
+            edge(rng, a, a);
+        }
+    }
+    edges
+}
+
+/// The `k`-cliques of an edge list as written (`src dst [type]` lines; any type, either
+/// direction, self-loops and repeats ignored), by brute force.
+fn brute_force_cliques(edges: &str, k: usize) -> u64 {
+    let pairs: Vec<(usize, usize)> = edges
+        .lines()
+        .map(|l| {
+            let mut f = l
+                .split('\t')
+                .map(|x| x.parse::<usize>().unwrap_or(usize::MAX));
+            (f.next().unwrap_or(0), f.next().unwrap_or(0))
+        })
+        .collect();
+    let n = pairs.iter().map(|&(a, b)| a.max(b) + 1).max().unwrap_or(0);
+    let mut joined = vec![vec![false; n]; n];
+    for &(a, b) in &pairs {
+        if a != b {
+            joined[a][b] = true;
+            joined[b][a] = true;
+        }
+    }
+    fn grow(joined: &[Vec<bool>], candidates: &[usize], left: usize) -> u64 {
+        if left == 0 {
+            return 1;
+        }
+        let mut total = 0;
+        for (i, &v) in candidates.iter().enumerate() {
+            let next: Vec<usize> = candidates[i + 1..]
+                .iter()
+                .copied()
+                .filter(|&w| joined[v][w])
+                .collect();
+            total += grow(joined, &next, left - 1);
+        }
+        total
+    }
+    grow(&joined, &(0..n).collect::<Vec<_>>(), k)
+}
+
+/// A `k`-clique pattern over `n0..n{k-1}` with edges written `edge` (`--`, `-->`) and
+/// `WHERE` `filter` (empty: none).
+fn clique_pattern(k: usize, edge: &str, filter: &str) -> String {
+    let mut pairs = Vec::new();
+    for i in 0..k {
+        for j in i + 1..k {
+            pairs.push(format!("(n{i}){edge}(n{j})"));
+        }
+    }
+    let filter = if filter.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {filter}")
+    };
+    format!("MATCH {}{filter} RETURN count(*)", pairs.join(", "))
+}
+
+/// The GPU matcher when the tests run on the GPU (`FIXLOG_TEST_BACKEND=cuda`).
+#[cfg(feature = "cuda")]
+fn gpu_matcher() -> Option<fixlog::graph::gpu::GpuMatcher> {
+    on_gpu().then(|| fixlog::graph::gpu::GpuMatcher::new(None).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Cliques of 3, 4 and 5 nodes, UNIQ (`id(n0) < id(n1) < ...`), EMB (no `WHERE`),
+/// half the orders (`id(n0) < id(n1)`, or `<=`), none (`id(n0) < id(n1) AND id(n1) <
+/// id(n0)`), and with directed pattern edges, on random directed and undirected graphs
+/// with self-loops, repeated and typed edges and hubs: the CPU's count equals the brute
+/// force's cliques times the orders allowed, and on the GPU machine
+/// (`FIXLOG_TEST_BACKEND=cuda`) the GPU's count equals the CPU's, counted along the
+/// forward lists wherever the CPU counts along them (`MatchTimes::forward_lists`).
+/// Without a GPU only the CPU side runs (it checks the test's own expectations).
+#[test]
+fn clique_counts_along_forward_lists_agree_with_brute_force() {
+    #[cfg(feature = "cuda")]
+    let gpu = gpu_matcher();
+    let factorial = |k: usize| (1..=k as u64).product::<u64>();
+    let mut rng = Rng(0xc119_0e5a_f0a4_d11e);
+    let mut checked = 0u64;
+    let mut on_clique_path = 0u64;
+    for case in 0..160 {
+        // Mostly small and dense; now and then larger (a few hundred nodes).
+        let (n, percent) = if case % 20 == 19 {
+            (150 + rng.below(150), 8 + rng.below(8))
+        } else {
+            (3 + rng.below(40), [10, 30, 60, 90][rng.below(4) as usize])
+        };
+        let edges = clique_graph(&mut rng, n, percent);
+        let undirected = case % 2 == 0;
+        let graph = Graph::from_text(&edges, None, &LoadOptions { undirected })
+            .unwrap_or_else(|e| panic!("{e}"));
+        for k in 3..=5usize {
+            let cliques = brute_force_cliques(&edges, k);
+            let chain: Vec<String> = (1..k)
+                .map(|i| format!("id(n{}) < id(n{i})", i - 1))
+                .collect();
+            let chain = chain.join(" AND ");
+            // (filter, matches per clique)
+            let filters = [
+                (chain.clone(), 1),
+                (String::new(), factorial(k)),
+                ("id(n0) < id(n1)".to_string(), factorial(k) / 2),
+                ("id(n1) >= id(n0)".to_string(), factorial(k) / 2),
+                ("id(n0) < id(n1) AND id(n1) < id(n0)".to_string(), 0),
+            ];
+            for edge in ["--", "-->"] {
+                for (filter, per_clique) in &filters {
+                    let text = clique_pattern(k, edge, filter);
+                    let pattern = Pattern::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+                    let context =
+                        || format!("case {case}, undirected {undirected}\n{text}\n{edges}");
+                    // Directed pattern edges are a clique on an undirected graph only.
+                    let clique = edge == "--" || undirected;
+                    assert_eq!(
+                        graph.clique_factor(&pattern, Semantics::Iso),
+                        clique.then_some((k, *per_clique)),
+                        "clique_factor\n{}",
+                        context()
+                    );
+                    let cpu = graph.count_with(&pattern, Semantics::Iso);
+                    if clique {
+                        assert_eq!(cpu, cliques * per_clique, "CPU count\n{}", context());
+                        on_clique_path += 1;
+                    }
+                    #[cfg(feature = "cuda")]
+                    if let Some(gpu) = &gpu {
+                        let got = gpu
+                            .count_with(&graph, &pattern, Semantics::Iso)
+                            .unwrap_or_else(|e| panic!("{e}\n{}", context()));
+                        assert_eq!(got, cpu, "GPU count\n{}", context());
+                        assert_eq!(
+                            gpu.times().forward_lists.is_some(),
+                            clique,
+                            "GPU path\n{}",
+                            context()
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        on_clique_path > 1000 && checked > on_clique_path,
+        "{checked} {on_clique_path}"
+    );
+}
+
+/// A 5-clique `1..=5` with a self-loop on every node, every edge written both ways,
+/// twice and with a type, a triangle `5, 6, 7` hanging off it and an isolated self-loop:
+/// 11 triangles, 5 4-cliques, one 5-clique, on directed and undirected loads, on the CPU
+/// and (on the GPU machine) the GPU.
+#[test]
+fn cliques_of_a_graph_with_self_loops_and_repeated_edges() {
+    #[cfg(feature = "cuda")]
+    let gpu = gpu_matcher();
+    let mut edges = String::new();
+    for a in 1..=5 {
+        edges.push_str(&format!("{a}\t{a}\n"));
+        for b in a + 1..=5 {
+            edges.push_str(&format!("{a}\t{b}\n{b}\t{a}\n{a}\t{b}\n{a}\t{b}\tKNOWS\n"));
+        }
+    }
+    edges.push_str("5\t6\n6\t7\n7\t5\n7\t6\n9\t9\n");
+    for undirected in [false, true] {
+        let graph = Graph::from_text(&edges, None, &LoadOptions { undirected })
+            .unwrap_or_else(|e| panic!("{e}"));
+        for (k, cliques) in [(3usize, 11u64), (4, 5), (5, 1)] {
+            assert_eq!(
+                brute_force_cliques(&edges, k),
+                cliques,
+                "brute force, k = {k}"
+            );
+            let chain: Vec<String> = (1..k)
+                .map(|i| format!("id(n{}) < id(n{i})", i - 1))
+                .collect();
+            let k_factorial = (1..=k as u64).product::<u64>();
+            for (filter, want) in [
+                (chain.join(" AND "), cliques),
+                (String::new(), cliques * k_factorial),
+            ] {
+                let text = clique_pattern(k, "--", &filter);
+                let pattern = Pattern::parse(&text).unwrap_or_else(|e| panic!("{e}"));
+                assert!(graph.clique_factor(&pattern, Semantics::Iso).is_some());
+                assert_eq!(
+                    graph.count_with(&pattern, Semantics::Iso),
+                    want,
+                    "CPU, undirected {undirected}: {text}"
+                );
+                #[cfg(feature = "cuda")]
+                if let Some(gpu) = &gpu {
+                    let got = gpu
+                        .count_with(&graph, &pattern, Semantics::Iso)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    assert_eq!(got, want, "GPU, undirected {undirected}: {text}");
+                    assert!(gpu.times().forward_lists.is_some(), "{text}");
+                }
+            }
+        }
+    }
+}
+
+/// The device copy follows the lists a pattern needs: a clique count uploads the
+/// forward lists, a second clique count on the same graph reuses them (nothing
+/// uploaded), a planned count or a listing uploads its own adjacency, and the next
+/// clique count the forward lists again; a clique count on another graph uploads that
+/// graph's. Every count equals the CPU's.
+#[cfg(feature = "cuda")]
+#[test]
+fn the_gpu_keeps_the_forward_lists_between_clique_counts() {
+    let Some(gpu) = gpu_matcher() else {
+        return;
+    };
+    let mut rng = Rng(0xf0f0_1234_5678);
+    let edges = clique_graph(&mut rng, 60, 40);
+    let graph = Graph::from_text(&edges, None, &LoadOptions { undirected: true })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let other = Graph::from_text(
+        &clique_graph(&mut rng, 60, 40),
+        None,
+        &LoadOptions { undirected: true },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let triangles = clique_pattern(3, "--", "id(n0) < id(n1) AND id(n1) < id(n2)");
+    let four = clique_pattern(4, "--", "");
+    let cycle = "MATCH (a)--(b)--(c)--(d)--(a) WHERE id(a) < id(b) AND id(a) < id(c) \
+                 AND id(a) < id(d) AND id(b) < id(d) RETURN count(*)";
+    let rows = "MATCH (a)--(b)--(c)--(a) WHERE id(a) < id(b) AND id(b) < id(c) RETURN a, b, c";
+    // (graph, pattern, forward lists, lists uploaded)
+    let sequence = [
+        (&graph, triangles.as_str(), true, true),
+        (&graph, four.as_str(), true, false),
+        (&graph, triangles.as_str(), true, false),
+        (&graph, cycle, false, true),
+        (&graph, four.as_str(), true, true),
+        (&graph, rows, false, true),
+        (&graph, triangles.as_str(), true, true),
+        (&other, triangles.as_str(), true, true),
+        (&other, four.as_str(), true, false),
+    ];
+    for (step, &(g, text, forward, uploads)) in sequence.iter().enumerate() {
+        let pattern = Pattern::parse(text).unwrap_or_else(|e| panic!("{e}"));
+        if text.contains("count(*)") {
+            let got = gpu
+                .count_with(g, &pattern, Semantics::Iso)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                got,
+                g.count_with(&pattern, Semantics::Iso),
+                "step {step}: {text}"
+            );
+        } else {
+            let mut want = Vec::new();
+            g.for_each_row(&pattern, Semantics::Iso, |r| {
+                want.push(r.to_vec());
+                true
+            });
+            let mut got = Vec::new();
+            gpu.for_each_row(g, &pattern, Semantics::Iso, |r| {
+                got.push(r.to_vec());
+                true
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(got, want, "step {step}: {text}");
+        }
+        let times = gpu.times();
+        assert_eq!(
+            times.forward_lists.is_some(),
+            forward,
+            "step {step}: {text}"
+        );
+        assert_eq!(times.uploaded_bytes > 0, uploads, "step {step}: {text}");
     }
 }

@@ -6,6 +6,15 @@
 //! last pattern needed (kept while the next pattern needs the same ones, so many
 //! patterns on one graph upload it once); each pattern is planned on the host
 //! (candidate filters included), its steps translated and uploaded, and run.
+//!
+//! A count of a clique pattern (the patterns [`Graph::clique_factor`] answers for, as
+//! the CPU's [`Graph::count_with`] decides: triangles, 4-cliques, ... under `iso`, with
+//! or without symmetry breaking) is not planned: the graph's forward lists in degree
+//! order ([`Graph::forward_by_degree`], the CPU's clique path builds the same ones)
+//! are uploaded as the one adjacency, and `k` steps are built directly (step 0: every
+//! node with at least `k - 1` forward neighbours; step `i`: the intersection of the
+//! forward lists of the nodes of steps `0..i`), whose matches are the `k`-cliques, each
+//! once; the count is that times `R`, as on the CPU.
 
 use super::{Graph, Pattern, Semantics};
 use crate::Error;
@@ -38,10 +47,19 @@ pub struct GpuMatcher {
 /// Where the time of a pattern run on the GPU went (`fixlog match --stats`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MatchTimes {
-    /// Planning on the host (candidate filters included).
+    /// Planning on the host (candidate filters included, and building the adjacencies
+    /// the plan names unless the graph has them); for a clique count, building the
+    /// forward lists (unless the graph has them) and the steps.
     pub plan: Duration,
+    /// For a clique count along the forward lists in degree order: the part of `plan`
+    /// that built them (near zero when the graph had them already). `None` when the
+    /// pattern was planned (in id order).
+    pub forward_lists: Option<Duration>,
     /// Copying the adjacencies (unless already there) and the steps to the device.
     pub upload: Duration,
+    /// Bytes of adjacency lists copied to the device for this pattern: 0 when the
+    /// lists it needs were there already (the same `Arc`s as the last pattern's).
+    pub uploaded_bytes: usize,
     /// Running the steps (kernels, and handing listed rows over).
     pub run: Duration,
 }
@@ -72,19 +90,31 @@ impl GpuMatcher {
         self.gpu.name()
     }
 
-    /// The number of matches (as [`Graph::count_with`]), counted in id order: the
-    /// degree-ordered copy that the CPU counts on where it may ([`Graph::count_order`])
-    /// made the GPU slower, not faster (docs/gpu-results.md, round 11: triangles of a
-    /// 30M-edge power-law graph, 3.7 s in id order against 4.0 s plus 4.5 s of
-    /// renumbering), so the device keeps the graph as loaded until a measurement says
-    /// otherwise. (The device cache is keyed on the adjacencies held, so a copy would
-    /// be told apart.)
+    /// The number of matches (as [`Graph::count_with`]).
+    ///
+    /// A clique pattern ([`Graph::clique_factor`]: the same decision as the CPU's) is
+    /// counted along the forward lists in degree order, see the module docs: that
+    /// uploads half the edges and builds no full adjacency on the host, which a plan
+    /// would (docs/gpu-results.md, round 13: of 0.56 s matching triangles of a 30M-edge
+    /// power-law graph, 0.31 s was the host building the undirected CSR at plan time).
+    ///
+    /// Every other pattern is planned and counted in id order: the degree-ordered copy
+    /// that the CPU counts on where it may ([`Graph::count_order`]) made the GPU slower,
+    /// not faster (round 11: triangles through the generic plan, 3.7 s in id order
+    /// against 4.0 s plus 4.5 s of renumbering), so for those the device keeps the
+    /// graph as loaded until a measurement says otherwise. The device cache is keyed on
+    /// the adjacencies held (`Arc`s), the forward lists included, so a clique count and
+    /// a planned count on one graph each upload their own lists, and a second clique
+    /// count reuses the forward lists already there.
     pub fn count_with(
         &self,
         graph: &Graph,
         pattern: &Pattern,
         semantics: Semantics,
     ) -> Result<u64, Error> {
+        if let Some((k, factor)) = graph.clique_factor(pattern, semantics) {
+            return self.count_cliques(graph, k, factor);
+        }
         let t = Instant::now();
         let plan = fixlog_match::plan::Plan {
             limit: None,
@@ -154,6 +184,41 @@ impl GpuMatcher {
         Ok(calls)
     }
 
+    /// `factor` times the number of `k`-cliques of `graph`, counted on the device along
+    /// the forward lists in degree order (see the module docs).
+    fn count_cliques(&self, graph: &Graph, k: usize, factor: u64) -> Result<u64, Error> {
+        let t = Instant::now();
+        if factor == 0 {
+            // No ranking of the pattern nodes satisfies the comparisons (as on the CPU).
+            self.times.set(MatchTimes {
+                plan: t.elapsed(),
+                forward_lists: Some(Duration::ZERO),
+                ..MatchTimes::default()
+            });
+            return Ok(0);
+        }
+        let forward = Arc::clone(graph.forward_by_degree());
+        let built = t.elapsed();
+        let steps = clique_steps(&forward, k);
+        self.times.set(MatchTimes {
+            plan: t.elapsed(),
+            forward_lists: Some(built),
+            ..MatchTimes::default()
+        });
+        if steps.first().is_none_or(|s| s.all_candidates.is_empty()) {
+            return Ok(0);
+        }
+        let uploading = Instant::now();
+        let cliques = self.run_steps(
+            graph.node_count(),
+            vec![forward],
+            &steps,
+            uploading,
+            matching::count,
+        )?;
+        times_factor(cliques, k, factor)
+    }
+
     fn note_plan(&self, plan: Duration) {
         self.times.set(MatchTimes {
             plan,
@@ -206,15 +271,31 @@ impl GpuMatcher {
                 self_loops,
             });
         }
+        self.run_steps(graph.node_count(), wanted, &steps, uploading, f)
+    }
+
+    /// Uploads `wanted` (adjacencies over `node_count` nodes, numbered as `steps` name
+    /// them) unless they are on the device already, then `steps`, and runs `f` on them;
+    /// notes the upload time (from `uploading`) and the run time.
+    fn run_steps<T>(
+        &self,
+        node_count: usize,
+        wanted: Vec<Arc<Adjacency>>,
+        steps: &[StepProgram],
+        uploading: Instant,
+        f: impl FnOnce(&Gpu, &DeviceGraph, &DeviceProgram) -> fixlog_cuda::Result<T>,
+    ) -> Result<T, Error> {
         let mut uploaded = self.uploaded.borrow_mut();
         // The same adjacencies (held, so their addresses cannot be reused) of a graph
-        // of the same size: the device copy is still right. A graph and its
-        // degree-ordered copy (`Graph::degree_ordered`) share no adjacency, so a plan
-        // on one never reuses the other's device copy.
+        // of the same size: the device copy is still right. A graph, its
+        // degree-ordered copy (`Graph::degree_ordered`) and its forward lists
+        // (`Graph::forward_by_degree`) share no adjacency, so a program on one never
+        // reuses another's device copy.
         let reuse = matches!(&*uploaded, Some((have, device))
-            if device.node_count() == graph.node_count()
+            if device.node_count() == node_count
                 && have.len() == wanted.len()
                 && have.iter().zip(&wanted).all(|(a, b)| Arc::ptr_eq(a, b)));
+        let mut uploaded_bytes = 0;
         if !reuse {
             *uploaded = None; // give the device memory back first
             let offsets: Vec<Vec<u64>> = wanted
@@ -229,8 +310,8 @@ impl GpuMatcher {
                     targets: a.csr().1,
                 })
                 .collect();
-            let device =
-                DeviceGraph::upload(&self.gpu, graph.node_count(), &refs).map_err(gpu_error)?;
+            let device = DeviceGraph::upload(&self.gpu, node_count, &refs).map_err(gpu_error)?;
+            uploaded_bytes = device.bytes();
             *uploaded = Some((wanted, device));
         }
         let Some((_, device)) = &*uploaded else {
@@ -238,15 +319,193 @@ impl GpuMatcher {
                 "internal error: the graph is not on the device".into(),
             ));
         };
-        let program = DeviceProgram::upload(&self.gpu, device, &steps).map_err(gpu_error)?;
+        let program = DeviceProgram::upload(&self.gpu, device, steps).map_err(gpu_error)?;
         let upload = uploading.elapsed();
         let running = Instant::now();
         let out = f(&self.gpu, device, &program).map_err(gpu_error);
         self.times.set(MatchTimes {
             upload,
+            uploaded_bytes,
             run: running.elapsed(),
             ..self.times.get()
         });
         out
+    }
+}
+
+/// The steps that find every `k`-clique once along `forward` (lists sorted, each node's
+/// holding only nodes above it, adjacency 0 on the device): step 0 binds every node with
+/// at least `k - 1` forward neighbours (no clique of `k` nodes is lowest elsewhere),
+/// step `i` the nodes in the forward lists of all of steps `0..i`. So the nodes of a
+/// match ascend, and a match is a clique's nodes in their one ascending order: no id
+/// comparison or distinctness check is needed.
+fn clique_steps(forward: &Adjacency, k: usize) -> Vec<StepProgram> {
+    let (offsets, _) = forward.csr();
+    let n = offsets.len() - 1;
+    // Node numbers are below `u32::MAX` (`GraphBuilder::build`).
+    let everything = n as u32;
+    let mut steps: Vec<StepProgram> = (0..k)
+        .map(|i| StepProgram {
+            sources: (0..i).map(|earlier| (earlier, 0)).collect(),
+            const_upper: everything,
+            ..StepProgram::default()
+        })
+        .collect();
+    if let Some(first) = steps.first_mut() {
+        first.all_candidates = (0..n)
+            .filter(|&u| offsets[u + 1] - offsets[u] + 1 >= k)
+            .map(|u| u as u32)
+            .collect();
+    }
+    steps
+}
+
+/// `cliques` times `factor` (the matches per `k`-clique), or the error that the count
+/// does not fit 64 bits.
+fn times_factor(cliques: u64, k: usize, factor: u64) -> Result<u64, Error> {
+    cliques.checked_mul(factor).ok_or_else(|| {
+        Error::Exec(ExecError::Backend(format!(
+            "the count is {cliques} {k}-cliques times {factor} matches each, which does not \
+             fit in 64 bits"
+        )))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clique_steps_intersect_every_earlier_forward_list() {
+        // Forward lists of a 4-clique 0-1-2-3 plus a pendant 3-4 (4 above 3).
+        let forward =
+            Adjacency::from_pairs(5, &[(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (3, 4)])
+                .expect("in range");
+        let steps = clique_steps(&forward, 3);
+        assert_eq!(steps.len(), 3);
+        // Nodes with at least 2 forward neighbours start a triangle.
+        assert_eq!(steps[0].all_candidates, vec![0, 1]);
+        assert!(steps[0].sources.is_empty());
+        assert_eq!(steps[1].sources, vec![(0, 0)]);
+        assert_eq!(steps[2].sources, vec![(0, 0), (1, 0)]);
+        for s in &steps {
+            assert_eq!((s.const_lower, s.const_upper), (0, 5));
+            assert!(s.lower_from.is_empty() && s.upper_from.is_empty());
+            assert!(s.distinct_from.is_empty() && s.filter_bits.is_none());
+        }
+        assert_eq!(clique_steps(&forward, 4)[0].all_candidates, vec![0]);
+        assert!(clique_steps(&forward, 5)[0].all_candidates.is_empty());
+    }
+
+    /// What `matching::count` computes for `steps` over `adjacencies`
+    /// (`kernels/match.cu`'s `match_count`, level by level), depth first on the host;
+    /// for the fields the clique steps use (the others must be empty).
+    fn count_on_host(adjacencies: &[&Adjacency], steps: &[StepProgram]) -> u64 {
+        fn extend(adjacencies: &[&Adjacency], steps: &[StepProgram], row: &mut Vec<u32>) -> u64 {
+            let Some(s) = steps.get(row.len()) else {
+                return 1;
+            };
+            assert!(s.filter_bits.is_none() && s.distinct_from.is_empty());
+            assert!(s.equal_to.is_empty() && s.excluded.is_empty() && s.self_loops.is_empty());
+            let lo = s
+                .lower_from
+                .iter()
+                .map(|&(st, add)| row[st].saturating_add(add))
+                .fold(s.const_lower, u32::max);
+            let hi = s
+                .upper_from
+                .iter()
+                .map(|&(st, add)| row[st].saturating_add(add))
+                .fold(s.const_upper, u32::min);
+            let candidates: Vec<u32> = match s.sources.split_first() {
+                None => s.all_candidates.clone(),
+                Some((&(st, a), rest)) => adjacencies[a]
+                    .neighbours(row[st])
+                    .iter()
+                    .copied()
+                    .filter(|&c| {
+                        rest.iter()
+                            .all(|&(st, a)| adjacencies[a].neighbours(row[st]).contains(&c))
+                    })
+                    .collect(),
+            };
+            let mut total = 0;
+            for c in candidates.into_iter().filter(|&c| lo <= c && c < hi) {
+                row.push(c);
+                total += extend(adjacencies, steps, row);
+                row.pop();
+            }
+            total
+        }
+        extend(adjacencies, steps, &mut Vec::new())
+    }
+
+    /// The clique steps over a graph's forward lists, run as the device runs them,
+    /// times `R`, give the CPU's count of every clique pattern: random directed and
+    /// undirected graphs with self-loops, repeated and typed edges; 3 to 5 nodes, UNIQ
+    /// and EMB.
+    #[test]
+    fn clique_steps_count_as_the_cpu_does() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut below = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let mut nonzero = 0;
+        for case in 0..120 {
+            let n = 2 + below(30);
+            let percent = [15, 40, 70][below(3) as usize];
+            let mut edges = String::new();
+            for a in 0..n {
+                for b in 0..n {
+                    if below(100) < percent / 2 || (a == b && below(100) < 10) {
+                        let t = ["", "\tT", "\tU"][below(3) as usize];
+                        edges.push_str(&format!("{a}\t{b}{t}\n"));
+                    }
+                }
+            }
+            let undirected = case % 2 == 0;
+            let graph = Graph::from_text(&edges, None, &fixlog_match::LoadOptions { undirected })
+                .expect("a graph");
+            let forward = Arc::clone(graph.forward_by_degree());
+            for k in 3..=5usize {
+                let names: Vec<String> = (0..k).map(|i| format!("n{i}")).collect();
+                let mut pairs = Vec::new();
+                for i in 0..k {
+                    for j in i + 1..k {
+                        pairs.push(format!("({})--({})", names[i], names[j]));
+                    }
+                }
+                let chain: Vec<String> = (1..k)
+                    .map(|i| format!("id({}) < id({})", names[i - 1], names[i]))
+                    .collect();
+                for filter in [format!(" WHERE {}", chain.join(" AND ")), String::new()] {
+                    let text = format!("MATCH {}{filter} RETURN count(*)", pairs.join(", "));
+                    let pattern = Pattern::parse(&text).expect("a pattern");
+                    let (kk, factor) = graph
+                        .clique_factor(&pattern, Semantics::Iso)
+                        .expect("a clique pattern");
+                    assert_eq!(kk, k);
+                    let steps = clique_steps(&forward, k);
+                    let cliques = count_on_host(&[&forward], &steps);
+                    nonzero += usize::from(cliques > 0);
+                    assert_eq!(
+                        times_factor(cliques, k, factor).ok(),
+                        Some(graph.count_with(&pattern, Semantics::Iso)),
+                        "case {case}, undirected {undirected}: {text}\n{edges}"
+                    );
+                }
+            }
+        }
+        assert!(nonzero > 200, "only {nonzero} counts found a clique");
+    }
+
+    #[test]
+    fn an_overflowing_clique_count_is_an_error() {
+        assert_eq!(times_factor(1 << 40, 3, 6).ok(), Some(6 << 40));
+        let err = times_factor(u64::MAX / 3, 4, 24).expect_err("overflows");
+        assert!(err.to_string().contains("does not fit in 64 bits"), "{err}");
     }
 }
