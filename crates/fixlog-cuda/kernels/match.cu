@@ -186,3 +186,65 @@ extern "C" __global__ void match_write(const u32* __restrict__ rows, u64 first, 
     pos += __popc(ball);
   }
 }
+
+// ---- Forward lists in degree order, built on the device (`matching::forward_graph`) ----
+// The clique counts of `fixlog match` run along every node's forward list (its
+// neighbours above it in degree order). Built here from the edges as read: degrees,
+// ranks by a sort of (degree, node) rows, each edge as (lower rank, higher rank), a
+// sort and unique of those pairs, and their CSR.
+
+// Degree of every node as read: each edge (s, d) counts at both ends.
+extern "C" __global__ void fwd_degree(const u32* __restrict__ pairs, u64 m, u32* __restrict__ deg) {
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += stride) {
+    atomicAdd(&deg[pairs[2 * i]], 1u);
+    atomicAdd(&deg[pairs[2 * i + 1]], 1u);
+  }
+}
+
+// Rows (degree, node), whose sorted order is the degree order (ties by node).
+extern "C" __global__ void fwd_rank_rows(const u32* __restrict__ deg, u64 n, u32* __restrict__ rows) {
+  const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  rows[2 * i] = deg[i];
+  rows[2 * i + 1] = (u32)i;
+}
+
+// rank[node] = the node's position in the sorted (degree, node) rows.
+extern "C" __global__ void fwd_ranks(const u32* __restrict__ sorted, u64 n, u32* __restrict__ rank) {
+  const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  rank[sorted[2 * i + 1]] = (u32)i;
+}
+
+// Each edge as (lower rank, higher rank); a self-loop as (n, n), which sorts after
+// every pair and is cut off by the offsets.
+extern "C" __global__ void fwd_pairs(const u32* __restrict__ pairs, u64 m, const u32* __restrict__ rank,
+                                     u32 n, u32* __restrict__ out) {
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += stride) {
+    const u32 a = rank[pairs[2 * i]], b = rank[pairs[2 * i + 1]];
+    out[2 * i] = a == b ? n : min(a, b);
+    out[2 * i + 1] = a == b ? n : max(a, b);
+  }
+}
+
+// CSR offsets of k sorted, duplicate-free pairs: off[u] = the first pair whose first
+// column is at least u, for u in 0..=n (so off[n] excludes the self-loop rows).
+extern "C" __global__ void fwd_offsets(const u32* __restrict__ rows, u64 k, u64 n, u64* __restrict__ off) {
+  const u64 u = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (u > n) return;
+  u64 lo = 0, hi = k;
+  while (lo < hi) {
+    const u64 mid = (lo + hi) >> 1;
+    if ((u64)rows[2 * mid] < u) lo = mid + 1; else hi = mid;
+  }
+  off[u] = lo;
+}
+
+// targets[i] = the second column of pair i.
+extern "C" __global__ void fwd_targets(const u32* __restrict__ rows, u64 k, u32* __restrict__ tgt) {
+  const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= k) return;
+  tgt[i] = rows[2 * i + 1];
+}

@@ -100,7 +100,16 @@ pub const KERNELS: &[KernelModule] = &[
     KernelModule {
         name: MATCH,
         source: include_str!("../kernels/match.cu"),
-        functions: &["match_count", "match_write"],
+        functions: &[
+            "match_count",
+            "match_write",
+            "fwd_degree",
+            "fwd_rank_rows",
+            "fwd_ranks",
+            "fwd_pairs",
+            "fwd_offsets",
+            "fwd_targets",
+        ],
     },
     KernelModule {
         name: MISC,

@@ -441,6 +441,7 @@ impl GraphBuilder {
             by_degree: false,
             degree_ordered: OnceLock::new(),
             forward: OnceLock::new(),
+            instance: next_instance(),
         })
     }
 
@@ -554,11 +555,69 @@ pub struct Graph {
     /// The forward lists in degree order ([`Graph::forward_by_degree`]), built on first
     /// use.
     forward: OnceLock<Arc<Adjacency>>,
+    /// This graph's number in the process ([`Graph::instance`]).
+    instance: u64,
+}
+
+/// The next [`Graph::instance`].
+static NEXT_INSTANCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn next_instance() -> u64 {
+    NEXT_INSTANCE.fetch_add(1, Relaxed)
 }
 
 impl Graph {
     pub fn node_count(&self) -> usize {
         self.ids.len()
+    }
+
+    /// A number no other graph of this process has (a degree-ordered copy included):
+    /// for caches of what was derived from a graph elsewhere (the GPU's forward lists).
+    pub fn instance(&self) -> u64 {
+        self.instance
+    }
+
+    /// The number of edges as read (repeats, both directions and self-loops as they
+    /// were in the input).
+    pub fn edges_read(&self) -> usize {
+        self.edges.len()
+    }
+
+    /// The edges as read, as `(src, dst)` node numbers one after the other (types
+    /// dropped); `None` where the system refuses the memory.
+    pub fn edge_pairs(&self) -> Option<Vec<u32>> {
+        let mut pairs = Vec::new();
+        pairs.try_reserve_exact(self.edges.len() * 2).ok()?;
+        pairs.resize(self.edges.len() * 2, 0);
+        pairs
+            .par_chunks_mut(2)
+            .zip(self.edges.par_iter())
+            .with_min_len(EDGE_GRAIN)
+            .for_each(|(out, &(s, d, _))| {
+                out[0] = s;
+                out[1] = d;
+            });
+        Some(pairs)
+    }
+
+    /// [`Graph::edge_count`] where it is known without building an adjacency.
+    pub fn edge_count_if_known(&self) -> Option<usize> {
+        let key = self.canonical(AdjacencyKey {
+            direction: Direction::Out,
+            edge_type: None,
+        });
+        let built = self
+            .built_adjacency(key)
+            .or_else(|| self.degree_ordered.get()?.built_adjacency(key));
+        if let Some(adjacency) = built {
+            return Some(adjacency.edge_count());
+        }
+        match self.forward.get() {
+            Some(forward) if self.undirected => {
+                Some(2 * forward.edge_count() + self.self_loop_nodes())
+            }
+            _ => None,
+        }
     }
 
     /// Distinct `(src, dst)` pairs, whatever their types; in an undirected graph both
@@ -568,21 +627,13 @@ impl Graph {
     /// count in degree order builds only the copy's: the same edges), or from the
     /// forward lists of a clique count, else built here.
     pub fn edge_count(&self) -> usize {
-        let key = self.canonical(AdjacencyKey {
-            direction: Direction::Out,
-            edge_type: None,
-        });
-        let built = self
-            .built_adjacency(key)
-            .or_else(|| self.degree_ordered.get()?.built_adjacency(key));
-        if let Some(adjacency) = built {
-            return adjacency.edge_count();
-        }
-        // Undirected, the forward lists hold every edge but self-loops once.
-        match self.forward.get() {
-            Some(forward) if self.undirected => 2 * forward.edge_count() + self.self_loop_nodes(),
-            _ => self.adjacency(key).edge_count(),
-        }
+        self.edge_count_if_known().unwrap_or_else(|| {
+            self.adjacency(self.canonical(AdjacencyKey {
+                direction: Direction::Out,
+                edge_type: None,
+            }))
+            .edge_count()
+        })
     }
 
     /// The adjacency for `key` if it was built already.
@@ -802,6 +853,7 @@ impl Graph {
             by_degree: true,
             degree_ordered: OnceLock::new(),
             forward: OnceLock::new(),
+            instance: next_instance(),
         }
     }
 

@@ -92,7 +92,12 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
             let t = gpu.times();
             let gpu_order = t.forward_lists.map(|built| {
                 format!(
-                    "degree order (forward lists built in {:.3} s, within the plan time)",
+                    "degree order (forward lists built {}in {:.3} s, within the plan time)",
+                    if t.forward_on_device {
+                        "on the device "
+                    } else {
+                        ""
+                    },
                     built.as_secs_f64()
                 )
             });
@@ -149,12 +154,17 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
         } else {
             "id order".to_string()
         };
+        let matched = matching.elapsed();
+        // (Counting the stored edges would build an adjacency the match did not need.)
+        let edges = match graph.edge_count_if_known() {
+            Some(n) => format!("{n} stored edges"),
+            None => format!("{} edges read", graph.edges_read()),
+        };
         eprintln!(
-            "fixlog match: {} nodes, {} stored edges; load {:.3} s, match {:.3} s, {} row{}, {order}, on {on}",
+            "fixlog match: {} nodes, {edges}; load {:.3} s, match {:.3} s, {} row{}, {order}, on {on}",
             graph.node_count(),
-            graph.edge_count(),
             loaded.as_secs_f64(),
-            matching.elapsed().as_secs_f64(),
+            matched.as_secs_f64(),
             rows,
             if rows == 1 { "" } else { "s" },
         );

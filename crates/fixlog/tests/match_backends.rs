@@ -578,5 +578,7 @@ fn the_gpu_keeps_the_forward_lists_between_clique_counts() {
             "step {step}: {text}"
         );
         assert_eq!(times.uploaded_bytes > 0, uploads, "step {step}: {text}");
+        // With the device's memory to spare, the forward lists are built there.
+        assert_eq!(times.forward_on_device, forward, "step {step}: {text}");
     }
 }

@@ -40,8 +40,18 @@ pub struct GpuMatcher {
     gpu: Gpu,
     /// The adjacencies on the device, in the order of `device`'s table.
     uploaded: RefCell<Option<(Vec<Arc<Adjacency>>, DeviceGraph)>>,
+    /// The forward lists of the last clique count, built on the device.
+    forward: RefCell<Option<DeviceForward>>,
     /// Where the time of the last pattern went.
     times: std::cell::Cell<MatchTimes>,
+}
+
+/// Forward lists in degree order on the device, of the graph numbered `graph`
+/// ([`Graph::instance`]), with their offsets (for the first step's candidates).
+struct DeviceForward {
+    graph: u64,
+    device: DeviceGraph,
+    offsets: Vec<u64>,
 }
 
 /// Where the time of a pattern run on the GPU went (`fixlog match --stats`).
@@ -57,9 +67,12 @@ pub struct MatchTimes {
     pub forward_lists: Option<Duration>,
     /// Copying the adjacencies (unless already there) and the steps to the device.
     pub upload: Duration,
-    /// Bytes of adjacency lists copied to the device for this pattern: 0 when the
-    /// lists it needs were there already (the same `Arc`s as the last pattern's).
+    /// Bytes of adjacency lists (or, for forward lists built on the device, of edges)
+    /// copied to the device for this pattern: 0 when what it needs was there already.
     pub uploaded_bytes: usize,
+    /// Whether the forward lists were built on the device (from the edges), not on the
+    /// host.
+    pub forward_on_device: bool,
     /// Running the steps (kernels, and handing listed rows over).
     pub run: Duration,
 }
@@ -76,6 +89,7 @@ impl GpuMatcher {
         Ok(GpuMatcher {
             gpu,
             uploaded: RefCell::new(None),
+            forward: RefCell::new(None),
             times: Default::default(),
         })
     }
@@ -185,7 +199,10 @@ impl GpuMatcher {
     }
 
     /// `factor` times the number of `k`-cliques of `graph`, counted on the device along
-    /// the forward lists in degree order (see the module docs).
+    /// the forward lists in degree order (see the module docs), built on the device
+    /// from the edges ([`DeviceGraph::forward_by_degree`]) and kept there for the next
+    /// clique count on the same graph. Where the device has no room to build them, the
+    /// host builds them ([`Graph::forward_by_degree`]) and they are uploaded.
     fn count_cliques(&self, graph: &Graph, k: usize, factor: u64) -> Result<u64, Error> {
         let t = Instant::now();
         if factor == 0 {
@@ -197,9 +214,82 @@ impl GpuMatcher {
             });
             return Ok(0);
         }
+        let mut forward = self.forward.borrow_mut();
+        let mut sent = 0;
+        if forward.as_ref().is_none_or(|f| f.graph != graph.instance()) {
+            *forward = None;
+            // Give the device memory of other lists back first.
+            *self.uploaded.borrow_mut() = None;
+            let pairs = graph.edge_pairs().ok_or_else(|| {
+                Error::Exec(ExecError::OutOfMemory(format!(
+                    "host memory for the {} edges of the graph to copy to the GPU",
+                    graph.edges_read()
+                )))
+            })?;
+            sent = pairs.len() * 4;
+            match DeviceGraph::forward_by_degree(&self.gpu, graph.node_count(), &pairs) {
+                Ok((device, offsets)) => {
+                    *forward = Some(DeviceForward {
+                        graph: graph.instance(),
+                        device,
+                        offsets,
+                    });
+                }
+                Err(CudaError::OutOfMemory { .. }) => {
+                    drop(forward);
+                    return self.count_cliques_from_host(graph, k, factor, t);
+                }
+                Err(e) => return Err(gpu_error(e)),
+            }
+        }
+        let Some(lists) = &*forward else {
+            return Err(Error::Exec(ExecError::Backend(
+                "internal error: the forward lists are not on the device".into(),
+            )));
+        };
+        let built = t.elapsed();
+        let offsets = &lists.offsets;
+        let steps = clique_steps(
+            offsets.len() - 1,
+            |u| (offsets[u + 1] - offsets[u]) as usize,
+            k,
+        );
+        self.times.set(MatchTimes {
+            plan: t.elapsed(),
+            forward_lists: Some(built),
+            forward_on_device: true,
+            ..MatchTimes::default()
+        });
+        if steps.first().is_none_or(|s| s.all_candidates.is_empty()) {
+            return Ok(0);
+        }
+        let uploading = Instant::now();
+        let program = DeviceProgram::upload(&self.gpu, &lists.device, &steps).map_err(gpu_error)?;
+        let upload = uploading.elapsed();
+        let running = Instant::now();
+        let cliques = matching::count(&self.gpu, &lists.device, &program).map_err(gpu_error)?;
+        self.times.set(MatchTimes {
+            upload,
+            uploaded_bytes: sent,
+            run: running.elapsed(),
+            ..self.times.get()
+        });
+        times_factor(cliques, k, factor)
+    }
+
+    /// [`GpuMatcher::count_cliques`] along forward lists built on the host and
+    /// uploaded (less device memory than building them there).
+    fn count_cliques_from_host(
+        &self,
+        graph: &Graph,
+        k: usize,
+        factor: u64,
+        t: Instant,
+    ) -> Result<u64, Error> {
         let forward = Arc::clone(graph.forward_by_degree());
         let built = t.elapsed();
-        let steps = clique_steps(&forward, k);
+        let offsets = forward.csr().0;
+        let steps = clique_steps(offsets.len() - 1, |u| offsets[u + 1] - offsets[u], k);
         self.times.set(MatchTimes {
             plan: t.elapsed(),
             forward_lists: Some(built),
@@ -298,6 +388,7 @@ impl GpuMatcher {
         let mut uploaded_bytes = 0;
         if !reuse {
             *uploaded = None; // give the device memory back first
+            *self.forward.borrow_mut() = None;
             let offsets: Vec<Vec<u64>> = wanted
                 .iter()
                 .map(|a| a.csr().0.iter().map(|&o| o as u64).collect())
@@ -333,15 +424,14 @@ impl GpuMatcher {
     }
 }
 
-/// The steps that find every `k`-clique once along `forward` (lists sorted, each node's
-/// holding only nodes above it, adjacency 0 on the device): step 0 binds every node with
-/// at least `k - 1` forward neighbours (no clique of `k` nodes is lowest elsewhere),
-/// step `i` the nodes in the forward lists of all of steps `0..i`. So the nodes of a
-/// match ascend, and a match is a clique's nodes in their one ascending order: no id
-/// comparison or distinctness check is needed.
-fn clique_steps(forward: &Adjacency, k: usize) -> Vec<StepProgram> {
-    let (offsets, _) = forward.csr();
-    let n = offsets.len() - 1;
+/// The steps that find every `k`-clique once along forward lists of `n` nodes (lists
+/// sorted, each node's holding only nodes above it, adjacency 0 on the device; `len(u)`
+/// is the length of `u`'s): step 0 binds every node with at least `k - 1` forward
+/// neighbours (no clique of `k` nodes is lowest elsewhere), step `i` the nodes in the
+/// forward lists of all of steps `0..i`. So the nodes of a match ascend, and a match
+/// is a clique's nodes in their one ascending order: no id comparison or distinctness
+/// check is needed.
+fn clique_steps(n: usize, len: impl Fn(usize) -> usize, k: usize) -> Vec<StepProgram> {
     // Node numbers are below `u32::MAX` (`GraphBuilder::build`).
     let everything = n as u32;
     let mut steps: Vec<StepProgram> = (0..k)
@@ -353,11 +443,18 @@ fn clique_steps(forward: &Adjacency, k: usize) -> Vec<StepProgram> {
         .collect();
     if let Some(first) = steps.first_mut() {
         first.all_candidates = (0..n)
-            .filter(|&u| offsets[u + 1] - offsets[u] + 1 >= k)
+            .filter(|&u| len(u) + 1 >= k)
             .map(|u| u as u32)
             .collect();
     }
     steps
+}
+
+/// [`clique_steps`] along host forward lists.
+#[cfg(test)]
+fn clique_steps_of(forward: &Adjacency, k: usize) -> Vec<StepProgram> {
+    let offsets = forward.csr().0;
+    clique_steps(offsets.len() - 1, |u| offsets[u + 1] - offsets[u], k)
 }
 
 /// `cliques` times `factor` (the matches per `k`-clique), or the error that the count
@@ -381,7 +478,7 @@ mod tests {
         let forward =
             Adjacency::from_pairs(5, &[(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (3, 4)])
                 .expect("in range");
-        let steps = clique_steps(&forward, 3);
+        let steps = clique_steps_of(&forward, 3);
         assert_eq!(steps.len(), 3);
         // Nodes with at least 2 forward neighbours start a triangle.
         assert_eq!(steps[0].all_candidates, vec![0, 1]);
@@ -393,8 +490,8 @@ mod tests {
             assert!(s.lower_from.is_empty() && s.upper_from.is_empty());
             assert!(s.distinct_from.is_empty() && s.filter_bits.is_none());
         }
-        assert_eq!(clique_steps(&forward, 4)[0].all_candidates, vec![0]);
-        assert!(clique_steps(&forward, 5)[0].all_candidates.is_empty());
+        assert_eq!(clique_steps_of(&forward, 4)[0].all_candidates, vec![0]);
+        assert!(clique_steps_of(&forward, 5)[0].all_candidates.is_empty());
     }
 
     /// What `matching::count` computes for `steps` over `adjacencies`
@@ -488,7 +585,7 @@ mod tests {
                         .clique_factor(&pattern, Semantics::Iso)
                         .expect("a clique pattern");
                     assert_eq!(kk, k);
-                    let steps = clique_steps(&forward, k);
+                    let steps = clique_steps_of(&forward, k);
                     let cliques = count_on_host(&[&forward], &steps);
                     nonzero += usize::from(cliques > 0);
                     assert_eq!(
