@@ -86,8 +86,8 @@ impl DeviceGraph {
     }
 
     /// The forward lists in degree order of a graph with `node_count` nodes and the
-    /// edges `pairs` (`(src, dst)` flat, as read: repeats, both directions and
-    /// self-loops allowed), built on the device, as the one adjacency of the result;
+    /// edges `pairs` (`[src, dst]` as read: repeats, both directions and self-loops
+    /// allowed), built on the device, as the one adjacency of the result;
     /// and the lists' offsets (`node_count + 1`, for the caller's first step). Node `u`'s
     /// list holds the ranks above `u`'s rank of its neighbours, in ascending order, where
     /// the rank is a node's place in ascending (degree as read, node) order; so in rank
@@ -100,21 +100,16 @@ impl DeviceGraph {
     pub fn forward_by_degree(
         gpu: &Gpu,
         node_count: usize,
-        pairs: &[u32],
+        pairs: &[[u32; 2]],
     ) -> Result<(DeviceGraph, Vec<u64>)> {
-        if !pairs.len().is_multiple_of(2) {
-            return Err(CudaError::Invalid(
-                "internal error: edge pairs of odd length".into(),
-            ));
-        }
         let n = node_count;
-        let m = pairs.len() / 2;
+        let m = pairs.len();
         // (Ranks run to n - 1; n itself marks self-loops.)
         let n32 = to_u32(n, "node count")?;
         let grid = |items: usize| items.div_ceil(BLOCK as usize).max(1);
         let strided = |items: usize| grid(items).min(gpu.sm_count() as usize * 8);
         let f = |name: &str| gpu.function(MATCH, "", name);
-        let edges = gpu.alloc(pairs.len().max(1) * 4)?;
+        let edges = gpu.alloc(m.max(1) * 8)?;
         gpu.htod(edges.ptr(), pairs)?;
         let degree = gpu.alloc(n.max(1) * 4)?;
         gpu.memset8(degree.ptr(), 0, n * 4)?;

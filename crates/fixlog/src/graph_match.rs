@@ -105,12 +105,17 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
                 rows,
                 format!(
                     "the GPU ({}; opened in {:.3} s; plan {:.3} s, upload {:.3} s ({:.1} MB of \
-                     lists), run {:.3} s)",
+                     {}), run {:.3} s)",
                     gpu.device(),
                     setup.as_secs_f64(),
                     t.plan.as_secs_f64(),
                     t.upload.as_secs_f64(),
                     t.uploaded_bytes as f64 / 1e6,
+                    if t.forward_on_device {
+                        "edges, sent within the plan time"
+                    } else {
+                        "lists"
+                    },
                     t.run.as_secs_f64()
                 ),
                 gpu_order,

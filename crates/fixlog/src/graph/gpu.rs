@@ -226,7 +226,7 @@ impl GpuMatcher {
                     graph.edges_read()
                 )))
             })?;
-            sent = pairs.len() * 4;
+            sent = std::mem::size_of_val(&pairs[..]);
             match DeviceGraph::forward_by_degree(&self.gpu, graph.node_count(), &pairs) {
                 Ok((device, offsets)) => {
                     *forward = Some(DeviceForward {
