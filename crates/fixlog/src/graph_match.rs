@@ -60,9 +60,10 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
     let setup = setup.elapsed();
     // Deciding the node order of a count on the CPU, and renumbering the graph by
     // degree when it is the degree order (built once per graph, like an adjacency), or
-    // building the forward lists of a clique count, is timed apart from matching. The
-    // GPU decides on its own (see `GpuMatcher::count_with`): a clique count along the
-    // same forward lists, built within its plan time, anything else in id order.
+    // building the forward lists of a clique count or the lists of a 4-cycle count, is
+    // timed apart from matching. The GPU decides on its own (see
+    // `GpuMatcher::count_with`): a clique count along the same forward lists, built
+    // within its plan time, anything else (4-cycles too) in id order.
     let ordering = Instant::now();
     let order = match pattern.output {
         Output::Count if gpu.is_none() => Some(graph.count_order(pattern, command.semantics)),
@@ -71,6 +72,7 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
     let degree_order = order.as_ref().is_some_and(|o| o.degree_order);
     let descending = order.as_ref().is_some_and(|o| o.descending);
     let forward_lists = order.as_ref().is_some_and(|o| o.forward_lists);
+    let cycle_wedges = order.as_ref().is_some_and(|o| o.cycle_wedges);
     let ordering = ordering.elapsed();
     #[cfg(not(feature = "cuda"))]
     let _ = setup;
@@ -116,7 +118,7 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
         None => {
             let rows = match pattern.output {
                 Output::Count => {
-                    let count = graph.count_with(pattern, command.semantics);
+                    let count = graph.count_with(pattern, command.semantics)?;
                     println!("{count}");
                     1
                 }
@@ -135,6 +137,11 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
     if command.stats {
         let order = if let Some(gpu_order) = gpu_order {
             gpu_order
+        } else if cycle_wedges {
+            format!(
+                "4-cycle wedge count (lists in degree order built in {:.3} s)",
+                ordering.as_secs_f64()
+            )
         } else if degree_order {
             format!(
                 "degree order{} ({} in {:.3} s)",
