@@ -195,8 +195,8 @@ impl Graph {
     /// this graph. (A clique or 4-cycle pattern is counted without a plan, see
     /// [`Graph::count_with`]; this is the plan the generic join would run for it, on the
     /// copy for a clique, as any order gives its count.) Its node numbers are those of
-    /// the graph it was planned on
-    /// (`Plan::degree_order` says which); a count does not need them.
+    /// the graph it was planned on (`Plan::degree_order` says which); a count does not
+    /// need them.
     pub fn count_plan(&self, pattern: &Pattern, semantics: Semantics) -> Plan {
         let degree_order = self.clique_order(pattern, semantics).is_some()
             || order::decide(pattern, semantics, self.is_undirected()).degree_order;
