@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let order = graph.count_order(&pattern, Semantics::Iso);
         let ordering = ms(t);
         let t = Instant::now();
-        let count = graph.count_with(&pattern, Semantics::Iso);
+        let count = graph.count_with(&pattern, Semantics::Iso).unwrap();
         let counting = ms(t);
         let t = Instant::now();
         let edges = graph.edge_count();

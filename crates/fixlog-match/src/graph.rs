@@ -20,6 +20,7 @@
 //! (a self-loop is in its node's own adjacency list).
 
 use crate::csr;
+use crate::cycle::CycleLists;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
@@ -442,6 +443,7 @@ impl GraphBuilder {
             degree_ordered: OnceLock::new(),
             forward: OnceLock::new(),
             instance: next_instance(),
+            cycle_lists: OnceLock::new(),
         })
     }
 
@@ -557,6 +559,8 @@ pub struct Graph {
     forward: OnceLock<Arc<Adjacency>>,
     /// This graph's number in the process ([`Graph::instance`]).
     instance: u64,
+    /// The lists of the 4-cycle count ([`Graph::cycle_lists`]), built on first use.
+    cycle_lists: OnceLock<CycleLists>,
 }
 
 /// The next [`Graph::instance`].
@@ -609,9 +613,14 @@ impl Graph {
         if let Some(adjacency) = built {
             return Some(adjacency.edge_count());
         }
-        match self.forward.get() {
-            Some(forward) if self.undirected => {
+        // Undirected, the forward lists hold every edge but self-loops once, the lists of
+        // the 4-cycle count every edge but self-loops both ways.
+        match (self.forward.get(), self.cycle_lists.get()) {
+            (Some(forward), _) if self.undirected => {
                 Some(2 * forward.edge_count() + self.self_loop_nodes())
+            }
+            (_, Some(lists)) if self.undirected => {
+                Some(lists.entry_count() + self.self_loop_nodes())
             }
             _ => None,
         }
@@ -745,25 +754,7 @@ impl Graph {
     /// adjacencies of [`Graph::adjacency`].
     pub fn forward_by_degree(&self) -> &Arc<Adjacency> {
         self.forward.get_or_init(|| {
-            let degree = self.degrees_as_read();
-            // Ranks by a counting sort on degree, stable in node order.
-            let top = degree.iter().copied().max().unwrap_or(0);
-            let mut next = vec![0 as NodeIndex; top + 2];
-            for &d in &degree {
-                next[d + 1] += 1;
-            }
-            for d in 1..next.len() {
-                next[d] += next[d - 1];
-            }
-            let rank: Vec<NodeIndex> = degree
-                .iter()
-                .map(|&d| {
-                    let r = next[d];
-                    next[d] += 1;
-                    r
-                })
-                .collect();
-            drop(degree);
+            let rank = self.degree_ranks();
             Arc::new(Adjacency::build(
                 self.ids.len(),
                 &self.edges,
@@ -773,6 +764,107 @@ impl Graph {
                 },
                 parallel_min_items(),
             ))
+        })
+    }
+
+    /// Each node's degree rank: ascending degree as read, ties by number (a counting
+    /// sort on degree, stable in node order), as [`Graph::degree_ordered`] ranks.
+    fn degree_ranks(&self) -> Vec<NodeIndex> {
+        let degree = self.degrees_as_read();
+        let top = degree.iter().copied().max().unwrap_or(0);
+        let mut next = vec![0 as NodeIndex; top + 2];
+        for &d in &degree {
+            next[d + 1] += 1;
+        }
+        for d in 1..next.len() {
+            next[d] += next[d - 1];
+        }
+        degree
+            .iter()
+            .map(|&d| {
+                let r = next[d];
+                next[d] += 1;
+                r
+            })
+            .collect()
+    }
+
+    /// The lists the 4-cycle count walks ([`crate::cycle`]): the simple undirected
+    /// graph (edges of any type and direction, self-loops and repeats dropped) with
+    /// nodes numbered by degree rank (as [`Graph::forward_by_degree`] ranks them), each
+    /// node's neighbours split into those whose number here (its id order; on the
+    /// degree-ordered copy, its rank there) is below the node's and those above, each
+    /// part sorted by rank. Built on first use straight from the edges and kept.
+    pub fn cycle_lists(&self) -> &CycleLists {
+        self.cycle_lists.get_or_init(|| {
+            let n = self.ids.len();
+            let rank = self.degree_ranks();
+            let mut node = vec![0 as NodeIndex; n];
+            for (u, &r) in rank.iter().enumerate() {
+                node[r as usize] = u as NodeIndex;
+            }
+            let csr::Csr {
+                offsets,
+                mut targets,
+            } = csr::build(
+                n,
+                &self.edges,
+                |&(s, d, _)| {
+                    let (a, b) = (rank[s as usize], rank[d as usize]);
+                    [(a, b), (b, a)]
+                        .into_iter()
+                        .take(if a != b { 2 } else { 0 })
+                },
+                parallel_min_items(),
+            );
+            drop(rank);
+            let mut below = vec![0u32; n];
+            // Each list cut into the neighbours numbered below the node, then above, each
+            // part keeping the rank order (a stable partition).
+            let partition = |r: usize, list: &mut [NodeIndex], scratch: &mut Vec<NodeIndex>| {
+                let me = node[r];
+                scratch.clear();
+                let mut kept = 0;
+                for i in 0..list.len() {
+                    let w = list[i];
+                    if node[w as usize] < me {
+                        list[kept] = w;
+                        kept += 1;
+                    } else {
+                        scratch.push(w);
+                    }
+                }
+                list[kept..].copy_from_slice(scratch);
+                kept as u32
+            };
+            let mut lists: Vec<&mut [NodeIndex]> = Vec::with_capacity(n);
+            let mut rest = targets.as_mut_slice();
+            for r in 0..n {
+                let (list, tail) =
+                    std::mem::take(&mut rest).split_at_mut(offsets[r + 1] - offsets[r]);
+                lists.push(list);
+                rest = tail;
+            }
+            if offsets[n] >= parallel_min_items() {
+                lists
+                    .into_par_iter()
+                    .zip(below.par_iter_mut())
+                    .enumerate()
+                    .with_min_len(PARALLEL_MIN_NODES)
+                    .for_each_init(Vec::new, |scratch, (r, (list, kept))| {
+                        *kept = partition(r, list, scratch);
+                    });
+            } else {
+                let mut scratch = Vec::new();
+                for (r, (list, kept)) in lists.into_iter().zip(below.iter_mut()).enumerate() {
+                    *kept = partition(r, list, &mut scratch);
+                }
+            }
+            CycleLists {
+                offsets,
+                targets,
+                below,
+            }
         })
     }
 
@@ -851,6 +943,7 @@ impl Graph {
             degree_ordered: OnceLock::new(),
             forward: OnceLock::new(),
             instance: next_instance(),
+            cycle_lists: OnceLock::new(),
         }
     }
 

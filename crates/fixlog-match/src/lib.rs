@@ -18,7 +18,7 @@
 //!
 //! let graph = Graph::from_text("1 2\n2 3\n3 1\n", None, &LoadOptions { undirected: true }).unwrap();
 //! let triangle = Pattern::parse("MATCH (a)--(b)--(c)--(a) RETURN count(*)").unwrap();
-//! assert_eq!(graph.count(&triangle), 6); // every triangle once per automorphism
+//! assert_eq!(graph.count(&triangle).unwrap(), 6); // every triangle once per automorphism
 //! let once = Pattern::parse(
 //!     "MATCH (a)--(b)--(c)--(a) WHERE id(a) < id(b) AND id(b) < id(c) RETURN a, b, c",
 //! ).unwrap();
@@ -29,6 +29,7 @@
 
 pub mod clique;
 mod csr;
+pub mod cycle;
 pub mod exec;
 pub mod graph;
 pub mod intersect;
@@ -39,7 +40,9 @@ pub mod pattern;
 pub mod plan;
 mod query;
 
+pub use cycle::CountOverflow;
 pub use graph::{Graph, GraphBuilder};
 pub use load::{GraphError, LoadOptions};
 pub use parse::PatternError;
 pub use pattern::{Pattern, Semantics};
+pub use query::CountPath;

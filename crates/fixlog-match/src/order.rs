@@ -69,6 +69,10 @@ pub struct OrderDecision {
     /// A clique pattern, counted along forward lists in degree order
     /// ([`crate::clique`]) rather than on the renumbered copy.
     pub forward_lists: bool,
+    /// A 4-cycle pattern, counted by wedges ([`crate::cycle`]): walked in degree order,
+    /// every cycle classified by the id order of its nodes, whatever the comparisons.
+    /// `degree_order` then says whether the count is one the degree order would give too.
+    pub cycle_wedges: bool,
     pub reason: String,
 }
 
@@ -79,6 +83,7 @@ pub fn decide(pattern: &Pattern, semantics: Semantics, undirected: bool) -> Orde
         degree_order: false,
         descending: false,
         forward_lists: false,
+        cycle_wedges: false,
         reason,
     };
     if !matches!(pattern.output, Output::Count) {
@@ -111,6 +116,7 @@ pub fn decide(pattern: &Pattern, semantics: Semantics, undirected: bool) -> Orde
             degree_order: true,
             descending: false,
             forward_lists: false,
+            cycle_wedges: false,
             reason: format!(
                 "every order of the {} pattern nodes satisfies the id comparisons under exactly one of \
                  the pattern's {automorphisms} automorphisms, so each subgraph is counted once whatever \

@@ -545,7 +545,19 @@ pub fn explain(
         }
     );
     let _ = writeln!(s, "semantics: {semantics}");
-    if let Some(order) = order {
+    if let Some(order) = order.filter(|o| o.cycle_wedges) {
+        let _ = writeln!(
+            s,
+            "node order: walked in degree order (ascending degree, ties by id), every cycle \
+             classified by the id order of its nodes: {}",
+            order.reason
+        );
+        let _ = writeln!(
+            s,
+            "count: 4-cycle wedge count (per top node, counters per opposite node over the \
+             wedges below it; parallel over the top nodes); the join below is not run"
+        );
+    } else if let Some(order) = order {
         let _ = writeln!(
             s,
             "node order: {}: {}",

@@ -55,6 +55,9 @@ pub enum Error {
     /// line (`file:line:column: message`).
     #[error("{0}")]
     Graph(#[from] fixlog_match::GraphError),
+    /// A count (`fixlog match ... RETURN count(*)`) does not fit in 64 bits.
+    #[error("{0}")]
+    Count(#[from] fixlog_match::CountOverflow),
     /// The executor failed (out of memory, device error).
     #[error("evaluation failed: {0}")]
     Exec(#[from] fixlog_exec::ExecError),

@@ -56,13 +56,20 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
     // Opening the GPU (context, kernels from the disk cache: a few tenths of a second)
     // is timed apart from matching.
     let setup = Instant::now();
-    let gpu = gpu_for(command, pattern.nodes.len())?;
+    // A 4-cycle count by wedges on the CPU beats the GPU's generic plan: `auto` keeps
+    // it on the CPU.
+    let wedges = matches!(
+        graph.count_path(pattern, command.semantics),
+        fixlog::graph::CountPath::FourCycle { .. }
+    );
+    let gpu = gpu_for(command, pattern.nodes.len(), wedges)?;
     let setup = setup.elapsed();
     // Deciding the node order of a count on the CPU, and renumbering the graph by
     // degree when it is the degree order (built once per graph, like an adjacency), or
-    // building the forward lists of a clique count, is timed apart from matching. The
-    // GPU decides on its own (see `GpuMatcher::count_with`): a clique count along the
-    // same forward lists, built within its plan time, anything else in id order.
+    // building the forward lists of a clique count or the lists of a 4-cycle count, is
+    // timed apart from matching. The GPU decides on its own (see
+    // `GpuMatcher::count_with`): a clique count along the same forward lists, built
+    // within its plan time, anything else (4-cycles too) in id order.
     let ordering = Instant::now();
     let order = match pattern.output {
         Output::Count if gpu.is_none() => Some(graph.count_order(pattern, command.semantics)),
@@ -71,6 +78,7 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
     let degree_order = order.as_ref().is_some_and(|o| o.degree_order);
     let descending = order.as_ref().is_some_and(|o| o.descending);
     let forward_lists = order.as_ref().is_some_and(|o| o.forward_lists);
+    let cycle_wedges = order.as_ref().is_some_and(|o| o.cycle_wedges);
     let ordering = ordering.elapsed();
     #[cfg(not(feature = "cuda"))]
     let _ = setup;
@@ -126,7 +134,7 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
         None => {
             let rows = match pattern.output {
                 Output::Count => {
-                    let count = graph.count_with(pattern, command.semantics);
+                    let count = graph.count_with(pattern, command.semantics)?;
                     println!("{count}");
                     1
                 }
@@ -145,6 +153,11 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
     if command.stats {
         let order = if let Some(gpu_order) = gpu_order {
             gpu_order
+        } else if cycle_wedges {
+            format!(
+                "4-cycle wedge count (lists in degree order built in {:.3} s)",
+                ordering.as_secs_f64()
+            )
         } else if degree_order {
             format!(
                 "degree order{} ({} in {:.3} s)",
@@ -184,8 +197,13 @@ enum GpuMatcher {}
 
 /// The GPU to match on, if the backend choice gives one: `cuda` must have one; `auto`
 /// takes one where the probe finds a usable GPU, it opens and the pattern is within the
-/// GPU matcher's size (32 nodes), else the CPU.
-fn gpu_for(command: &MatchCommand, pattern_nodes: usize) -> Result<Option<GpuMatcher>, Error> {
+/// GPU matcher's size (32 nodes), unless the CPU counts the pattern by wedges (a
+/// 4-cycle count: `cpu_wedges`), else the CPU.
+fn gpu_for(
+    command: &MatchCommand,
+    pattern_nodes: usize,
+    cpu_wedges: bool,
+) -> Result<Option<GpuMatcher>, Error> {
     #[cfg(feature = "cuda")]
     {
         match command.backend {
@@ -193,6 +211,7 @@ fn gpu_for(command: &MatchCommand, pattern_nodes: usize) -> Result<Option<GpuMat
             BackendKind::Cuda => GpuMatcher::new(command.gpu_memory_limit).map(Some),
             BackendKind::Auto => {
                 if pattern_nodes > fixlog_cuda::matching::MAX_STEPS
+                    || cpu_wedges
                     || !fixlog_cuda::probe().available
                 {
                     return Ok(None);
@@ -203,7 +222,7 @@ fn gpu_for(command: &MatchCommand, pattern_nodes: usize) -> Result<Option<GpuMat
     }
     #[cfg(not(feature = "cuda"))]
     {
-        let _ = (command.gpu_memory_limit, pattern_nodes);
+        let _ = (command.gpu_memory_limit, pattern_nodes, cpu_wedges);
         match command.backend {
             BackendKind::Cuda => Err(Error::NoGpu(fixlog_cuda::probe().reason)),
             _ => Ok(None),

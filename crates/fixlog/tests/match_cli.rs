@@ -275,14 +275,25 @@ fn counts_in_degree_order_when_the_order_cannot_matter() {
     let cycle = "MATCH (a)--(b)--(c)--(d)--(a) WHERE id(a) < id(b) AND id(a) < id(c) \
                  AND id(a) < id(d) AND id(b) < id(d) RETURN count(*)";
     let e = explain(cycle);
+    assert!(e.contains("4-cycle wedge count"), "{e}");
+    assert!(e.contains("1, 1 and 1 of the 8 maps"), "{e}");
+    // The same cycle with a repeated pattern edge is no plain 4-cycle: planned, in
+    // descending degree order.
+    let e = explain(&cycle.replace("--(a) WHERE", "--(a), (a)--(b) WHERE"));
+    assert!(!e.contains("4-cycle wedge count"), "{e}");
     assert!(e.contains("counted in descending rank"), "{e}");
     // A clique is counted in degree order whatever its comparisons (each triangle
-    // three times here); a 4-cycle with the same partial symmetry breaking is not.
+    // three times here), and a 4-cycle by wedges whatever its comparisons; a path with
+    // the same partial symmetry breaking keeps the id order.
     let e = explain(half);
     assert!(e.contains("node order: degree"), "{e}");
     assert!(e.contains("3 of the 3! orders"), "{e}");
     let half_cycle = "MATCH (a)--(b)--(c)--(d)--(a) WHERE id(a) < id(b) RETURN count(*)";
     let e = explain(half_cycle);
+    assert!(e.contains("4-cycle wedge count"), "{e}");
+    assert!(e.contains("4, 4 and 4 of the 8 maps"), "{e}");
+    let half_path = "MATCH (a)--(b)--(c) WHERE id(a) < id(b) RETURN count(*)";
+    let e = explain(half_path);
     assert!(e.contains("node order: id"), "{e}");
     assert!(e.contains("do not pick exactly one"), "{e}");
     let e = explain(&once.replace("count(*)", "a, b, c"));
@@ -327,6 +338,28 @@ fn counts_in_degree_order_when_the_order_cannot_matter() {
         );
         assert!(
             o.stderr.contains("degree order (forward lists built in"),
+            "{}",
+            o.stderr
+        );
+    }
+    // 4-cycles (as the generic matcher counts them: 10 cycles, 40 with a < b, 14 with
+    // a < b < c), by wedges.
+    let shaped = "MATCH (a)--(b)--(c)--(d)--(a) WHERE id(a) < id(b) AND id(b) < id(c) \
+                  RETURN count(*)";
+    for (pattern, count) in [(cycle, "10\n"), (half_cycle, "40\n"), (shaped, "14\n")] {
+        let o = fixlog_match(
+            files,
+            &["--edges", "g.tsv", "--undirected", "--stats", pattern],
+        );
+        assert_eq!(
+            (o.code, o.stdout.as_str()),
+            (Some(0), count),
+            "{}",
+            o.stderr
+        );
+        assert!(
+            o.stderr
+                .contains("4-cycle wedge count (lists in degree order built in"),
             "{}",
             o.stderr
         );

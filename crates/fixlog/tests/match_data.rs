@@ -61,7 +61,7 @@ fn count(graph: &Graph, pattern: &str) -> u64 {
     if std::env::var("FIXLOG_TEST_BACKEND").as_deref() == Ok("cuda") {
         return gpu_count(graph, &pattern);
     }
-    graph.count_with(&pattern, Semantics::Iso)
+    graph.count_with(&pattern, Semantics::Iso).unwrap()
 }
 
 /// The count on the GPU (`FIXLOG_TEST_BACKEND=cuda`, on the GPU machine): one matcher

@@ -7,16 +7,16 @@
 //! patterns on one graph upload it once); each pattern is planned on the host
 //! (candidate filters included), its steps translated and uploaded, and run.
 //!
-//! A count of a clique pattern (the patterns [`Graph::clique_factor`] answers for, as
-//! the CPU's [`Graph::count_with`] decides: triangles, 4-cliques, ... under `iso`, with
-//! or without symmetry breaking) is not planned: the graph's forward lists in degree
-//! order ([`Graph::forward_by_degree`], the CPU's clique path builds the same ones)
-//! are uploaded as the one adjacency, and `k` steps are built directly (step 0: every
-//! node with at least `k - 1` forward neighbours; step `i`: the intersection of the
-//! forward lists of the nodes of steps `0..i`), whose matches are the `k`-cliques, each
-//! once; the count is that times `R`, as on the CPU.
+//! A count of a clique pattern (the patterns [`Graph::count_path`] sends to the clique
+//! path, as the CPU's [`Graph::count_with`] decides: triangles, 4-cliques, ... under
+//! `iso`, with or without symmetry breaking) is not planned: the graph's forward lists
+//! in degree order ([`Graph::forward_by_degree`], the CPU's clique path builds the same
+//! ones) are uploaded as the one adjacency, and `k` steps are built directly (step 0:
+//! every node with at least `k - 1` forward neighbours; step `i`: the intersection of
+//! the forward lists of the nodes of steps `0..i`), whose matches are the `k`-cliques,
+//! each once; the count is that times `R`, as on the CPU.
 
-use super::{Graph, Pattern, Semantics};
+use super::{CountPath, Graph, Pattern, Semantics};
 use crate::Error;
 use fixlog_cuda::matching::{self, AdjacencyRef, DeviceGraph, DeviceProgram, StepProgram};
 use fixlog_cuda::{CudaError, Gpu};
@@ -106,28 +106,32 @@ impl GpuMatcher {
 
     /// The number of matches (as [`Graph::count_with`]).
     ///
-    /// A clique pattern ([`Graph::clique_factor`]: the same decision as the CPU's) is
+    /// A clique pattern ([`Graph::count_path`]: the same decision as the CPU's) is
     /// counted along the forward lists in degree order, see the module docs: that
     /// uploads half the edges and builds no full adjacency on the host, which a plan
     /// would (docs/gpu-results.md, round 13: of 0.56 s matching triangles of a 30M-edge
     /// power-law graph, 0.31 s was the host building the undirected CSR at plan time).
     ///
-    /// Every other pattern is planned and counted in id order: the degree-ordered copy
-    /// that the CPU counts on where it may ([`Graph::count_order`]) made the GPU slower,
-    /// not faster (round 11: triangles through the generic plan, 3.7 s in id order
-    /// against 4.0 s plus 4.5 s of renumbering), so for those the device keeps the
-    /// graph as loaded until a measurement says otherwise. The device cache is keyed on
-    /// the adjacencies held (`Arc`s), the forward lists included, so a clique count and
-    /// a planned count on one graph each upload their own lists, and a second clique
-    /// count reuses the forward lists already there.
+    /// Every other pattern, a 4-cycle that the CPU counts by wedges included, is
+    /// planned and counted in id order: the degree-ordered copy that the CPU counts on
+    /// where it may ([`Graph::count_order`]) made the GPU slower, not faster (round 11:
+    /// triangles through the generic plan, 3.7 s in id order against 4.0 s plus 4.5 s
+    /// of renumbering), so for those the device keeps the graph as loaded until a
+    /// measurement says otherwise. The device cache is keyed on the adjacencies held
+    /// (`Arc`s), the forward lists included, so a clique count and a planned count on
+    /// one graph each upload their own lists, and a second clique count reuses the
+    /// forward lists already there.
     pub fn count_with(
         &self,
         graph: &Graph,
         pattern: &Pattern,
         semantics: Semantics,
     ) -> Result<u64, Error> {
-        if let Some((k, factor)) = graph.clique_factor(pattern, semantics) {
-            return self.count_cliques(graph, k, factor);
+        match graph.count_path(pattern, semantics) {
+            CountPath::Clique { k, factor } => return self.count_cliques(graph, k, factor),
+            // The CPU counts 4-cycles by wedges (`fixlog_match::cycle`); the device has no
+            // wedge kernel and runs the generic plan, which counts the same matches.
+            CountPath::FourCycle { .. } | CountPath::Plan => {}
         }
         let t = Instant::now();
         let plan = fixlog_match::plan::Plan {
@@ -590,7 +594,7 @@ mod tests {
                     nonzero += usize::from(cliques > 0);
                     assert_eq!(
                         times_factor(cliques, k, factor).ok(),
-                        Some(graph.count_with(&pattern, Semantics::Iso)),
+                        graph.count_with(&pattern, Semantics::Iso).ok(),
                         "case {case}, undirected {undirected}: {text}\n{edges}"
                     );
                 }
