@@ -1179,20 +1179,30 @@ impl<B: Backend> Driver<'_, B> {
         let b = self.backend;
         let t = Instant::now();
         let run = b.sort_unique(out)?;
-        let before = gathered.clone();
+        self.push_whole(gathered, run)?;
+        self.stats.phases.join += t.elapsed();
+        Ok(())
+    }
+
+    /// Pushes `run` onto `runs` (a stack of sorted runs, merged as they grow), or
+    /// leaves `runs` as it was on failure: a merge that fails has consumed the runs it
+    /// merged, and the caller runs the piece again (in halves) after running out of
+    /// memory, so the tuples of earlier pieces must not be lost (relations clone
+    /// cheaply: shared storage).
+    fn push_whole(&self, runs: &mut Vec<B::Relation>, run: B::Relation) -> ExecResult<()> {
+        let b = self.backend;
+        let before = runs.clone();
         let pushed = push_run(
-            gathered,
+            runs,
             run,
             NEW_RUNS,
             |r| b.relation_len(r),
             |below, top| b.merge(&below, &top),
         );
-        if let Err(e) = pushed {
-            *gathered = before;
-            return Err(e);
+        if pushed.is_err() {
+            *runs = before;
         }
-        self.stats.phases.join += t.elapsed();
-        Ok(())
+        pushed
     }
 
     /// The union of gathered runs, as one sorted, deduplicated batch.
@@ -1241,24 +1251,7 @@ impl<B: Backend> Driver<'_, B> {
         } else {
             self.backend.sort_unique(batch)?
         };
-        let b = self.backend;
-        // A merge that fails has consumed the runs it merged; the caller runs the piece
-        // again (in halves) after running out of memory, so `acc` must be as it was
-        // before the piece, or the tuples of earlier pieces would be lost (relations
-        // clone cheaply: shared storage).
-        let before = acc.clone();
-        let pushed = push_run(
-            acc,
-            new,
-            NEW_RUNS,
-            |r| b.relation_len(r),
-            |below, top| b.merge(&below, &top),
-        );
-        if let Err(e) = pushed {
-            *acc = before;
-            return Err(e);
-        }
-        drop(before);
+        self.push_whole(acc, new)?;
         self.stats.phases.dedup += t.elapsed();
         Ok(())
     }

@@ -33,7 +33,7 @@
 
 use crate::graph::NodeIndex;
 use crate::order::{permutations, MAX_NODES};
-use crate::pattern::{EdgeDirection, IdOperand, Output, Pattern, Semantics};
+use crate::pattern::{EdgeDirection, Output, Pattern, Semantics};
 use rayon::prelude::*;
 use std::sync::Mutex;
 
@@ -66,13 +66,7 @@ pub fn ranking_factor(
     if (0..k).any(|x| (0..k).any(|y| x != y && !joined[x * k + y])) {
         return None;
     }
-    let mut comparisons = Vec::with_capacity(pattern.comparisons.len());
-    for c in &pattern.comparisons {
-        match c.operand {
-            IdOperand::Node(other) => comparisons.push((c.node, other, c.op)),
-            IdOperand::Constant(_) => return None,
-        }
-    }
+    let comparisons = pattern.node_comparisons()?;
     let satisfying = permutations(k)
         .iter()
         .filter(|r| comparisons.iter().all(|&(x, y, op)| op.holds(r[x], r[y])))

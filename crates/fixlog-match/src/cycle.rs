@@ -88,7 +88,7 @@
 //! ([`CountOverflow`]), never a wrapped number.
 
 use crate::graph::NodeIndex;
-use crate::pattern::{EdgeDirection, IdOperand, Output, Pattern, Semantics};
+use crate::pattern::{EdgeDirection, Output, Pattern, Semantics};
 use rayon::prelude::*;
 use std::sync::Mutex;
 
@@ -129,13 +129,7 @@ pub fn shape_factors(
     if (0..4).any(|x| joined[x].iter().filter(|&&j| j).count() != 2) {
         return None;
     }
-    let mut comparisons = Vec::with_capacity(pattern.comparisons.len());
-    for c in &pattern.comparisons {
-        match c.operand {
-            IdOperand::Node(other) => comparisons.push((c.node, other, c.op)),
-            IdOperand::Constant(_) => return None,
-        }
-    }
+    let comparisons = pattern.node_comparisons()?;
     // The cycle as a sequence of pattern nodes: 0, a neighbour, on round.
     let mut cycle = [0usize; 4];
     for i in 1..4 {

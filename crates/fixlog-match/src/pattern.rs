@@ -150,6 +150,19 @@ impl Pattern {
         }
     }
 
+    /// The `WHERE` comparisons as `(node, other node, op)`, when every one compares two
+    /// pattern nodes (none a constant): the counting paths that depend only on the
+    /// order of the ids a match takes (cliques, 4-cycles) need that.
+    pub fn node_comparisons(&self) -> Option<Vec<(usize, usize, CompareOp)>> {
+        self.comparisons
+            .iter()
+            .map(|c| match c.operand {
+                IdOperand::Node(other) => Some((c.node, other, c.op)),
+                IdOperand::Constant(_) => None,
+            })
+            .collect()
+    }
+
     /// The names of the returned columns (empty for `count(*)`).
     pub fn columns(&self) -> Vec<String> {
         match &self.output {
