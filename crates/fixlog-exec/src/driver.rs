@@ -727,13 +727,19 @@ impl<B: Backend> Driver<'_, B> {
             .get_mut(rel)
             .ok_or_else(|| internal("the iteration counter's relation is missing"))?;
         *slot = relation;
+        self.drop_indexes(rel);
+        self.iteration = Some((rel, Some(k)));
+        Ok(())
+    }
+
+    /// Drops the indexes over `rel` (its full version was replaced or changed in
+    /// place: they are rebuilt when a pipeline next needs them).
+    fn drop_indexes(&mut self, rel: RelId) {
         for (id, spec) in self.plan.indexes.iter().enumerate() {
             if spec.rel == rel {
                 self.indexes[id] = None;
             }
         }
-        self.iteration = Some((rel, Some(k)));
-        Ok(())
     }
 
     /// `debug_delta` relations (`fixlog_logical::DebugDelta`): adds the delta of each
@@ -778,11 +784,7 @@ impl<B: Backend> Driver<'_, B> {
                 .get_mut(target)
                 .ok_or_else(|| internal("a `debug_delta` relation is missing"))?;
             *slot = b.merge(slot, &gained)?;
-            for (id, spec) in self.plan.indexes.iter().enumerate() {
-                if spec.rel == target {
-                    self.indexes[id] = None;
-                }
-            }
+            self.drop_indexes(target);
         }
         Ok(())
     }
@@ -1406,11 +1408,7 @@ impl<B: Backend> Driver<'_, B> {
                 self.delta[rel] = Some(self.backend.difference(&delta, &gone)?);
             }
             self.stats.phases.merge += t.elapsed();
-            for (id, spec) in self.plan.indexes.iter().enumerate() {
-                if spec.rel == rel {
-                    self.indexes[id] = None;
-                }
-            }
+            self.drop_indexes(rel);
         }
         Ok(())
     }
@@ -1429,11 +1427,7 @@ impl<B: Backend> Driver<'_, B> {
         if !lost.is_empty() {
             let lost = self.backend.relation_from_rows(arity, lost)?;
             self.full[rel] = self.backend.difference(&self.full[rel], &lost)?;
-            for (id, spec) in self.plan.indexes.iter().enumerate() {
-                if spec.rel == rel {
-                    self.indexes[id] = None;
-                }
-            }
+            self.drop_indexes(rel);
         }
         self.backend.relation_from_rows(arity, gained)
     }
