@@ -2,16 +2,19 @@
 //! the device's level-wise matcher (`fixlog_cuda::matching`), so counts and rows are
 //! the same as on the CPU, in the same order.
 //!
-//! A [`GpuMatcher`] holds a CUDA context and the device copies of the adjacencies the
-//! last pattern needed (kept while the next pattern needs the same ones, so many
-//! patterns on one graph upload it once); each pattern is planned on the host
-//! (candidate filters included), its steps translated and uploaded, and run.
+//! A [`GpuMatcher`] holds a CUDA context and one graph on the device (`OnDevice`):
+//! the adjacencies the last pattern needed, or the forward lists of the last clique
+//! count, kept while the next pattern needs the same (so many patterns on one graph
+//! send it once); each pattern is planned on the host (candidate filters included),
+//! its steps translated and uploaded, and run.
 //!
 //! A count of a clique pattern (the patterns [`Graph::count_path`] sends to the clique
 //! path, as the CPU's [`Graph::count_with`] decides: triangles, 4-cliques, ... under
 //! `iso`, with or without symmetry breaking) is not planned: the graph's forward lists
-//! in degree order ([`Graph::forward_by_degree`], the CPU's clique path builds the same
-//! ones) are uploaded as the one adjacency, and `k` steps are built directly (step 0:
+//! in degree order are built on the device from its edges
+//! ([`DeviceGraph::forward_by_degree`]; where the device has no room for that, the
+//! host builds them, [`Graph::forward_by_degree`] as the CPU's clique path does, and
+//! they are uploaded) as the one adjacency, and `k` steps are built directly (step 0:
 //! every node with at least `k - 1` forward neighbours; step `i`: the intersection of
 //! the forward lists of the nodes of steps `0..i`), whose matches are the `k`-cliques,
 //! each once; the count is that times `R`, as on the CPU.
@@ -38,20 +41,25 @@ fn gpu_error(e: CudaError) -> Error {
 /// A GPU to match on.
 pub struct GpuMatcher {
     gpu: Gpu,
-    /// The adjacencies on the device, in the order of `device`'s table.
-    uploaded: RefCell<Option<(Vec<Arc<Adjacency>>, DeviceGraph)>>,
-    /// The forward lists of the last clique count, built on the device.
-    forward: RefCell<Option<DeviceForward>>,
+    /// What is on the device: the adjacencies the last pattern needed, or the forward
+    /// lists of the last clique count (one at a time: switching gives the memory back
+    /// first).
+    resident: RefCell<Option<(OnDevice, DeviceGraph)>>,
     /// Where the time of the last pattern went.
     times: std::cell::Cell<MatchTimes>,
 }
 
-/// Forward lists in degree order on the device, of the graph numbered `graph`
-/// ([`Graph::instance`]), with their offsets (for the first step's candidates).
-struct DeviceForward {
-    graph: u64,
-    device: DeviceGraph,
-    offsets: Vec<u64>,
+/// What a [`DeviceGraph`] on the device holds.
+enum OnDevice {
+    /// These adjacencies (held, so their addresses cannot be reused), in the order of
+    /// the device's table. A graph, its degree-ordered copy (`Graph::degree_ordered`)
+    /// and its host forward lists (`Graph::forward_by_degree`) share no adjacency, so
+    /// a program on one never reuses another's device copy.
+    Lists(Vec<Arc<Adjacency>>),
+    /// The forward lists in degree order built on the device from the edges of the
+    /// graph numbered `graph` ([`Graph::instance`]), with their offsets (for the first
+    /// step's candidates).
+    Forward { graph: u64, offsets: Vec<u64> },
 }
 
 /// Where the time of a pattern run on the GPU went (`fixlog match --stats`).
@@ -88,8 +96,7 @@ impl GpuMatcher {
         let gpu = Gpu::new(0, memory_limit).map_err(gpu_error)?;
         Ok(GpuMatcher {
             gpu,
-            uploaded: RefCell::new(None),
-            forward: RefCell::new(None),
+            resident: RefCell::new(None),
             times: Default::default(),
         })
     }
@@ -107,20 +114,20 @@ impl GpuMatcher {
     /// The number of matches (as [`Graph::count_with`]).
     ///
     /// A clique pattern ([`Graph::count_path`]: the same decision as the CPU's) is
-    /// counted along the forward lists in degree order, see the module docs: that
-    /// uploads half the edges and builds no full adjacency on the host, which a plan
-    /// would (docs/gpu-results.md, round 13: of 0.56 s matching triangles of a 30M-edge
-    /// power-law graph, 0.31 s was the host building the undirected CSR at plan time).
+    /// counted along the forward lists in degree order, built on the device, see the
+    /// module docs: no full adjacency is built on the host, which a plan would
+    /// (docs/gpu-results.md, round 13: of 0.56 s matching triangles of a 30M-edge
+    /// power-law graph, 0.31 s was the host building the undirected CSR at plan time;
+    /// round 14: 0.29 s with the lists built on the device).
     ///
     /// Every other pattern, a 4-cycle that the CPU counts by wedges included, is
     /// planned and counted in id order: the degree-ordered copy that the CPU counts on
     /// where it may ([`Graph::count_order`]) made the GPU slower, not faster (round 11:
     /// triangles through the generic plan, 3.7 s in id order against 4.0 s plus 4.5 s
     /// of renumbering), so for those the device keeps the graph as loaded until a
-    /// measurement says otherwise. The device cache is keyed on the adjacencies held
-    /// (`Arc`s), the forward lists included, so a clique count and a planned count on
-    /// one graph each upload their own lists, and a second clique count reuses the
-    /// forward lists already there.
+    /// measurement says otherwise. What is on the device is kept by what it holds
+    /// (`OnDevice`), so a clique count and a planned count on one graph each send
+    /// their own, and a second clique count on the graph reuses the forward lists.
     pub fn count_with(
         &self,
         graph: &Graph,
@@ -218,12 +225,12 @@ impl GpuMatcher {
             });
             return Ok(0);
         }
-        let mut forward = self.forward.borrow_mut();
+        let mut resident = self.resident.borrow_mut();
+        let there = matches!(&*resident, Some((OnDevice::Forward { graph: g, .. }, _))
+            if *g == graph.instance());
         let mut sent = 0;
-        if forward.as_ref().is_none_or(|f| f.graph != graph.instance()) {
-            *forward = None;
-            // Give the device memory of other lists back first.
-            *self.uploaded.borrow_mut() = None;
+        if !there {
+            *resident = None; // give the device memory back first
             let pairs = graph.edge_pairs().ok_or_else(|| {
                 Error::Exec(ExecError::OutOfMemory(format!(
                     "host memory for the {} edges of the graph to copy to the GPU",
@@ -233,83 +240,75 @@ impl GpuMatcher {
             sent = std::mem::size_of_val(&pairs[..]);
             match DeviceGraph::forward_by_degree(&self.gpu, graph.node_count(), &pairs) {
                 Ok((device, offsets)) => {
-                    *forward = Some(DeviceForward {
+                    let key = OnDevice::Forward {
                         graph: graph.instance(),
-                        device,
                         offsets,
-                    });
+                    };
+                    *resident = Some((key, device));
                 }
                 Err(CudaError::OutOfMemory { .. }) => {
-                    drop(forward);
-                    return self.count_cliques_from_host(graph, k, factor, t);
+                    // The host's forward lists need less device memory than the build.
+                    drop(resident);
+                    let forward = Arc::clone(graph.forward_by_degree());
+                    let built = t.elapsed();
+                    let offsets = forward.csr().0;
+                    let steps = clique_steps(offsets.len() - 1, |u| offsets[u + 1] - offsets[u], k);
+                    self.note_clique_plan(t, built, false);
+                    return self.count_clique_steps(&steps, k, factor, |steps, uploading| {
+                        self.run_steps(
+                            graph.node_count(),
+                            vec![forward],
+                            steps,
+                            uploading,
+                            matching::count,
+                        )
+                    });
                 }
                 Err(e) => return Err(gpu_error(e)),
             }
         }
-        let Some(lists) = &*forward else {
+        let built = t.elapsed();
+        let Some((OnDevice::Forward { offsets, .. }, _)) = &*resident else {
             return Err(Error::Exec(ExecError::Backend(
                 "internal error: the forward lists are not on the device".into(),
             )));
         };
-        let built = t.elapsed();
-        let offsets = &lists.offsets;
         let steps = clique_steps(
             offsets.len() - 1,
             |u| (offsets[u + 1] - offsets[u]) as usize,
             k,
         );
-        self.times.set(MatchTimes {
-            plan: t.elapsed(),
-            forward_lists: Some(built),
-            forward_on_device: true,
-            ..MatchTimes::default()
-        });
-        if steps.first().is_none_or(|s| s.all_candidates.is_empty()) {
-            return Ok(0);
-        }
-        let uploading = Instant::now();
-        let program = DeviceProgram::upload(&self.gpu, &lists.device, &steps).map_err(gpu_error)?;
-        let upload = uploading.elapsed();
-        let running = Instant::now();
-        let cliques = matching::count(&self.gpu, &lists.device, &program).map_err(gpu_error)?;
-        self.times.set(MatchTimes {
-            upload,
-            uploaded_bytes: sent,
-            run: running.elapsed(),
-            ..self.times.get()
-        });
-        times_factor(cliques, k, factor)
+        self.note_clique_plan(t, built, true);
+        drop(resident);
+        self.count_clique_steps(&steps, k, factor, |steps, uploading| {
+            self.run_resident(steps, uploading, sent, matching::count)
+        })
     }
 
-    /// [`GpuMatcher::count_cliques`] along forward lists built on the host and
-    /// uploaded (less device memory than building them there).
-    fn count_cliques_from_host(
-        &self,
-        graph: &Graph,
-        k: usize,
-        factor: u64,
-        t: Instant,
-    ) -> Result<u64, Error> {
-        let forward = Arc::clone(graph.forward_by_degree());
-        let built = t.elapsed();
-        let offsets = forward.csr().0;
-        let steps = clique_steps(offsets.len() - 1, |u| offsets[u + 1] - offsets[u], k);
+    /// Notes the plan time of a clique count begun at `t`: building the forward lists
+    /// (`built`, on the device or the host) and the steps.
+    fn note_clique_plan(&self, t: Instant, built: Duration, on_device: bool) {
         self.times.set(MatchTimes {
             plan: t.elapsed(),
             forward_lists: Some(built),
+            forward_on_device: on_device,
             ..MatchTimes::default()
         });
+    }
+
+    /// `factor` times the matches of the clique `steps` (none when no node starts a
+    /// clique), counted by `run(steps, upload start)`.
+    fn count_clique_steps(
+        &self,
+        steps: &[StepProgram],
+        k: usize,
+        factor: u64,
+        run: impl FnOnce(&[StepProgram], Instant) -> Result<u64, Error>,
+    ) -> Result<u64, Error> {
         if steps.first().is_none_or(|s| s.all_candidates.is_empty()) {
             return Ok(0);
         }
-        let uploading = Instant::now();
-        let cliques = self.run_steps(
-            graph.node_count(),
-            vec![forward],
-            &steps,
-            uploading,
-            matching::count,
-        )?;
+        let cliques = run(steps, Instant::now())?;
         times_factor(cliques, k, factor)
     }
 
@@ -379,20 +378,16 @@ impl GpuMatcher {
         uploading: Instant,
         f: impl FnOnce(&Gpu, &DeviceGraph, &DeviceProgram) -> fixlog_cuda::Result<T>,
     ) -> Result<T, Error> {
-        let mut uploaded = self.uploaded.borrow_mut();
-        // The same adjacencies (held, so their addresses cannot be reused) of a graph
-        // of the same size: the device copy is still right. A graph, its
-        // degree-ordered copy (`Graph::degree_ordered`) and its forward lists
-        // (`Graph::forward_by_degree`) share no adjacency, so a program on one never
-        // reuses another's device copy.
-        let reuse = matches!(&*uploaded, Some((have, device))
+        let mut resident = self.resident.borrow_mut();
+        // The same adjacencies of a graph of the same size: the device copy is still
+        // right (see `OnDevice::Lists`).
+        let reuse = matches!(&*resident, Some((OnDevice::Lists(have), device))
             if device.node_count() == node_count
                 && have.len() == wanted.len()
                 && have.iter().zip(&wanted).all(|(a, b)| Arc::ptr_eq(a, b)));
         let mut uploaded_bytes = 0;
         if !reuse {
-            *uploaded = None; // give the device memory back first
-            *self.forward.borrow_mut() = None;
+            *resident = None; // give the device memory back first
             let offsets: Vec<Vec<u64>> = wanted
                 .iter()
                 .map(|a| a.csr().0.iter().map(|&o| o as u64).collect())
@@ -407,9 +402,24 @@ impl GpuMatcher {
                 .collect();
             let device = DeviceGraph::upload(&self.gpu, node_count, &refs).map_err(gpu_error)?;
             uploaded_bytes = device.bytes();
-            *uploaded = Some((wanted, device));
+            *resident = Some((OnDevice::Lists(wanted), device));
         }
-        let Some((_, device)) = &*uploaded else {
+        drop(resident);
+        self.run_resident(steps, uploading, uploaded_bytes, f)
+    }
+
+    /// Uploads `steps` for the graph on the device and runs `f` on them; notes the
+    /// upload time (from `uploading`, with `uploaded_bytes` sent for the graph) and the
+    /// run time.
+    fn run_resident<T>(
+        &self,
+        steps: &[StepProgram],
+        uploading: Instant,
+        uploaded_bytes: usize,
+        f: impl FnOnce(&Gpu, &DeviceGraph, &DeviceProgram) -> fixlog_cuda::Result<T>,
+    ) -> Result<T, Error> {
+        let resident = self.resident.borrow();
+        let Some((_, device)) = &*resident else {
             return Err(Error::BadInput(
                 "internal error: the graph is not on the device".into(),
             ));
