@@ -263,6 +263,15 @@ fn closure(facts: String) -> String {
     )
 }
 
+/// Same generation over the edges `facts`: two joins in a row.
+fn same_generation(facts: String) -> String {
+    format!(
+        ".decl e(x: number, y: number)\n.decl sg(x: number, y: number)\n.output sg\n\
+         sg(x, y) :- e(p, x), e(p, y), x != y.\n\
+         sg(x, y) :- e(a, x), sg(a, b), e(b, y).\n{facts}"
+    )
+}
+
 #[test]
 fn transitive_closure_in_pieces() {
     same_with_refusals(&closure(graph_facts(60, 150, 7)), 40);
@@ -272,13 +281,7 @@ fn transitive_closure_in_pieces() {
 fn same_generation_in_pieces() {
     // Two joins in a row: a refusal of the second splits its own input (the first join's
     // sorted output), one of the first splits the pipeline's.
-    let text = format!(
-        ".decl e(x: number, y: number)\n.decl sg(x: number, y: number)\n.output sg\n\
-         sg(x, y) :- e(p, x), e(p, y), x != y.\n\
-         sg(x, y) :- e(a, x), sg(a, b), e(b, y).\n{}",
-        graph_facts(40, 90, 11)
-    );
-    same_with_refusals(&text, 25);
+    same_with_refusals(&same_generation(graph_facts(40, 90, 11)), 25);
 }
 
 #[test]
@@ -289,12 +292,7 @@ fn cutting_the_first_join_does_not_repeat_the_second() {
     // into pieces deduplicated alone, the intermediate repeated tuples, and SG derived
     // up to 3.7 times as many on the GPU. `derived` itself is no measure here: the
     // CPU join drops repeats within a window, which smaller batches change.)
-    let text = format!(
-        ".decl e(x: number, y: number)\n.decl sg(x: number, y: number)\n.output sg\n\
-         sg(x, y) :- e(p, x), e(p, y), x != y.\n\
-         sg(x, y) :- e(a, x), sg(a, b), e(b, y).\n{}",
-        graph_facts(50, 160, 13)
-    );
+    let text = same_generation(graph_facts(50, 160, 13));
     let never = Refusing::new(usize::MAX);
     let plain = run(&never, &text);
     let refusing = Refusing::new(12);
