@@ -131,6 +131,10 @@ def main():
             print(line, flush=True)
             if best.get("peak_device_memory_where"):
                 print(f"    peak in use reached in: {best['peak_device_memory_where']}", flush=True)
+            ops = best.get("operators") or []
+            if ops:
+                print("    operators (calls, s): " + ", ".join(
+                    f"{o['name']} {o['calls']} {o['seconds']:.3f}" for o in ops[:7]), flush=True)
             rows.append(line)
     print(f"\n## fixlog run --backend {opt['--backend']} ({'outputs written' if output else '.printsize'})")
     print("| query | graph | size | count | iterations | evaluation s | driver s | process s "

@@ -131,7 +131,21 @@ pub struct RunStats {
     pub peak_spilled: Option<usize>,
     /// The CPU backend's memory budget and what it spilled to disk.
     pub host_memory: Option<HostMemoryStats>,
+    /// Where the backend's time went, by operator, most first (the GPU backend says:
+    /// the host's wall time of each call, waiting for the device included).
+    pub operators: Vec<OperatorTime>,
     pub total: Duration,
+}
+
+/// The calls of one kind of backend operator in a run (see [`RunStats::operators`]).
+#[derive(Clone, Debug, Default)]
+pub struct OperatorTime {
+    /// The operator (`join`, `sort_unique`, `merge`, ...).
+    pub name: &'static str,
+    pub calls: usize,
+    /// Input rows over all calls.
+    pub rows: usize,
+    pub time: Duration,
 }
 
 /// The CPU backend's memory: the bytes its budget counted (relations, indexes and
@@ -189,6 +203,10 @@ enum POp {
         rel: RelId,
         version: Version,
         code: usize,
+        /// Sort and deduplicate the output before the rest of the pipeline runs over
+        /// it in pieces: its first column is carried into the next join's output,
+        /// which the join after that gathers (see [`carried_first`]).
+        sort_output: bool,
     },
     Join {
         index: usize,
@@ -273,6 +291,7 @@ impl Lowering<'_> {
                             rel: *rel,
                             version: *version,
                             code,
+                            sort_output: false,
                         },
                         project.len(),
                     )
@@ -492,7 +511,16 @@ fn op_specs(plan: &Plan) -> ExecResult<(Vec<OpSpec>, LoweredStrata)> {
         let mut lower = |rules: &[RulePlan]| -> ExecResult<Vec<Vec<POp>>> {
             rules
                 .iter()
-                .map(|r| lowering.pipeline(&r.ops, None, true))
+                .map(|r| match carried_first(&r.ops) {
+                    Some(ops) => {
+                        let mut lowered = lowering.pipeline(&ops, None, true)?;
+                        if let Some(POp::Scan { sort_output, .. }) = lowered.first_mut() {
+                            *sort_output = true;
+                        }
+                        Ok(lowered)
+                    }
+                    None => lowering.pipeline(&r.ops, None, true),
+                })
                 .collect()
         };
         let init = lower(&stratum.init)?;
@@ -501,6 +529,73 @@ fn op_specs(plan: &Plan) -> ExecResult<(Vec<OpSpec>, LoweredStrata)> {
         strata.push((init, recursive, subsumptions));
     }
     Ok((lowering.specs, strata))
+}
+
+/// A rule's pipeline that scans, joins, and joins the deduplicated output of that
+/// join (`scan → join → join`, the shape of same-generation), rewritten so the scan's
+/// first column is one the first join carries into its output, or `None` where the
+/// pipeline has another shape or the first join carries no scanned column.
+///
+/// Why: the driver cuts the scan's output into pieces and gathers the first join's
+/// outputs over all pieces into one deduplicated set before the second join runs
+/// (`Driver::run_split`), flushing that set early when it outgrows the batch budget.
+/// With the scan's output sorted on a column that the first join's output carries,
+/// pieces hold disjoint ranges of that column, and so do their join outputs: a
+/// flushed set shares no tuple with what later pieces make (only a value cut between
+/// two pieces can repeat), so bounding the gathered set by the budget repeats no
+/// work of the second join. Without it, SG's gathered set (its `(x, b)` pairs) had to
+/// stay whole, and a small budget multiplied the second join's work.
+fn carried_first(ops: &[Op]) -> Option<Vec<Op>> {
+    let [Op::Scan {
+        rel,
+        version,
+        filters: scan_filters,
+        project: scanned,
+    }, Op::Join {
+        index,
+        version: join_version,
+        key,
+        filters,
+        project,
+    }, Op::Join { .. }, ..] = ops
+    else {
+        return None;
+    };
+    let arity = scanned.len();
+    let c = project
+        .iter()
+        .find_map(|e| e.as_col().filter(|&c| c < arity))?;
+    // The scan's column c first, the others after it in their order.
+    let moved = move |k: usize| match k {
+        k if k == c => 0,
+        k if k < c => k + 1,
+        k => k,
+    };
+    let input = |k: usize| if k < arity { moved(k) } else { k };
+    let mut reordered = vec![scanned[c].clone()];
+    reordered.extend(
+        scanned
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| k != c)
+            .map(|(_, e)| e.clone()),
+    );
+    let mut out = Vec::with_capacity(ops.len());
+    out.push(Op::Scan {
+        rel: *rel,
+        version: *version,
+        filters: scan_filters.clone(),
+        project: reordered,
+    });
+    out.push(Op::Join {
+        index: *index,
+        version: *join_version,
+        key: key.iter().map(|e| e.map_columns(&input)).collect(),
+        filters: filters.iter().map(|f| f.map_columns(&input)).collect(),
+        project: project.iter().map(|e| e.map_columns(&input)).collect(),
+    });
+    out.extend(ops[2..].iter().cloned());
+    Some(out)
 }
 
 /// Every operator of `plan` as the backend is asked to prepare it, in plan order (for
@@ -515,10 +610,14 @@ pub fn plan_op_specs(plan: &Plan) -> ExecResult<Vec<OpSpec>> {
 #[derive(Clone, Copy, Debug)]
 enum Level {
     /// The operators after the pipeline's first: pieces start at `first_piece_rows`
-    /// and adapt to the largest batch made, against `max_batch_rows`.
+    /// and adapt to the largest batch made, against `max_batch_rows`. `sort_on_cut`:
+    /// sort and deduplicate the input before it is first cut into pieces (a scan
+    /// whose first column the next join carries: see [`carried_first`]); an input
+    /// that runs whole needs no order.
     Top {
         first_piece_rows: usize,
         max_batch_rows: usize,
+        sort_on_cut: bool,
     },
     /// Further down: a batch runs whole unless its operator asks for smaller pieces or
     /// runs out of memory.
@@ -1012,6 +1111,13 @@ impl<B: Backend> Driver<'_, B> {
         let top = Level::Top {
             first_piece_rows: budget.first_piece_rows.max(1),
             max_batch_rows: budget.max_batch_rows.max(1),
+            sort_on_cut: matches!(
+                first.first(),
+                Some(POp::Scan {
+                    sort_output: true,
+                    ..
+                })
+            ),
         };
         self.run_split(rule.head, rest, remaining, top, acc, only_new)
             .map(|_| ())
@@ -1065,19 +1171,27 @@ impl<B: Backend> Driver<'_, B> {
         } else {
             usize::MAX
         };
-        let mut piece_rows = match level {
+        let (mut piece_rows, mut sort_on_cut) = match level {
             Level::Top {
-                first_piece_rows, ..
-            } => first_piece_rows,
-            Level::Below => usize::MAX,
+                first_piece_rows,
+                sort_on_cut,
+                ..
+            } => (first_piece_rows, sort_on_cut),
+            Level::Below => (usize::MAX, false),
         };
         let mut peak = 0;
         // Pieces still to run, the next on top; the bottom one is the unsplit rest.
         let mut pending = vec![input];
-        while let Some(top) = pending.pop() {
-            let len = b.batch_len(&top);
+        while let Some(mut top) = pending.pop() {
+            let mut len = b.batch_len(&top);
             if len == 0 {
                 continue;
+            }
+            if len > piece_rows && sort_on_cut {
+                // The first cut, so `top` is the whole input: order it first.
+                sort_on_cut = false;
+                top = b.relation_batch(&b.sort_unique(top)?)?;
+                len = b.batch_len(&top);
             }
             let piece = if len > piece_rows {
                 let (piece, rest_rows) = b
@@ -1128,11 +1242,10 @@ impl<B: Backend> Driver<'_, B> {
                     pending.push(piece);
                 }
                 Err(ExecError::OutOfMemory(_)) if n > 1 => {
-                    // Run it again in two halves, and go on smaller.
+                    // Run it again in two halves (cut at the top of the loop), and go
+                    // on smaller.
                     self.stats.memory_retries += 1;
-                    let (left, right) = b.split_batch(piece, n / 2)?;
-                    pending.push(right);
-                    pending.push(left);
+                    pending.push(piece);
                     piece_rows = (n / 2).max(1);
                 }
                 Err(ExecError::OutOfMemory(why)) if matches!(level, Level::Top { .. }) => {
@@ -1305,6 +1418,7 @@ impl<B: Backend> Driver<'_, B> {
                 rel,
                 version,
                 code: c,
+                ..
             } => {
                 let relation = match version {
                     Version::Full => &self.full[*rel],

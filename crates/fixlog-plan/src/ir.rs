@@ -66,6 +66,29 @@ impl PExpr {
             _ => None,
         }
     }
+
+    /// This expression reading column `f(c)` wherever it reads column `c`.
+    pub fn map_columns(&self, f: &dyn Fn(usize) -> usize) -> PExpr {
+        match self {
+            PExpr::Col(c) => PExpr::Col(f(*c)),
+            PExpr::Const(v) => PExpr::Const(*v),
+            PExpr::Unary { op, ty, arg } => PExpr::Unary {
+                op: *op,
+                ty: *ty,
+                arg: Box::new(arg.map_columns(f)),
+            },
+            PExpr::Binary { op, ty, lhs, rhs } => PExpr::Binary {
+                op: *op,
+                ty: *ty,
+                lhs: Box::new(lhs.map_columns(f)),
+                rhs: Box::new(rhs.map_columns(f)),
+            },
+            PExpr::Functor { func, args } => PExpr::Functor {
+                func: *func,
+                args: args.iter().map(|a| a.map_columns(f)).collect(),
+            },
+        }
+    }
 }
 
 /// A condition a joined tuple must satisfy.
@@ -82,6 +105,29 @@ pub enum Cond {
         args: Vec<PExpr>,
         negated: bool,
     },
+}
+
+impl Cond {
+    /// This condition reading column `f(c)` wherever it reads column `c`.
+    pub fn map_columns(&self, f: &dyn Fn(usize) -> usize) -> Cond {
+        match self {
+            Cond::Compare { op, ty, lhs, rhs } => Cond::Compare {
+                op: *op,
+                ty: *ty,
+                lhs: lhs.map_columns(f),
+                rhs: rhs.map_columns(f),
+            },
+            Cond::Predicate {
+                pred,
+                args,
+                negated,
+            } => Cond::Predicate {
+                pred: *pred,
+                args: args.iter().map(|a| a.map_columns(f)).collect(),
+                negated: *negated,
+            },
+        }
+    }
 }
 
 /// A relation stored sorted in `order` (a permutation of its columns) with a hash index

@@ -673,6 +673,21 @@ fn stats_text(
         p.unload.as_secs_f64(),
         write.as_secs_f64()
     ));
+    if !stats.operators.is_empty() {
+        s.push_str(
+            "backend operators (calls, input rows, seconds; waiting for the device included):
+",
+        );
+        for op in &stats.operators {
+            s.push_str(&format!(
+                "  {:<20} {:>8} {:>14} {:>9.4}\n",
+                op.name,
+                op.calls,
+                op.rows,
+                op.time.as_secs_f64()
+            ));
+        }
+    }
     s
 }
 
@@ -718,6 +733,12 @@ fn stats_json(
         "driver_seconds": stats.total.as_secs_f64(),
         "evaluation_seconds": stats.strata.iter().map(|s| s.time.as_secs_f64()).sum::<f64>(),
         "derived": stats.derived,
+        "operators": stats.operators.iter().map(|op| serde_json::json!({
+            "name": op.name,
+            "calls": op.calls,
+            "rows": op.rows,
+            "seconds": op.time.as_secs_f64(),
+        })).collect::<Vec<_>>(),
         "strata": stats.strata.iter().map(|st| serde_json::json!({
             "relations": st.relations,
             "recursive": st.recursive,

@@ -32,7 +32,7 @@ pub use storage::{CudaBatch, CudaIndex, CudaRelation};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use fixlog_cpu::CpuBackend;
-use fixlog_exec::driver::{self, DriverOptions, RunResult, Tuples};
+use fixlog_exec::driver::{self, DriverOptions, OperatorTime, RunResult, Tuples};
 use fixlog_exec::{Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget};
 use fixlog_logical::{Program, SymbolTable, Value};
 use fixlog_plan::Plan;
@@ -80,6 +80,9 @@ pub fn run(
     result.stats.peak_memory_in_use = Some(used);
     result.stats.peak_memory_where = backend.peak_memory_where();
     result.stats.peak_spilled = Some(backend.gpu.host_mapped_bytes().1);
+    let mut times = backend.op_times.take();
+    times.sort_by_key(|t| std::cmp::Reverse(t.time));
+    result.stats.operators = times;
     Ok(result)
 }
 
@@ -130,6 +133,10 @@ pub struct CudaBackend {
     pub(crate) runs: std::cell::RefCell<Vec<(std::rc::Weak<DevRows>, usize)>>,
     /// The operator during which device memory in use last reached a new peak.
     peak_at: std::cell::Cell<Option<PeakAt>>,
+    /// Calls, input rows and time of each operator (outermost calls only), for
+    /// `--stats`; and how deep the operator now running is nested.
+    op_times: std::cell::RefCell<Vec<OperatorTime>>,
+    depth: std::cell::Cell<usize>,
 }
 
 /// Where the device memory in use reached its peak: the operator, the rows of its
@@ -142,7 +149,8 @@ struct PeakAt {
     peak: usize,
 }
 
-/// Notes the operator in [`CudaBackend::peak_at`] when the peak rose while it ran.
+/// Notes the operator in [`CudaBackend::peak_at`] when the peak rose while it ran,
+/// and its time in [`CudaBackend::op_times`].
 pub(crate) struct PeakWatch<'a> {
     backend: &'a CudaBackend,
     op: &'static str,
@@ -150,10 +158,30 @@ pub(crate) struct PeakWatch<'a> {
     in_use_before: usize,
     /// The peak when the operator began.
     peak_before: usize,
+    started: std::time::Instant,
 }
 
 impl Drop for PeakWatch<'_> {
     fn drop(&mut self) {
+        let depth = self.backend.depth.get().saturating_sub(1);
+        self.backend.depth.set(depth);
+        if depth == 0 {
+            let took = self.started.elapsed();
+            let mut times = self.backend.op_times.borrow_mut();
+            match times.iter_mut().find(|t| t.name == self.op) {
+                Some(t) => {
+                    t.calls += 1;
+                    t.rows += self.rows;
+                    t.time += took;
+                }
+                None => times.push(OperatorTime {
+                    name: self.op,
+                    calls: 1,
+                    rows: self.rows,
+                    time: took,
+                }),
+            }
+        }
         let peak = self.backend.gpu.pool_stats().peak_in_use;
         if peak > self.peak_before {
             self.backend.peak_at.set(Some(PeakAt {
@@ -185,6 +213,8 @@ impl CudaBackend {
             host,
             runs: std::cell::RefCell::new(Vec::new()),
             peak_at: std::cell::Cell::new(None),
+            op_times: std::cell::RefCell::new(Vec::new()),
+            depth: std::cell::Cell::new(0),
         })
     }
 
@@ -203,12 +233,14 @@ impl CudaBackend {
     pub(crate) fn enter(&self, op: &'static str, rows: usize) -> ExecResult<PeakWatch<'_>> {
         self.make_room().map_err(exec_error)?;
         let s = self.gpu.pool_stats();
+        self.depth.set(self.depth.get() + 1);
         Ok(PeakWatch {
             backend: self,
             op,
             rows,
             in_use_before: s.in_use,
             peak_before: s.peak_in_use,
+            started: std::time::Instant::now(),
         })
     }
 
@@ -297,10 +329,13 @@ impl CudaBackend {
 const BATCH_MIN_BYTES: usize = 32 << 20;
 /// And never larger (2^27 rows of two columns). Bounding batches by a share of the
 /// relations instead (so that small dense graphs peak at their relations plus a
-/// half) was measured and dropped twice: 1.5x the time of TC, up to 6x of SG
-/// (docs/gpu-results.md, round 12), and with the first join's pieces gathered (no
+/// half) was measured and dropped three times: 1.5x the time of TC, up to 6x of SG
+/// (docs/gpu-results.md, round 12); with the first join's pieces gathered (no
 /// repeated work) still 1.3-4x of SG and 1.3x of TC for peaks that stayed above the
-/// aim (round 14).
+/// aim (round 14); with the pieces in the order of a carried column (round 15) 1.6-3x
+/// of TC and SG at a quarter, and the peaks still above the aim, held by the full
+/// relation merged beside its new run (the run policy's cap applies only where
+/// memory is short: `sets::runs_policy`).
 const BATCH_MAX_BYTES: usize = 1 << 30;
 
 fn wrong_code(op: &str, code: &CudaCode) -> ExecError {
