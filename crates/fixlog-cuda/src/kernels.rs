@@ -109,6 +109,9 @@ pub const KERNELS: &[KernelModule] = &[
             "fwd_pairs",
             "fwd_offsets",
             "fwd_targets",
+            "fwd_longest",
+            "tri_count",
+            "clique4_count",
         ],
     },
     KernelModule {

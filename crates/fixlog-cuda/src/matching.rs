@@ -15,8 +15,21 @@
 //!
 //! This module knows nothing of patterns: the caller (the `fixlog` crate) translates a
 //! `fixlog_match::Plan` into [`StepProgram`]s over [`AdjacencyRef`]s, or, for a clique
-//! count, uploads the graph's forward lists in degree order as the one adjacency and
-//! builds steps that intersect them directly.
+//! count, builds the graph's forward lists in degree order on the device
+//! ([`DeviceGraph::forward_by_degree`]) as the one adjacency and counts along them.
+//!
+//! Triangles and 4-cliques along forward lists have kernels of their own
+//! ([`count_cliques_forward`]: `tri_count`, `clique4_count` in `kernels/match.cu`): the
+//! level-wise program would write every forward edge as a row of level 1 (30M rows on a
+//! 30M-edge graph) only to count each row's extensions by a warp that, for the usual
+//! short list, leaves most lanes idle. The kernels read the forward CSR directly: a warp
+//! takes 32 consecutive forward edges `(u, v)` (sources by binary search in the
+//! offsets), intersects the part of `u`'s list after `v` with `v`'s list (the shorter
+//! binary-searched in the longer), and runs the items of all 32 intersections
+//! flattened, 32 at a time, so a warp's lanes stay busy whatever the lengths; a
+//! 4-clique count writes each edge's intersection to shared memory and intersects it,
+//! the same way, with the lists of its members. Warps of a resident grid stride over
+//! the chunks; one atomic add per block. Other `k` run the clique steps level-wise.
 
 use crate::error::Result;
 use crate::gpu::{DevBuf, Gpu};
@@ -46,6 +59,8 @@ pub struct DeviceGraph {
     node_count: usize,
     /// Per adjacency: offsets and targets.
     lists: Vec<(DevBuf, DevBuf)>,
+    /// Per adjacency: the number of targets (the last offset).
+    edges: Vec<usize>,
     /// The `MAdj` table the kernels read.
     table: DevBuf,
 }
@@ -65,13 +80,22 @@ impl DeviceGraph {
             gpu.htod(off.ptr(), a.offsets)?;
             let tgt = gpu.alloc(a.targets.len().max(1) * 4)?;
             gpu.htod(tgt.ptr(), a.targets)?;
-            lists.push((off, tgt));
+            lists.push((off, tgt, a.targets.len()));
         }
         DeviceGraph::from_lists(gpu, node_count, lists)
     }
 
-    /// A graph of adjacencies already in device memory (offsets, targets).
-    fn from_lists(gpu: &Gpu, node_count: usize, lists: Vec<(DevBuf, DevBuf)>) -> Result<Self> {
+    /// A graph of adjacencies already in device memory (offsets, targets, the number
+    /// of targets).
+    fn from_lists(
+        gpu: &Gpu,
+        node_count: usize,
+        lists: Vec<(DevBuf, DevBuf, usize)>,
+    ) -> Result<Self> {
+        let (lists, edges): (Vec<(DevBuf, DevBuf)>, Vec<usize>) = lists
+            .into_iter()
+            .map(|(off, tgt, edges)| ((off, tgt), edges))
+            .unzip();
         let table: Vec<u64> = lists
             .iter()
             .flat_map(|(off, tgt)| [off.ptr(), tgt.ptr()])
@@ -81,6 +105,7 @@ impl DeviceGraph {
         Ok(DeviceGraph {
             node_count,
             lists,
+            edges,
             table: t,
         })
     }
@@ -194,7 +219,7 @@ impl DeviceGraph {
             tgt.ptr()
         );
         drop(pairs);
-        let graph = DeviceGraph::from_lists(gpu, n, vec![(off, tgt)])?;
+        let graph = DeviceGraph::from_lists(gpu, n, vec![(off, tgt, kept)])?;
         Ok((graph, offsets))
     }
 
@@ -496,6 +521,109 @@ pub fn list(
     run(gpu, graph, program, &mut sink)
 }
 
+/// Words of one warp's intersection in shared memory in `clique4_count` (`C4_SHARED`
+/// in `kernels/match.cu`): a longer forward list needs scratch in device memory.
+const C4_SHARED: usize = 512;
+
+/// Whether [`count_cliques_forward`] has a kernel for `k`-cliques.
+pub fn has_clique_kernel(k: usize) -> bool {
+    matches!(k, 3 | 4)
+}
+
+/// The number of `k`-cliques along forward lists: adjacency 0 of `graph` must hold, in
+/// rank numbering, every node's neighbours above it, sorted and duplicate-free (as
+/// [`DeviceGraph::forward_by_degree`] builds them), so every clique is found once, at
+/// its lowest node. Counted by a dedicated kernel (`kernels/match.cu`: `tri_count` for
+/// `k = 3`, `clique4_count` for `k = 4`) that never materializes a level of partial
+/// matches, unlike [`count`] over clique steps; `None` for a `k` without one (the
+/// caller runs the level-wise program).
+pub fn count_cliques_forward(gpu: &Gpu, graph: &DeviceGraph, k: usize) -> Result<Option<u64>> {
+    let name = match k {
+        3 => "tri_count",
+        4 => "clique4_count",
+        _ => return Ok(None),
+    };
+    let (Some((off, tgt)), Some(&edges)) = (graph.lists.first(), graph.edges.first()) else {
+        return Err(CudaError::Invalid(
+            "a clique count on a graph without forward lists".into(),
+        ));
+    };
+    if edges == 0 {
+        return Ok(Some(0));
+    }
+    let n = to_u32(graph.node_count, "node count")?;
+    let f = gpu.function(MATCH, "", name)?;
+    // A resident grid: warps stride over the chunks of 32 edges.
+    let grid = gpu.resident_grid(&f, edges.div_ceil(BLOCK as usize))?;
+    let total = gpu.alloc(8)?;
+    gpu.memset8(total.ptr(), 0, 8)?;
+    if k == 3 {
+        launch!(
+            gpu,
+            f,
+            grid,
+            BLOCK,
+            off.ptr(),
+            tgt.ptr(),
+            n,
+            edges as u64,
+            total.ptr()
+        );
+    } else {
+        let longest = longest_list(gpu, off, graph.node_count)?;
+        // Scratch for an intersection too long for shared memory: one slice of the
+        // longest list's length per warp of the grid, only when some list is that long.
+        let scratch = if longest > C4_SHARED {
+            let words = grid
+                .checked_mul(WARPS_PER_BLOCK * longest)
+                .ok_or_else(|| CudaError::Invalid("clique scratch size overflows".into()))?;
+            Some(gpu.alloc(words * 4)?)
+        } else {
+            None
+        };
+        launch!(
+            gpu,
+            f,
+            grid,
+            BLOCK,
+            off.ptr(),
+            tgt.ptr(),
+            n,
+            edges as u64,
+            scratch.as_ref().map_or(0, |s| s.ptr()),
+            to_u32(longest, "longest list")?,
+            total.ptr()
+        );
+    }
+    let got = gpu.dtoh::<u64>(total.ptr(), 1)?;
+    got.first()
+        .copied()
+        .map(Some)
+        .ok_or_else(|| CudaError::Invalid("internal error: an empty read".into()))
+}
+
+/// The length of the longest of the `node_count` lists whose offsets are at `off`.
+fn longest_list(gpu: &Gpu, off: &DevBuf, node_count: usize) -> Result<usize> {
+    let out = gpu.alloc(4)?;
+    gpu.memset8(out.ptr(), 0, 4)?;
+    let grid = node_count
+        .div_ceil(BLOCK as usize)
+        .min(gpu.sm_count() as usize * 8);
+    launch!(
+        gpu,
+        gpu.function(MATCH, "", "fwd_longest")?,
+        grid,
+        BLOCK,
+        off.ptr(),
+        node_count as u64,
+        out.ptr()
+    );
+    let got = gpu.dtoh::<u32>(out.ptr(), 1)?;
+    got.first()
+        .map(|&l| l as usize)
+        .ok_or_else(|| CudaError::Invalid("internal error: an empty read".into()))
+}
+
 fn run(gpu: &Gpu, graph: &DeviceGraph, program: &DeviceProgram, sink: &mut Sink) -> Result<()> {
     if program.steps.is_empty() {
         return Ok(());
@@ -636,4 +764,226 @@ fn descend(
         first = end;
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    //! Host mirrors of `tri_count` and `clique4_count` (`kernels/match.cu`): the same
+    //! split into edges, shorter-list items and flattened warp rounds (the owner lane of
+    //! an item found by the kernel's search over the scan), against brute force.
+
+    /// `c_hits` for one warp: lane `l` looks up each element of `lanes[l].0` in the
+    /// sorted `lanes[l].1`; the items are run flattened in rounds of 32, each by the
+    /// owner lane the kernel's 5-step search finds. The hits of the warp.
+    fn warp_hits(lanes: &[(&[u32], &[u32])]) -> u64 {
+        assert!(lanes.len() <= 32);
+        let cnt: Vec<u32> = (0..32)
+            .map(|l| lanes.get(l).map_or(0, |(a, _)| a.len() as u32))
+            .collect();
+        let inc: Vec<u32> = cnt
+            .iter()
+            .scan(0, |s, &c| {
+                *s += c;
+                Some(*s)
+            })
+            .collect();
+        let items = inc[31];
+        let mut hits = 0;
+        let mut ran = 0;
+        for base in (0..items).step_by(32) {
+            for lane in 0..32 {
+                let j = base + lane;
+                let mut o = 0usize;
+                for s in [16, 8, 4, 2, 1] {
+                    if inc[o + s - 1] <= j {
+                        o += s;
+                    }
+                }
+                assert!(o < 32);
+                if j < items {
+                    let k = (j - (inc[o] - cnt[o])) as usize;
+                    let (a, b) = lanes[o];
+                    assert!(k < a.len(), "item {j} given to lane {o} past its list");
+                    hits += u64::from(b.binary_search(&a[k]).is_ok());
+                    ran += 1;
+                }
+            }
+        }
+        assert_eq!(ran, items);
+        hits
+    }
+
+    /// `c_source` and `c_edge`: edge `e`'s (shorter, longer) of (tail after `v` in
+    /// `N+(u)`, `N+(v)`).
+    fn edge_lists<'a>(off: &[u64], tgt: &'a [u32], e: usize) -> (&'a [u32], &'a [u32]) {
+        let n = off.len() - 1;
+        let (mut lo, mut hi) = (0usize, n);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if off[mid] as usize <= e {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let u = lo;
+        assert!(off[u] as usize <= e && e < off[u + 1] as usize);
+        let tail = &tgt[e + 1..off[u + 1] as usize];
+        let v = tgt[e] as usize;
+        let nv = &tgt[off[v] as usize..off[v + 1] as usize];
+        if tail.len() <= nv.len() {
+            (tail, nv)
+        } else {
+            (nv, tail)
+        }
+    }
+
+    fn tri_count(off: &[u64], tgt: &[u32]) -> u64 {
+        let mut total = 0;
+        for base in (0..tgt.len()).step_by(32) {
+            let lanes: Vec<(&[u32], &[u32])> = (base..tgt.len().min(base + 32))
+                .map(|e| edge_lists(off, tgt, e))
+                .collect();
+            total += warp_hits(&lanes);
+        }
+        total
+    }
+
+    fn clique4_count(off: &[u64], tgt: &[u32]) -> u64 {
+        let list = |w: u32| &tgt[off[w as usize] as usize..off[w as usize + 1] as usize];
+        let mut total = 0;
+        for e in 0..tgt.len() {
+            let (a, b) = edge_lists(off, tgt, e);
+            if a.len() < 2 {
+                continue;
+            }
+            let set: Vec<u32> = a
+                .iter()
+                .copied()
+                .filter(|x| b.binary_search(x).is_ok())
+                .collect();
+            for p0 in (0..set.len().saturating_sub(1)).step_by(32) {
+                let lanes: Vec<(&[u32], &[u32])> = (p0..(p0 + 32).min(set.len() - 1))
+                    .map(|p| {
+                        let after = &set[p + 1..];
+                        let nw = list(set[p]);
+                        if after.len() <= nw.len() {
+                            (after, nw)
+                        } else {
+                            (nw, after)
+                        }
+                    })
+                    .collect();
+                total += warp_hits(&lanes);
+            }
+        }
+        total
+    }
+
+    /// Forward lists of an undirected simple graph in the order `rank` (node `u`'s list:
+    /// its neighbours of higher rank, in rank numbering, ascending).
+    fn forward(n: usize, edges: &[(usize, usize)], rank: &[usize]) -> (Vec<u64>, Vec<u32>) {
+        let mut lists = vec![Vec::new(); n];
+        for &(a, b) in edges {
+            let (ra, rb) = (rank[a], rank[b]);
+            if ra != rb {
+                lists[ra.min(rb)].push(ra.max(rb) as u32);
+            }
+        }
+        let mut off = vec![0u64];
+        let mut tgt = Vec::new();
+        for l in &mut lists {
+            l.sort_unstable();
+            l.dedup();
+            tgt.extend_from_slice(l);
+            off.push(tgt.len() as u64);
+        }
+        (off, tgt)
+    }
+
+    fn brute_force(n: usize, edges: &[(usize, usize)], k: usize) -> u64 {
+        let mut joined = vec![vec![false; n]; n];
+        for &(a, b) in edges {
+            if a != b {
+                joined[a][b] = true;
+                joined[b][a] = true;
+            }
+        }
+        fn grow(joined: &[Vec<bool>], candidates: &[usize], left: usize) -> u64 {
+            if left == 0 {
+                return 1;
+            }
+            let mut total = 0;
+            for (i, &v) in candidates.iter().enumerate() {
+                let next: Vec<usize> = candidates[i + 1..]
+                    .iter()
+                    .copied()
+                    .filter(|&w| joined[v][w])
+                    .collect();
+                total += grow(joined, &next, left - 1);
+            }
+            total
+        }
+        grow(&joined, &(0..n).collect::<Vec<_>>(), k)
+    }
+
+    /// Random graphs (self-loops, repeats, sometimes a hub joined to most nodes, so
+    /// lists run past a warp and items past many rounds), in degree order and in a
+    /// random order: the mirrors count the brute force's triangles and 4-cliques.
+    #[test]
+    fn the_clique_kernels_split_of_the_work_counts_every_clique_once() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut below = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n.max(1) as u64) as usize
+        };
+        let mut found = [0u64; 2];
+        for case in 0..300 {
+            let n = below(if case % 10 == 9 { 120 } else { 40 }) + usize::from(case % 7 != 0);
+            let percent = [5, 20, 50, 90][below(4)];
+            let hub = (case % 3 == 0 && n > 0).then(|| below(n));
+            let mut edges = Vec::new();
+            for a in 0..n {
+                for b in a..n {
+                    let p = if hub == Some(a) || hub == Some(b) {
+                        95
+                    } else {
+                        percent
+                    };
+                    if below(100) < p && (a != b || below(10) == 0) {
+                        edges.push((a, b));
+                        if below(5) == 0 {
+                            edges.push((b, a));
+                        }
+                    }
+                }
+            }
+            let mut degree = vec![0usize; n];
+            for &(a, b) in &edges {
+                degree[a] += 1;
+                degree[b] += 1;
+            }
+            let mut by_degree: Vec<usize> = (0..n).collect();
+            by_degree.sort_by_key(|&u| (degree[u], u));
+            let mut shuffled: Vec<usize> = (0..n).collect();
+            for i in (1..n).rev() {
+                shuffled.swap(i, below(i + 1));
+            }
+            let mut rank = vec![0; n];
+            for order in [by_degree, shuffled] {
+                for (r, &u) in order.iter().enumerate() {
+                    rank[u] = r;
+                }
+                let (off, tgt) = forward(n, &edges, &rank);
+                let (t, q) = (brute_force(n, &edges, 3), brute_force(n, &edges, 4));
+                assert_eq!(tri_count(&off, &tgt), t, "triangles, case {case}");
+                assert_eq!(clique4_count(&off, &tgt), q, "4-cliques, case {case}");
+                found[0] += t;
+                found[1] += q;
+            }
+        }
+        assert!(found[0] > 10_000 && found[1] > 10_000, "{found:?}");
+    }
 }

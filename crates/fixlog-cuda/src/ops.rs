@@ -574,7 +574,11 @@ impl Gpu {
 
     /// Blocks of 256 threads of `f` that are resident at once on the whole
     /// device (at most `tiles`): the grid of a persistent kernel.
-    fn resident_grid(&self, f: &cudarc::driver::CudaFunction, tiles: usize) -> Result<usize> {
+    pub(crate) fn resident_grid(
+        &self,
+        f: &cudarc::driver::CudaFunction,
+        tiles: usize,
+    ) -> Result<usize> {
         let per_sm = f
             .occupancy_max_active_blocks_per_multiprocessor(256, 0, None)
             .map_err(|e| CudaError::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;

@@ -14,10 +14,13 @@
 //! in degree order are built on the device from its edges
 //! ([`DeviceGraph::forward_by_degree`]; where the device has no room for that, the
 //! host builds them, [`Graph::forward_by_degree`] as the CPU's clique path does, and
-//! they are uploaded) as the one adjacency, and `k` steps are built directly (step 0:
-//! every node with at least `k - 1` forward neighbours; step `i`: the intersection of
-//! the forward lists of the nodes of steps `0..i`), whose matches are the `k`-cliques,
-//! each once; the count is that times `R`, as on the CPU.
+//! they are uploaded) as the one adjacency. Triangles and 4-cliques are counted along
+//! them by kernels of their own ([`matching::count_cliques_forward`]: edge-parallel
+//! intersections of forward lists, no level of partial matches written); for other
+//! `k`, `k` steps are built directly (step 0: every node with at least `k - 1` forward
+//! neighbours; step `i`: the intersection of the forward lists of the nodes of steps
+//! `0..i`), whose matches are the `k`-cliques, each once, and run level-wise. The count
+//! is the cliques times `R`, as on the CPU.
 
 use super::{CountPath, Graph, Pattern, Semantics};
 use crate::Error;
@@ -213,7 +216,9 @@ impl GpuMatcher {
     /// the forward lists in degree order (see the module docs), built on the device
     /// from the edges ([`DeviceGraph::forward_by_degree`]) and kept there for the next
     /// clique count on the same graph. Where the device has no room to build them, the
-    /// host builds them ([`Graph::forward_by_degree`]) and they are uploaded.
+    /// host builds them ([`Graph::forward_by_degree`]) and they are uploaded. Triangles
+    /// and 4-cliques by the dedicated kernels (no steps built, `plan` is the lists'
+    /// build), other `k` by the clique steps.
     fn count_cliques(&self, graph: &Graph, k: usize, factor: u64) -> Result<u64, Error> {
         let t = Instant::now();
         if factor == 0 {
@@ -251,6 +256,13 @@ impl GpuMatcher {
                     drop(resident);
                     let forward = Arc::clone(graph.forward_by_degree());
                     let built = t.elapsed();
+                    if matching::has_clique_kernel(k) {
+                        self.note_clique_plan(t, built, false);
+                        let uploading = Instant::now();
+                        let sent = self.hold_lists(graph.node_count(), vec![forward])?;
+                        let cliques = self.count_resident_cliques(k, uploading, sent)?;
+                        return times_factor(cliques, k, factor);
+                    }
                     let offsets = forward.csr().0;
                     let steps = clique_steps(offsets.len() - 1, |u| offsets[u + 1] - offsets[u], k);
                     self.note_clique_plan(t, built, false);
@@ -268,6 +280,12 @@ impl GpuMatcher {
             }
         }
         let built = t.elapsed();
+        if matching::has_clique_kernel(k) {
+            self.note_clique_plan(t, built, true);
+            drop(resident);
+            let cliques = self.count_resident_cliques(k, Instant::now(), sent)?;
+            return times_factor(cliques, k, factor);
+        }
         let Some((OnDevice::Forward { offsets, .. }, _)) = &*resident else {
             return Err(Error::Exec(ExecError::Backend(
                 "internal error: the forward lists are not on the device".into(),
@@ -378,6 +396,13 @@ impl GpuMatcher {
         uploading: Instant,
         f: impl FnOnce(&Gpu, &DeviceGraph, &DeviceProgram) -> fixlog_cuda::Result<T>,
     ) -> Result<T, Error> {
+        let uploaded_bytes = self.hold_lists(node_count, wanted)?;
+        self.run_resident(steps, uploading, uploaded_bytes, f)
+    }
+
+    /// Uploads `wanted` (adjacencies over `node_count` nodes) as the graph on the
+    /// device unless they are there already; returns the bytes uploaded.
+    fn hold_lists(&self, node_count: usize, wanted: Vec<Arc<Adjacency>>) -> Result<usize, Error> {
         let mut resident = self.resident.borrow_mut();
         // The same adjacencies of a graph of the same size: the device copy is still
         // right (see `OnDevice::Lists`).
@@ -404,8 +429,39 @@ impl GpuMatcher {
             uploaded_bytes = device.bytes();
             *resident = Some((OnDevice::Lists(wanted), device));
         }
-        drop(resident);
-        self.run_resident(steps, uploading, uploaded_bytes, f)
+        Ok(uploaded_bytes)
+    }
+
+    /// The `k`-cliques along the forward lists that are the graph on the device,
+    /// counted by the dedicated kernel ([`matching::count_cliques_forward`]; `k` must be
+    /// one it has, [`matching::has_clique_kernel`]); notes the upload time (from
+    /// `uploading`, with `uploaded_bytes` sent for the graph) and the run time.
+    fn count_resident_cliques(
+        &self,
+        k: usize,
+        uploading: Instant,
+        uploaded_bytes: usize,
+    ) -> Result<u64, Error> {
+        let resident = self.resident.borrow();
+        let Some((_, device)) = &*resident else {
+            return Err(Error::BadInput(
+                "internal error: the graph is not on the device".into(),
+            ));
+        };
+        let upload = uploading.elapsed();
+        let running = Instant::now();
+        let out = matching::count_cliques_forward(&self.gpu, device, k).map_err(gpu_error);
+        self.times.set(MatchTimes {
+            upload,
+            uploaded_bytes,
+            run: running.elapsed(),
+            ..self.times.get()
+        });
+        out?.ok_or_else(|| {
+            Error::Exec(ExecError::Backend(format!(
+                "internal error: no clique kernel for k = {k}"
+            )))
+        })
     }
 
     /// Uploads `steps` for the graph on the device and runs `f` on them; notes the
