@@ -116,7 +116,8 @@ pub fn set_current(budget: Option<Arc<Budget>>) {
     CURRENT.with(|c| *c.borrow_mut() = budget);
 }
 
-fn current() -> Option<Arc<Budget>> {
+/// The budget allocations on this thread are charged to, if any.
+pub fn current() -> Option<Arc<Budget>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 

@@ -102,6 +102,88 @@ pub const DEFAULT_SPILL_SHARE: f64 = 0.8;
 /// the relation) and, unless `no_spill`, runs of relations and indexes are spilled to
 /// files when the bytes in use pass three quarters of it, down to half (see
 /// [`spill`]). Without a limit there is no error but the system's, and spilling aims at
+/// A run's host memory: the budget its allocations are charged to and where its runs
+/// spill (as [`run_with`] describes), for the CPU backend's threads or for the host
+/// side of another backend (the CUDA backend's results, [`storage::host_run`]). The
+/// spill directory goes when this is dropped; spilled runs stay readable (their files
+/// are unnamed and mapped).
+pub struct HostMemory {
+    limit: Option<usize>,
+    budget: Arc<budget::Budget>,
+    spill: Option<Arc<spill::Spill>>,
+}
+
+impl HostMemory {
+    /// The budget of `cpu` (or a new one of its limit) and, unless `no_spill`, a spill
+    /// state aiming at its limit (or [`default_spill_target`]).
+    pub fn new(cpu: &CpuOptions) -> HostMemory {
+        let budget = cpu
+            .budget
+            .clone()
+            .unwrap_or_else(|| budget::Budget::new(cpu.memory_limit));
+        let target = if cpu.no_spill {
+            None
+        } else {
+            cpu.memory_limit.or_else(default_spill_target)
+        };
+        let spill = target.map(|t| {
+            spill::Spill::new(
+                budget.clone(),
+                spill::SpillSettings::for_limit(t, cpu.temp_dir.clone()),
+            )
+        });
+        HostMemory {
+            limit: cpu.memory_limit,
+            budget,
+            spill,
+        }
+    }
+
+    /// Makes the budget and spill state this thread's until the guard is dropped.
+    pub fn enter(&self) -> HostMemoryGuard {
+        budget::set_current(Some(self.budget.clone()));
+        spill::set_current(self.spill.clone());
+        HostMemoryGuard(())
+    }
+
+    /// What the budget counted and what was spilled, so far.
+    pub fn stats(&self) -> HostMemoryStats {
+        HostMemoryStats {
+            limit: self.limit,
+            peak_in_use: self.budget.peak(),
+            spill: self.spill.as_ref().map(|s| {
+                let st = s.stats();
+                DiskSpillStats {
+                    temp_dir: st.temp_dir.display().to_string(),
+                    high_mark: s.settings().high,
+                    peak_bytes: st.peak_bytes,
+                    written_bytes: st.written_bytes,
+                    files: st.files,
+                    error: st.error,
+                }
+            }),
+        }
+    }
+}
+
+impl Drop for HostMemory {
+    fn drop(&mut self) {
+        if let Some(s) = &self.spill {
+            s.close();
+        }
+    }
+}
+
+/// While held, a [`HostMemory`] is its thread's (see [`HostMemory::enter`]).
+pub struct HostMemoryGuard(());
+
+impl Drop for HostMemoryGuard {
+    fn drop(&mut self) {
+        budget::set_current(None);
+        spill::set_current(None);
+    }
+}
+
 /// [`DEFAULT_SPILL_SHARE`] of the physical memory (on Linux; elsewhere nothing spills):
 /// it starts only once the budget holds 60% of the machine's memory, so a run that
 /// fits comfortably never spills and runs as fast as without spilling.
@@ -120,32 +202,8 @@ pub fn run_with(
     });
     // The run's budget and spill state, on every thread of its pool (the pool is the
     // run's own).
-    let run_budget = cpu
-        .budget
-        .clone()
-        .unwrap_or_else(|| budget::Budget::new(cpu.memory_limit));
-    let target = if cpu.no_spill {
-        None
-    } else {
-        cpu.memory_limit.or_else(default_spill_target)
-    };
-    let run_spill = target.map(|t| {
-        spill::Spill::new(
-            run_budget.clone(),
-            spill::SpillSettings::for_limit(t, cpu.temp_dir.clone()),
-        )
-    });
-    // The spill directory goes when the run ends, however it ends.
-    struct CloseOnDrop(Option<Arc<spill::Spill>>);
-    impl Drop for CloseOnDrop {
-        fn drop(&mut self) {
-            if let Some(s) = &self.0 {
-                s.close();
-            }
-        }
-    }
-    let _close = CloseOnDrop(run_spill.clone());
-    let (for_threads, spill_for_threads) = (run_budget.clone(), run_spill.clone());
+    let memory = HostMemory::new(cpu);
+    let (for_threads, spill_for_threads) = (memory.budget.clone(), memory.spill.clone());
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .start_handler(move |_| {
@@ -162,21 +220,7 @@ pub fn run_with(
         let backend = CpuBackend::new();
         driver::run(&backend, program, plan, initial, symbols, options)
     });
-    let memory = HostMemoryStats {
-        limit: cpu.memory_limit,
-        peak_in_use: run_budget.peak(),
-        spill: run_spill.as_ref().map(|s| {
-            let st = s.stats();
-            DiskSpillStats {
-                temp_dir: st.temp_dir.display().to_string(),
-                high_mark: s.settings().high,
-                peak_bytes: st.peak_bytes,
-                written_bytes: st.written_bytes,
-                files: st.files,
-                error: st.error,
-            }
-        }),
-    };
+    let memory = memory.stats();
     let mut result = outcome.map_err(|e| match (e, &memory.spill) {
         (ExecError::OutOfMemory(why), Some(sp)) if sp.written_bytes > 0 || sp.error.is_some() => {
             let note = match &sp.error {

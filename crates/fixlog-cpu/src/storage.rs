@@ -496,6 +496,62 @@ pub(crate) fn permute_rows(
     Ok((out, charge))
 }
 
+/// Values per part when [`host_run`] writes rows to a file (64 MiB), at most.
+const HOST_RUN_PART: usize = 1 << 24;
+
+/// Rows made elsewhere (another backend's result, such as a GPU's) as a run on the
+/// host, charged to this thread's budget: in memory where the budget has room for all
+/// `values`, else, where this thread has a spill state, written to one of its files
+/// part by part (each part charged while it is held) and mapped, so that a result
+/// larger than `--memory-limit` is never held in memory whole. `read(start, len)`
+/// gives the `len` values from value `start`.
+pub fn host_run(
+    values: usize,
+    mut read: impl FnMut(usize, usize) -> ExecResult<Vec<Value>>,
+) -> ExecResult<Arc<RunData>> {
+    let value = std::mem::size_of::<Value>();
+    let checked = |rows: Vec<Value>, len: usize| {
+        if rows.len() == len {
+            Ok(rows)
+        } else {
+            Err(ExecError::Backend(format!(
+                "internal error: {} values read where {len} were asked for",
+                rows.len()
+            )))
+        }
+    };
+    let refused = match Charge::try_new(values * value) {
+        Ok(charge) => {
+            let rows = checked(read(0, values)?, values)?;
+            return Ok(Arc::new(RunData::Mem { rows, charge }));
+        }
+        Err(e) => e,
+    };
+    let Some(spill) = spill::current() else {
+        return Err(refused);
+    };
+    // Parts of at most a quarter of the room the budget has left.
+    let room = budget::current()
+        .and_then(|b| b.limit().map(|l| l.saturating_sub(b.used())))
+        .unwrap_or(usize::MAX);
+    let part = (room / 4 / value).clamp(1 << 12, HOST_RUN_PART);
+    let file = spill.new_file()?;
+    let mut at = 0;
+    while at < values {
+        let len = part.min(values - at);
+        let _held = Charge::try_new(len * value)?;
+        let rows = checked(read(at, len)?, len)?;
+        spill::write_at(&file, &rows, (at * value) as u64).map_err(|e| {
+            ExecError::Backend(format!(
+                "spilling to disk: cannot write a file in {}: {e}",
+                spill.dir().unwrap_or_default().display()
+            ))
+        })?;
+        at += len;
+    }
+    Ok(Arc::new(RunData::Mapped(spill.map(file, values)?)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

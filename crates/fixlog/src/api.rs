@@ -315,9 +315,8 @@ impl Fixlog {
         let budget = fixlog_cpu::budget::Budget::new(options.memory_limit);
         let (result, choice) =
             self.run_on_backend(initial, &symbols, &driver_options, options, &budget)?;
-        let cpu = choice.backend == BackendKind::Cpu;
         let memory = io::ReadMemory {
-            budget: cpu.then_some(budget),
+            budget: Some(budget),
             limit: options
                 .memory_limit
                 .or_else(fixlog_cpu::default_spill_target),
@@ -373,7 +372,7 @@ impl Fixlog {
                 if !probe.available {
                     return Err(Error::NoGpu(probe.reason));
                 }
-                let r = self.run_cuda(initial, symbols, driver, options)?;
+                let r = self.run_cuda(initial, symbols, driver, options, budget)?;
                 Ok((
                     r,
                     BackendChoice {
@@ -388,7 +387,7 @@ impl Fixlog {
                     return cpu(initial, probe.reason);
                 }
                 // Keep the facts for the CPU in case the GPU cannot start.
-                match self.run_cuda(initial.clone(), symbols, driver, options) {
+                match self.run_cuda(initial.clone(), symbols, driver, options, budget) {
                     Ok(r) => Ok((
                         r,
                         BackendChoice {
@@ -412,20 +411,28 @@ impl Fixlog {
         symbols: &fixlog_logical::SymbolTable,
         driver: &DriverOptions,
         options: &RunOptions,
+        budget: &Arc<fixlog_cpu::budget::Budget>,
     ) -> Result<RunResult, Error> {
         let cuda = fixlog_cuda::CudaOptions {
             device: 0,
             memory_limit: options.gpu_memory_limit,
             host_threads: options.jobs,
         };
-        Ok(fixlog_cuda::run(
-            &self.program,
-            &self.plan,
-            initial,
-            symbols,
-            driver,
-            &cuda,
-        )?)
+        // The results come to the host charged to the run's budget (`--memory-limit`),
+        // spilling to files past it, as on the CPU.
+        let host = fixlog_cpu::HostMemory::new(&fixlog_cpu::CpuOptions {
+            jobs: options.jobs,
+            memory_limit: options.memory_limit,
+            no_spill: options.no_spill,
+            temp_dir: options.temp_dir.clone(),
+            budget: Some(budget.clone()),
+        });
+        let mut result = {
+            let _on = host.enter();
+            fixlog_cuda::run(&self.program, &self.plan, initial, symbols, driver, &cuda)?
+        };
+        result.stats.host_memory = Some(host.stats());
+        Ok(result)
     }
 
     #[cfg(not(feature = "cuda"))]
@@ -435,6 +442,7 @@ impl Fixlog {
         _symbols: &fixlog_logical::SymbolTable,
         _driver: &DriverOptions,
         _options: &RunOptions,
+        _budget: &Arc<fixlog_cpu::budget::Budget>,
     ) -> Result<RunResult, Error> {
         Err(Error::NoGpu(fixlog_cuda::probe().reason))
     }

@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex};
 /// The memory and files reading a relation in output order may use.
 #[derive(Clone, Debug, Default)]
 pub struct ReadMemory {
-    /// The budget buffers are charged to: the CPU run's, which still counts the
+    /// The budget buffers are charged to: the run's, which still counts the
     /// results' runs in memory (`None`: nothing is counted).
     pub budget: Option<Arc<Budget>>,
     /// The bytes to stay within (`--memory-limit`, else the CPU backend's default

@@ -253,8 +253,9 @@ fn tc_larger_than_the_memory_limit_without_spilling_is_a_clean_error() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
-/// A result larger than the memory limit stays in its spill files after the run: the
-/// database reads the mapped runs (no copy into memory, no merge into one run), and
+/// A result larger than the memory limit stays in its spill files after the run (on
+/// the GPU: comes to the host into spill files, run by run): the database reads the
+/// mapped runs (no copy into memory, no merge into one run), and
 /// the output written from them is the relation, row for row (checked against the
 /// same run without a limit).
 #[test]
@@ -275,7 +276,6 @@ fn a_spilled_result_is_read_and_written_from_its_file() {
                 progress: false,
                 memory_limit: limit,
                 temp_dir: Some(spill_root.path().to_path_buf()),
-                backend: fixlog::BackendKind::Cpu,
                 ..support::options(Some(2))
             })
             .unwrap_or_else(|e| panic!("{e}"))
@@ -350,7 +350,8 @@ fn tc_variants(graph: &str) -> Vec<(&'static str, String)> {
 }
 
 /// Writing an output several times larger than `--memory-limit` stays within the
-/// limit and writes exactly what the run without a limit writes. TC of TG.cedge has
+/// limit and writes exactly what the run without a limit writes (on the suites'
+/// backend: a GPU's result comes to the host into spill files). TC of TG.cedge has
 /// 481,121 paths: 3.7 MiB of rows (and 5-9 MiB of text) against a limit of 1 MiB.
 /// The relation's runs are written from where they are (memory or spill files),
 /// merged part by part; where the output order is not the raw order (negative
@@ -368,7 +369,15 @@ fn an_output_larger_than_the_memory_limit_is_written_within_it() {
         let run = |out: &str, extra: &[&str]| {
             std::fs::create_dir(dir.path().join(out)).unwrap();
             let output = std::process::Command::new(env!("CARGO_BIN_EXE_fixlog"))
-                .args(["run", "tc.dl", "-D", out, "--backend", "cpu", "-j", "2"])
+                .args([
+                    "run",
+                    "tc.dl",
+                    "-D",
+                    out,
+                    "--backend",
+                    support::backend_arg(),
+                ])
+                .args(["-j", "2"])
                 .args(["--quiet", "--stats", "json"])
                 .args(extra)
                 .current_dir(dir.path())

@@ -37,6 +37,7 @@ use fixlog_exec::{Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudg
 use fixlog_logical::{Program, SymbolTable, Value};
 use fixlog_plan::Plan;
 use std::rc::Rc;
+use std::sync::Arc;
 use storage::DevRows;
 
 /// How to run on the GPU.
@@ -399,6 +400,43 @@ impl Backend for CudaBackend {
         self.take_sorted_rows(rel)
             .map(Into::into)
             .map_err(exec_error)
+    }
+
+    /// A result for the host, charged to the calling thread's host budget (the
+    /// library's `--memory-limit`): merged on the device and read whole where the
+    /// budget has room for it (as [`take_rows`](Backend::take_rows)); otherwise run by
+    /// run, each into memory or, past the budget, into a spill file part by part
+    /// (`fixlog_cpu::storage::host_run`), the device's memory given back run by run.
+    fn take_result(&self, rel: CudaRelation) -> ExecResult<fixlog_exec::tuples::RowStore> {
+        use fixlog_cpu::budget::Charge;
+        use fixlog_cpu::storage::{host_run, RunData};
+        use fixlog_exec::tuples::{RowStore, SharedRows};
+        let arity = rel.arity;
+        let values = rel.len() * arity;
+        let whole = |rel: CudaRelation, charge: Charge| -> ExecResult<RowStore> {
+            self.make_room().map_err(exec_error)?;
+            let rows = self.take_sorted_rows(rel).map_err(exec_error)?;
+            Ok(RowStore::Shared(Arc::new(RunData::Mem { rows, charge })))
+        };
+        if arity == 0 || !sets::on_device(arity) {
+            return whole(rel, Charge::try_new(values * 4)?);
+        }
+        match Charge::try_new(values * 4) {
+            Ok(charge) => return whole(rel, charge),
+            Err(_) if fixlog_cpu::spill::current().is_some() => {}
+            Err(e) => return Err(e),
+        }
+        let mut runs: Vec<Arc<dyn SharedRows>> = Vec::with_capacity(rel.runs.len());
+        for run in rel.runs {
+            let ptr = run.ptr();
+            let host = host_run(run.n * arity, |start, len| {
+                self.download(ptr + (start * 4) as u64, len)
+                    .map_err(exec_error)
+            })?;
+            drop(run);
+            runs.push(host);
+        }
+        Ok(RowStore::Runs { arity, runs })
     }
 
     fn relation_len(&self, rel: &CudaRelation) -> usize {
