@@ -489,6 +489,19 @@ pub(crate) fn file_for(bytes: usize) -> Option<Arc<Spill>> {
     current().filter(|s| s.wants_file(bytes))
 }
 
+/// The current spill state if rows of `bytes` brought to the host whole after a run
+/// (another backend's results: [`crate::storage::host_run`]) should go to a file: they
+/// are large enough to spill, and holding them would pass the low mark. (The rest of
+/// the limit is for what reads them, writing the outputs, which cannot make room by
+/// spilling as an operator can.)
+pub fn result_file_for(bytes: usize) -> Option<Arc<Spill>> {
+    current().filter(|s| {
+        !s.failed()
+            && bytes >= s.settings.min_bytes.max(1)
+            && s.budget.used().saturating_add(bytes) > s.settings.low
+    })
+}
+
 // ---- directories to remove on a signal --------------------------------------------------
 
 static LIVE_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());

@@ -501,7 +501,8 @@ const HOST_RUN_PART: usize = 1 << 24;
 
 /// Rows made elsewhere (another backend's result, such as a GPU's) as a run on the
 /// host, charged to this thread's budget: in memory where the budget has room for all
-/// `values`, else, where this thread has a spill state, written to one of its files
+/// `values` below the spill state's low mark, else, where this thread has a spill
+/// state, written to one of its files
 /// part by part (each part charged while it is held) and mapped, so that a result
 /// larger than `--memory-limit` is never held in memory whole. `read(start, len)`
 /// gives the `len` values from value `start`.
@@ -520,15 +521,20 @@ pub fn host_run(
             )))
         }
     };
-    let refused = match Charge::try_new(values * value) {
-        Ok(charge) => {
-            let rows = checked(read(0, values)?, values)?;
-            return Ok(Arc::new(RunData::Mem { rows, charge }));
+    // In memory unless holding it would pass the spill state's low mark (the room
+    // above it is for what reads the run: writing the outputs).
+    let spill = match spill::result_file_for(values * value) {
+        Some(spill) => spill,
+        None => {
+            let refused = match Charge::try_new(values * value) {
+                Ok(charge) => {
+                    let rows = checked(read(0, values)?, values)?;
+                    return Ok(Arc::new(RunData::Mem { rows, charge }));
+                }
+                Err(e) => e,
+            };
+            spill::current().ok_or(refused)?
         }
-        Err(e) => e,
-    };
-    let Some(spill) = spill::current() else {
-        return Err(refused);
     };
     // Parts of at most a quarter of the room the budget has left.
     let room = budget::current()

@@ -86,3 +86,25 @@ fn without_spilling_rows_over_the_limit_are_an_out_of_memory_error() {
     }
     assert_eq!(largest, 0, "nothing was read");
 }
+
+#[test]
+fn rows_that_would_pass_the_low_mark_go_to_a_file() {
+    // 600 KiB fit under a 1 MiB limit (and under the three quarters where operators
+    // spill), but holding them would pass the spill state's low mark (half): they go
+    // to a file, leaving room for whoever reads them (writing the outputs).
+    let dir = tempfile::tempdir().unwrap();
+    let memory = HostMemory::new(&CpuOptions {
+        memory_limit: Some(1 << 20),
+        temp_dir: Some(dir.path().to_path_buf()),
+        ..CpuOptions::default()
+    });
+    let n = 600 << 8;
+    let _on = memory.enter();
+    let mut largest = 0;
+    let run = host_run(n, values(n, &mut largest)).unwrap();
+    assert!(run.in_file());
+    assert_eq!(run.values(), &expected(n)[..]);
+    // A small run stays in memory.
+    let small = host_run(1000, values(1000, &mut largest)).unwrap();
+    assert!(!small.in_file());
+}

@@ -113,7 +113,7 @@ fn run_in_pool(command: &MatchCommand, pattern: &Pattern) -> Result<(), Error> {
                 rows,
                 format!(
                     "the GPU ({}; opened in {:.3} s; plan {:.3} s, upload {:.3} s ({:.1} MB of \
-                     {}), run {:.3} s)",
+                     {}), run {:.4} s)",
                     gpu.device(),
                     setup.as_secs_f64(),
                     t.plan.as_secs_f64(),

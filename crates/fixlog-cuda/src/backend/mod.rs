@@ -404,7 +404,8 @@ impl Backend for CudaBackend {
 
     /// A result for the host, charged to the calling thread's host budget (the
     /// library's `--memory-limit`): merged on the device and read whole where the
-    /// budget has room for it (as [`take_rows`](Backend::take_rows)); otherwise run by
+    /// budget has room for it below its spill state's low mark (as
+    /// [`take_rows`](Backend::take_rows)); otherwise run by
     /// run, each into memory or, past the budget, into a spill file part by part
     /// (`fixlog_cpu::storage::host_run`), the device's memory given back run by run.
     fn take_result(&self, rel: CudaRelation) -> ExecResult<fixlog_exec::tuples::RowStore> {
@@ -421,10 +422,12 @@ impl Backend for CudaBackend {
         if arity == 0 || !sets::on_device(arity) {
             return whole(rel, Charge::try_new(values * 4)?);
         }
-        match Charge::try_new(values * 4) {
-            Ok(charge) => return whole(rel, charge),
-            Err(_) if fixlog_cpu::spill::current().is_some() => {}
-            Err(e) => return Err(e),
+        if fixlog_cpu::spill::result_file_for(values * 4).is_none() {
+            match Charge::try_new(values * 4) {
+                Ok(charge) => return whole(rel, charge),
+                Err(_) if fixlog_cpu::spill::current().is_some() => {}
+                Err(e) => return Err(e),
+            }
         }
         let mut runs: Vec<Arc<dyn SharedRows>> = Vec::with_capacity(rel.runs.len());
         for run in rel.runs {
