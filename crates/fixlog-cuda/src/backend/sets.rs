@@ -284,7 +284,7 @@ impl CudaBackend {
         let bytes = (a.n + b.n) * arity * 4;
         let releasing = Rc::strong_count(a) == 1 && Rc::strong_count(b) == 1;
         if releasing && bytes >= crate::ops::MERGE_RELEASING_MIN && on_device(arity) {
-            (bytes / 16).max(8 * crate::vmm::PIECE) + 2 * crate::vmm::PIECE
+            (bytes / 16).max(crate::vmm::PIECE) + 2 * crate::vmm::PIECE
         } else {
             bytes
         }
