@@ -44,7 +44,7 @@ pub trait RecentRows {
 }
 
 /// A [`RecentRows`] set used as a [`RowWindow`]: drops the rows it has seen, and stops
-/// checking for the rest of a unit when the first [`PROBE_ROWS`] rows held few repeats.
+/// checking for the rest of a unit when the first `PROBE_ROWS` rows held few repeats.
 #[derive(Default)]
 pub struct Probed<T> {
     rows: T,

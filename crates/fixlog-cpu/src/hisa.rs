@@ -62,8 +62,9 @@ impl HashTable {
         }
     }
 
-    /// [`HashTable::build`], with the table (and the group starts while it is built)
-    /// charged to the memory budget: running out is an error.
+    /// The table over the key prefix of the sorted rows `data`, with the table (and the
+    /// group starts while it is built) charged to the memory budget: running out is an
+    /// error.
     pub fn try_build(
         data: &[u32],
         arity: usize,

@@ -1,7 +1,7 @@
 //! Kernels on row-major arrays of sorted rows: sort + unique, union, difference.
 //!
 //! Rows are `w` consecutive `u32`s. Every kernel is written once, generic over a const
-//! `N`: `N != 0` is the arity known at compile time (1..=8, see [`with_arity!`]), so row
+//! `N`: `N != 0` is the arity known at compile time (1..=8, see `with_arity!`), so row
 //! comparisons and copies unroll; `N == 0` means "read the width at run time" (arity 9
 //! and up). Arity 0 never reaches these kernels (callers handle it: such a relation
 //! holds zero or one empty tuple).
@@ -443,8 +443,8 @@ fn diff_seq<const N: usize>(a: &[u32], b: &[u32], w: usize, out: &mut Vec<u32>) 
     }
 }
 
-/// [`concat_parts`] into a vector charged to the budget (a single part is charged as
-/// it is).
+/// The parts concatenated, into a vector charged to the budget (a single part is
+/// charged as it is).
 pub fn try_concat_parts(parts: Vec<Vec<u32>>) -> ExecResult<(Vec<u32>, Charge)> {
     if parts.len() == 1 {
         let only = parts.into_iter().next().unwrap_or_default();
@@ -467,7 +467,8 @@ pub fn try_concat_parts(parts: Vec<Vec<u32>>) -> ExecResult<(Vec<u32>, Charge)> 
     Ok((out, charge))
 }
 
-/// [`union_disjoint`] into a vector charged to the budget.
+/// The union of the disjoint sorted rows `a` and `b`, into a vector charged to the
+/// budget.
 pub fn try_union_disjoint(arity: usize, a: &[u32], b: &[u32]) -> ExecResult<(Vec<u32>, Charge)> {
     if b.is_empty() {
         return budget::try_copy(a);
@@ -583,8 +584,8 @@ pub(crate) fn union_disjoint_to_file(
     spill.map(file, a.len() + b.len())
 }
 
-/// [`difference_many`] into a vector charged to the budget. The per-part outputs (at
-/// most the size of `a` together) are charged while they exist.
+/// The rows of `a` in none of `bs`, into a vector charged to the budget. The
+/// per-part outputs (at most the size of `a` together) are charged while they exist.
 pub fn try_difference_many(
     arity: usize,
     a: &[u32],

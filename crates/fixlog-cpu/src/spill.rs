@@ -38,7 +38,7 @@
 //! memory. An operator that still runs out of memory is run once more after spilling
 //! everything spillable ([`spill_all`]); if it fails again, the error stands. A merge
 //! of runs whose output would pass the high mark writes its output straight to a file
-//! ([`Spill::wants_file`], `storage::union_runs`), part by part, so the output never
+//! (`Spill::wants_file`, `storage::union_runs`), part by part, so the output never
 //! sits in memory whole.
 //!
 //! # Files

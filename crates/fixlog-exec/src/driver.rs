@@ -39,7 +39,7 @@
 //! - **Piece by piece.** A pipeline's first operator's output is cut into pieces; each
 //!   piece runs through the rest of the pipeline and its result is deduplicated and
 //!   subtracted from `full` at once. The piece size adapts so that no batch of a piece
-//!   exceeds the backend's [`PieceBudget`], and a piece that runs out of memory is run
+//!   exceeds the backend's [`crate::PieceBudget`], and a piece that runs out of memory is run
 //!   again in halves. Further down the pipeline, an operator whose output would exceed
 //!   the backend's budget ([`ExecError::BatchTooLarge`]) or that runs out of memory has
 //!   its own input cut into pieces, each run through the rest of the pipeline: the

@@ -1,6 +1,6 @@
 //! The checked program: the contract between the front end and the planner.
 //!
-//! Produced by [`crate::check`] from the AST. By the time a program is in this form:
+//! Produced by [`crate::check`](mod@crate::check) from the AST. By the time a program is in this form:
 //! - every relation is resolved to a [`RelId`] and every attribute has a base [`ColType`];
 //! - every rule has exactly one head (multi-head rules and `;` disjunctions are expanded
 //!   into several rules) and a flat body of [`Literal`]s;

@@ -22,7 +22,7 @@
 //! Any total order of the nodes counts each clique once at its lowest node; in degree
 //! order (ascending degree, ties by number) every node's *forward* list `F(u)` (its
 //! neighbours above it) has at most about `sqrt(2m)` nodes. The `k`-cliques whose lowest
-//! node is `a` are the `(k-1)`-cliques within `F(a)`; [`Forward::cliques_at`] marks the
+//! node is `a` are the `(k-1)`-cliques within `F(a)`; `Forward::cliques_at` marks the
 //! nodes of `F(a)` with level 1 in a byte per graph node, and at level `l` a candidate
 //! `x` keeps the nodes of `F(x)` marked `l`, marking them `l + 1` for the next level
 //! (and back after it); the last level sums marks. For triangles that is

@@ -22,7 +22,7 @@
 //! and its `WHERE` comparisons `C`. Let `H` be a group of permutations `σ` of the
 //! pattern nodes that map the pattern's edges (with their directions and types; on an
 //! undirected graph a directed pattern edge is an undirected one) onto its edges and
-//! keep every node's labels: the pattern's automorphisms ([`automorphisms`]). Then
+//! keep every node's labels: the pattern's automorphisms (`automorphisms`). Then
 //! `f ∈ M` implies `f∘σ ∈ M`, and `f∘σ = f` only for `σ = id` (`f` is injective), so
 //! `M` falls into orbits `{f∘σ : σ ∈ H}` of exactly `|H|` matches each: an orbit is
 //! one subgraph instance (the image of the pattern), counted once per automorphism.

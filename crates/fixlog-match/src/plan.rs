@@ -103,7 +103,7 @@ pub struct Plan {
     pub node_count: usize,
     /// When counting, the last step's intersection is remembered per first-step
     /// binding, keyed by the binding of this step (its only other source): see
-    /// [`memo_key_step`].
+    /// `memo_key_step`.
     pub memo_key_step: Option<usize>,
     /// Whether the plan's node numbers are degree ranks: it was planned on
     /// [`Graph::degree_ordered`] (for a count whose answer does not depend on the node

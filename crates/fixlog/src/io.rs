@@ -117,7 +117,7 @@ fn param_span(sources: &SourceMap, directive: Span, key: &str) -> Span {
     }
 }
 
-/// Checks every `.input` and `.output` directive's parameters (see [`check_param`]);
+/// Checks every `.input` and `.output` directive's parameters (see `check_param`);
 /// each bad parameter is a diagnostic pointing at it.
 pub fn check_directives(program: &Program, sources: &SourceMap) -> Result<(), Diagnostics> {
     let mut errors = Vec::new();

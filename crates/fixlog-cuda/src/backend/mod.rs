@@ -1,22 +1,22 @@
 //! The CUDA backend: [`fixlog_exec::Backend`] on one GPU.
 //!
 //! The semi-naive driver of `fixlog-exec` runs unchanged; this backend keeps every
-//! relation, index and batch in device memory ([`storage`]) and implements the
-//! operators on the device layer's primitives ([`sets`]: radix sort, unique, merge,
-//! difference, HISA) and on kernels generated for the program ([`code`],
-//! [`crate::codegen`], run by [`pipe`]). Only the operators that need the host (string
-//! functors, aggregates, see [`code`]) move their batches across the bus.
+//! relation, index and batch in device memory (`storage`) and implements the
+//! operators on the device layer's primitives (`sets`: radix sort, unique, merge,
+//! difference, HISA) and on kernels generated for the program (`code`,
+//! [`crate::codegen`], run by `pipe`). Only the operators that need the host (string
+//! functors, aggregates, see `code`) move their batches across the bus.
 //!
 //! Memory: every allocation comes from the device pool, whose limit
 //! (`--gpu-memory-limit`, default 90% of the free memory) turns exhaustion into
 //! `ExecError::OutOfMemory`; the driver then runs the pipeline over smaller pieces of
 //! its input. [`run`] reports the pool's high-water mark as the peak device memory, and
-//! the operator that reached it (every operator starts with [`CudaBackend::enter`]).
+//! the operator that reached it (every operator starts with `CudaBackend::enter`).
 //!
 //! Batches are bounded before memory runs out, too: a join counts its output before
 //! writing it and, where the driver can split its input, asks for smaller pieces
 //! (`ExecError::BatchTooLarge`) when the output would exceed a quarter of the room
-//! left under the limit ([`CudaBackend::batch_budget_bytes`]; deduplicating a batch
+//! left under the limit (`CudaBackend::batch_budget_bytes`; deduplicating a batch
 //! needs about three times its size at once: the batch, the sort's second buffer and
 //! the result). So a run whose relations fill the device derives in smaller pieces
 //! instead of moving its relations to host memory.
