@@ -344,13 +344,7 @@ impl Fixlog {
         budget: &Arc<fixlog_cpu::budget::Budget>,
     ) -> Result<(RunResult, BackendChoice), Error> {
         let cpu = |initial, reason: String| -> Result<(RunResult, BackendChoice), Error> {
-            let cpu_options = fixlog_cpu::CpuOptions {
-                jobs: options.jobs,
-                memory_limit: options.memory_limit,
-                no_spill: options.no_spill,
-                temp_dir: options.temp_dir.clone(),
-                budget: Some(budget.clone()),
-            };
+            let cpu_options = host_options(options, budget);
             let r = fixlog_cpu::run_with(
                 &self.program,
                 &self.plan,
@@ -420,13 +414,7 @@ impl Fixlog {
         };
         // The results come to the host charged to the run's budget (`--memory-limit`),
         // spilling to files past it, as on the CPU.
-        let host = fixlog_cpu::HostMemory::new(&fixlog_cpu::CpuOptions {
-            jobs: options.jobs,
-            memory_limit: options.memory_limit,
-            no_spill: options.no_spill,
-            temp_dir: options.temp_dir.clone(),
-            budget: Some(budget.clone()),
-        });
+        let host = fixlog_cpu::HostMemory::new(&host_options(options, budget));
         let mut result = {
             let _on = host.enter();
             fixlog_cuda::run(&self.program, &self.plan, initial, symbols, driver, &cuda)?
@@ -445,6 +433,21 @@ impl Fixlog {
         _budget: &Arc<fixlog_cpu::budget::Budget>,
     ) -> Result<RunResult, Error> {
         Err(Error::NoGpu(fixlog_cuda::probe().reason))
+    }
+}
+
+/// The host memory options of a run (threads, `--memory-limit`, spilling) with the
+/// library's budget: for the CPU backend, and for the host side of a GPU run.
+fn host_options(
+    options: &RunOptions,
+    budget: &Arc<fixlog_cpu::budget::Budget>,
+) -> fixlog_cpu::CpuOptions {
+    fixlog_cpu::CpuOptions {
+        jobs: options.jobs,
+        memory_limit: options.memory_limit,
+        no_spill: options.no_spill,
+        temp_dir: options.temp_dir.clone(),
+        budget: Some(budget.clone()),
     }
 }
 

@@ -160,45 +160,11 @@ enum Pending {
 /// `Col(c)` for `c >= from` becomes `Col(c + by)` (room for `by` columns inserted at
 /// `from`).
 fn shift_expr(e: &PExpr, from: usize, by: usize) -> PExpr {
-    match e {
-        PExpr::Col(c) if *c >= from => PExpr::Col(c + by),
-        PExpr::Col(_) | PExpr::Const(_) => e.clone(),
-        PExpr::Unary { op, ty, arg } => PExpr::Unary {
-            op: *op,
-            ty: *ty,
-            arg: Box::new(shift_expr(arg, from, by)),
-        },
-        PExpr::Binary { op, ty, lhs, rhs } => PExpr::Binary {
-            op: *op,
-            ty: *ty,
-            lhs: Box::new(shift_expr(lhs, from, by)),
-            rhs: Box::new(shift_expr(rhs, from, by)),
-        },
-        PExpr::Functor { func, args } => PExpr::Functor {
-            func: *func,
-            args: args.iter().map(|a| shift_expr(a, from, by)).collect(),
-        },
-    }
+    e.map_columns(&|c| if c >= from { c + by } else { c })
 }
 
 fn shift_cond(c: &Cond, from: usize, by: usize) -> Cond {
-    match c {
-        Cond::Compare { op, ty, lhs, rhs } => Cond::Compare {
-            op: *op,
-            ty: *ty,
-            lhs: shift_expr(lhs, from, by),
-            rhs: shift_expr(rhs, from, by),
-        },
-        Cond::Predicate {
-            pred,
-            args,
-            negated,
-        } => Cond::Predicate {
-            pred: *pred,
-            args: args.iter().map(|a| shift_expr(a, from, by)).collect(),
-            negated: *negated,
-        },
-    }
+    c.map_columns(&|c| if c >= from { c + by } else { c })
 }
 
 fn cols(range: std::ops::Range<usize>) -> Vec<PExpr> {

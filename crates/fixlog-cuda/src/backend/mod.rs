@@ -152,7 +152,7 @@ struct PeakAt {
 
 /// Notes the operator in [`CudaBackend::peak_at`] when the peak rose while it ran,
 /// and its time in [`CudaBackend::op_times`].
-pub(crate) struct PeakWatch<'a> {
+pub(crate) struct OperatorWatch<'a> {
     backend: &'a CudaBackend,
     op: &'static str,
     rows: usize,
@@ -162,7 +162,7 @@ pub(crate) struct PeakWatch<'a> {
     started: std::time::Instant,
 }
 
-impl Drop for PeakWatch<'_> {
+impl Drop for OperatorWatch<'_> {
     fn drop(&mut self) {
         let depth = self.backend.depth.get().saturating_sub(1);
         self.backend.depth.set(depth);
@@ -231,11 +231,11 @@ impl CudaBackend {
 
     /// Called at the start of every operator: makes room ([`Self::make_room`]) and
     /// watches whether the operator raises the peak of device memory in use.
-    pub(crate) fn enter(&self, op: &'static str, rows: usize) -> ExecResult<PeakWatch<'_>> {
+    pub(crate) fn enter(&self, op: &'static str, rows: usize) -> ExecResult<OperatorWatch<'_>> {
         self.make_room().map_err(exec_error)?;
         let s = self.gpu.pool_stats();
         self.depth.set(self.depth.get() + 1);
-        Ok(PeakWatch {
+        Ok(OperatorWatch {
             backend: self,
             op,
             rows,
@@ -371,7 +371,7 @@ impl Backend for CudaBackend {
     }
 
     fn relation_from_rows(&self, arity: usize, rows: Vec<Value>) -> ExecResult<CudaRelation> {
-        let _peak = self.enter("relation_from_rows", rows.len() / arity.max(1))?;
+        let _op = self.enter("relation_from_rows", rows.len() / arity.max(1))?;
         if arity == 0 {
             return Ok(CudaRelation::empty(0));
         }
@@ -473,7 +473,7 @@ impl Backend for CudaBackend {
     }
 
     fn sort_unique(&self, batch: CudaBatch) -> ExecResult<CudaRelation> {
-        let _peak = self.enter("sort_unique", batch.len)?;
+        let _op = self.enter("sort_unique", batch.len)?;
         let arity = batch.arity;
         if batch.len == 0 {
             return Ok(CudaRelation::empty(arity));
@@ -486,7 +486,7 @@ impl Backend for CudaBackend {
     }
 
     fn sort_unique_minus(&self, batch: CudaBatch, old: &CudaRelation) -> ExecResult<CudaRelation> {
-        let _peak = self.enter("sort_unique_minus", batch.len)?;
+        let _op = self.enter("sort_unique_minus", batch.len)?;
         let arity = batch.arity;
         if batch.len == 0 {
             return Ok(CudaRelation::empty(arity));
@@ -515,7 +515,7 @@ impl Backend for CudaBackend {
     }
 
     fn merge(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
-        let _peak = self.enter("merge", b.len())?;
+        let _op = self.enter("merge", b.len())?;
         if b.is_empty() || (a.arity == 0 && !a.is_empty()) {
             return Ok(a.clone());
         }
@@ -534,7 +534,7 @@ impl Backend for CudaBackend {
     }
 
     fn merge_disjoint(&self, a: CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
-        let _peak = self.enter("merge_disjoint", b.len())?;
+        let _op = self.enter("merge_disjoint", b.len())?;
         if b.is_empty() || (a.arity == 0 && !a.is_empty()) {
             return Ok(a);
         }
@@ -549,7 +549,7 @@ impl Backend for CudaBackend {
     }
 
     fn difference(&self, a: &CudaRelation, b: &CudaRelation) -> ExecResult<CudaRelation> {
-        let _peak = self.enter("difference", a.len())?;
+        let _op = self.enter("difference", a.len())?;
         let arity = a.arity;
         if a.is_empty() || b.is_empty() {
             return Ok(a.clone());
@@ -571,7 +571,7 @@ impl Backend for CudaBackend {
         order: &[usize],
         key_len: usize,
     ) -> ExecResult<CudaIndex> {
-        let _peak = self.enter("build_index", rel.len())?;
+        let _op = self.enter("build_index", rel.len())?;
         let arity = rel.arity;
         let mut seen = vec![false; arity];
         let permutation = order.len() == arity
@@ -609,7 +609,7 @@ impl Backend for CudaBackend {
     }
 
     fn extend_index(&self, index: &mut CudaIndex, delta: &CudaRelation) -> ExecResult<()> {
-        let _peak = self.enter("extend_index", delta.len())?;
+        let _op = self.enter("extend_index", delta.len())?;
         let arity = index.arity;
         if delta.arity != arity {
             return Err(ExecError::Backend(format!(
@@ -651,7 +651,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
-        let _peak = self.enter("scan", rel.len())?;
+        let _op = self.enter("scan", rel.len())?;
         let CudaCode::Map(map) = code else {
             return Err(wrong_code("scan", code));
         };
@@ -677,7 +677,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
-        let _peak = self.enter("join", input.len)?;
+        let _op = self.enter("join", input.len)?;
         let CudaCode::Join(join) = code else {
             return Err(wrong_code("join", code));
         };
@@ -717,7 +717,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
-        let _peak = self.enter("antijoin", input.len)?;
+        let _op = self.enter("antijoin", input.len)?;
         let CudaCode::AntiJoin(anti) = code else {
             return Err(wrong_code("anti-join", code));
         };
@@ -731,7 +731,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
-        let _peak = self.enter("filter", input.len)?;
+        let _op = self.enter("filter", input.len)?;
         let CudaCode::Map(map) = code else {
             return Err(wrong_code("filter", code));
         };
@@ -751,7 +751,7 @@ impl Backend for CudaBackend {
     }
 
     fn with_row_numbers(&self, input: &CudaBatch) -> ExecResult<CudaBatch> {
-        let _peak = self.enter("with_row_numbers", input.len)?;
+        let _op = self.enter("with_row_numbers", input.len)?;
         self.numbered(input).map_err(exec_error)
     }
 
@@ -762,7 +762,7 @@ impl Backend for CudaBackend {
         code: &CudaCode,
         ctx: &EvalContext,
     ) -> ExecResult<CudaBatch> {
-        let _peak = self.enter("aggregate", input.len)?;
+        let _op = self.enter("aggregate", input.len)?;
         let CudaCode::Aggregate { input_arity, cpu } = code else {
             return Err(wrong_code("aggregate", code));
         };
