@@ -66,6 +66,9 @@ pub struct PoolStats {
     pub raw_frees: u64,
     pub reuses: u64,
     pub limit: usize,
+    /// Requests refused for want of memory (under the limit or on the device): an
+    /// operator ran out, which the backend answers by making room before the next.
+    pub refusals: u64,
 }
 
 pub struct PoolCore<A: RawAlloc> {
@@ -119,6 +122,7 @@ impl<A: RawAlloc> PoolCore<A> {
             device,
         };
         if self.stats.in_use + class > self.stats.limit {
+            self.stats.refusals += 1;
             return Err(oom(&self.stats, false));
         }
         if let Some(list) = self.free.get_mut(&class) {
@@ -140,7 +144,13 @@ impl<A: RawAlloc> PoolCore<A> {
             Ok(p) => p,
             Err(_) => {
                 self.release_cached_until(0);
-                self.raw.alloc(class).map_err(|_| oom(&self.stats, true))?
+                match self.raw.alloc(class) {
+                    Ok(p) => p,
+                    Err(_) => {
+                        self.stats.refusals += 1;
+                        return Err(oom(&self.stats, true));
+                    }
+                }
             }
         };
         self.stats.raw_allocs += 1;
@@ -158,6 +168,7 @@ impl<A: RawAlloc> PoolCore<A> {
             self.release_cached_until(self.stats.limit.saturating_sub(bytes));
         }
         if self.stats.in_use + bytes > self.stats.limit {
+            self.stats.refusals += 1;
             return Err(CudaError::OutOfMemory {
                 requested: bytes,
                 in_use: self.stats.in_use,
@@ -173,6 +184,12 @@ impl<A: RawAlloc> PoolCore<A> {
     }
 
     /// Stops counting `bytes` given to [`reserve_external`](Self::reserve_external).
+    /// Counts a request refused by an allocator outside the pool (the physical pieces
+    /// of `crate::vmm`) in [`PoolStats::refusals`].
+    pub fn note_refusal(&mut self) {
+        self.stats.refusals += 1;
+    }
+
     pub fn release_external(&mut self, bytes: usize) {
         self.stats.in_use = self.stats.in_use.saturating_sub(bytes);
     }
@@ -330,8 +347,10 @@ mod tests {
     fn limit_is_an_error_not_a_crash() {
         let mut p = pool(10_000, 1 << 30);
         let a = p.alloc(4096).unwrap();
+        assert_eq!(p.stats().refusals, 0);
         let e = p.alloc(8192).unwrap_err();
         assert!(matches!(e, CudaError::OutOfMemory { device: false, .. }));
+        assert_eq!(p.stats().refusals, 1);
         p.release(a.0, a.1);
         // cached block is released to make room for a different class
         let b = p.alloc(8192).unwrap();
@@ -382,6 +401,7 @@ mod tests {
         assert_eq!(p.stats().raw_frees, 1);
         let e = p.alloc(4096).unwrap_err();
         assert!(matches!(e, CudaError::OutOfMemory { device: true, .. }));
+        assert_eq!(p.stats().refusals, 1);
         p.release(b.0, b.1);
     }
 
@@ -415,6 +435,7 @@ mod tests {
             Err(CudaError::OutOfMemory { .. })
         ));
         assert_eq!(p.stats().in_use, (1 << 19) + (1 << 18));
+        assert_eq!(p.stats().refusals, 1);
         p.release_external(1 << 18);
         p.release(a.0, a.1);
         assert_eq!(p.stats().in_use, 0);

@@ -130,6 +130,7 @@ impl Pieces {
         if r != sys::CUresult::CUDA_SUCCESS {
             let mut pool = self.pool.borrow_mut();
             pool.release_external(PIECE);
+            pool.note_refusal();
             let s = pool.stats();
             return Err(CudaError::OutOfMemory {
                 requested: PIECE,

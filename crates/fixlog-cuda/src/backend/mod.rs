@@ -19,7 +19,9 @@
 //! left under the limit (`CudaBackend::batch_budget_bytes`; deduplicating a batch
 //! needs about three times its size at once: the batch, the sort's second buffer and
 //! the result). So a run whose relations fill the device derives in smaller pieces
-//! instead of moving its relations to host memory.
+//! instead of moving its relations to host memory: runs move there only when the
+//! relations and indexes themselves pass three quarters of the limit, or after an
+//! operator was refused memory (`CudaBackend::make_room`).
 
 mod code;
 mod pipe;
@@ -138,6 +140,8 @@ pub struct CudaBackend {
     /// `--stats`; and how deep the operator now running is nested.
     op_times: std::cell::RefCell<Vec<OperatorTime>>,
     depth: std::cell::Cell<usize>,
+    /// The pool's refusals when `make_room` last looked.
+    refusals_seen: std::cell::Cell<u64>,
 }
 
 /// Where the device memory in use reached its peak: the operator, the rows of its
@@ -208,6 +212,7 @@ impl CudaBackend {
             .num_threads(threads.max(1))
             .build()
             .map_err(|e| ExecError::Backend(format!("cannot start worker threads: {e}")))?;
+        let gpu_refusals = gpu.pool_stats().refusals;
         Ok(CudaBackend {
             gpu,
             cpu: CpuBackend::new(),
@@ -216,6 +221,7 @@ impl CudaBackend {
             peak_at: std::cell::Cell::new(None),
             op_times: std::cell::RefCell::new(Vec::new()),
             depth: std::cell::Cell::new(0),
+            refusals_seen: std::cell::Cell::new(gpu_refusals),
         })
     }
 
@@ -258,24 +264,44 @@ impl CudaBackend {
         ))
     }
 
-    /// Called before every operator: when the device memory in use passes
-    /// three quarters of the limit, moves the largest runs of relations and indexes
-    /// to pinned host memory (kernels read them there, over the bus) until half the
-    /// limit is in use, so the operator has room for its work. Relations larger than
-    /// the device's memory stay in host memory and stream through the kernels.
-    /// Nothing is moved while an operator runs: the address an operator took stays
-    /// valid until it returns.
+    /// Called before every operator: when the runs of relations and indexes on the
+    /// device pass three quarters of the limit, or when an operator since the last
+    /// call was refused memory, moves the largest runs to pinned host memory
+    /// (kernels read them there, over the bus) until half the limit is in use, so
+    /// the operator has room for its work. Relations larger than the device's memory
+    /// stay in host memory and stream through the kernels. Nothing is moved while
+    /// an operator runs: the address an operator took stays valid until it returns.
+    ///
+    /// Batches do not count here: they shrink with the room left
+    /// ([`Self::batch_budget_bytes`]), which costs far less than reading relations
+    /// over the bus (under a limit of a relation plus a half, moving runs as soon as
+    /// batches passed three quarters cost 7-26x the time: docs/gpu-results.md,
+    /// round 15).
     pub(crate) fn make_room(&self) -> Result<()> {
         let s = self.gpu.pool_stats();
-        if s.in_use <= s.limit / 4 * 3 {
-            return Ok(());
+        let refused = s.refusals > self.refusals_seen.replace(s.refusals);
+        if refused || self.run_bytes_on_device() > s.limit / 4 * 3 {
+            return self.move_runs_until(s.limit / 2);
         }
-        self.move_runs_until(s.limit / 2)
+        Ok(())
+    }
+
+    /// Bytes of the runs of relations and indexes now on the device.
+    fn run_bytes_on_device(&self) -> usize {
+        let mut runs = self.runs.borrow_mut();
+        runs.retain(|(w, _)| w.strong_count() > 0);
+        let mut seen = std::collections::HashSet::new();
+        runs.iter()
+            .filter_map(|(w, _)| w.upgrade())
+            .filter(|r| r.on_device() && seen.insert(Rc::as_ptr(r)))
+            .map(|r| r.device_bytes())
+            .sum()
     }
 
     /// Before allocating `bytes` for a run (a merge's output): moves runs to the
-    /// host until they fit beside what is in use. Safe within an operator between its
-    /// kernels: every kernel takes the runs' addresses when it is launched.
+    /// host until they fit beside what is in use (and no further: every run moved is
+    /// read over the bus from then on). Safe within an operator between its kernels:
+    /// every kernel takes the runs' addresses when it is launched.
     pub(crate) fn make_room_for(&self, bytes: usize) -> Result<()> {
         let s = self.gpu.pool_stats();
         // A quarter more for the size class the pool rounds the request up to.
@@ -283,7 +309,7 @@ impl CudaBackend {
         if s.in_use.saturating_add(need) <= s.limit {
             return Ok(());
         }
-        self.move_runs_until(s.limit.saturating_sub(need).min(s.limit / 2))
+        self.move_runs_until(s.limit.saturating_sub(need))
     }
 
     /// Moves the largest runs still on the device to host memory until at most
@@ -321,13 +347,17 @@ impl CudaBackend {
     pub(crate) fn batch_budget_bytes(&self) -> usize {
         let s = self.gpu.pool_stats();
         let room = s.limit.saturating_sub(s.in_use);
-        (room / 4).clamp(BATCH_MIN_BYTES, BATCH_MAX_BYTES)
+        let floor = BATCH_MIN_BYTES.min(s.limit / BATCH_MIN_SHARE).max(1);
+        (room / 4).clamp(floor, BATCH_MAX_BYTES)
     }
 }
 
 /// Batches may always be this large: smaller ones cost more in launches and
 /// synchronisations than they save.
 const BATCH_MIN_BYTES: usize = 32 << 20;
+/// Except under a limit so small that such a batch would not fit beside the
+/// relations: then a batch may shrink to this share of the limit.
+const BATCH_MIN_SHARE: usize = 64;
 /// And never larger (2^27 rows of two columns). Bounding batches by a share of the
 /// relations instead (so that small dense graphs peak at their relations plus a
 /// half) was measured and dropped three times: 1.5x the time of TC, up to 6x of SG

@@ -148,11 +148,23 @@ impl CudaBackend {
 
     // ---- sorting ------------------------------------------------------------------
 
+    /// Bytes deduplicating `batch` needs beside it: a copy where its rows are not one
+    /// buffer of its own ([`Self::contiguous`]), the sort's second buffer, and the flags and output of
+    /// `unique` (or `unique_minus`), at most the batch's size each.
+    fn dedup_room(batch: &CudaBatch) -> usize {
+        let bytes = batch.len * batch.arity * 4;
+        let in_place = match &batch.segs[..] {
+            [seg] => seg.start == 0 && Rc::strong_count(&seg.rows) == 1,
+            _ => false,
+        };
+        let copy = if in_place { 0 } else { bytes };
+        copy + 2 * bytes + batch.len * 4
+    }
+
     /// Sorted, duplicate-free rows of a batch.
     pub(crate) fn sorted_unique(&self, batch: CudaBatch) -> Result<DevRows> {
         let arity = batch.arity;
-        // The sort's second buffer and the output.
-        self.make_room_for(2 * batch.len * arity * 4)?;
+        self.make_room_for(Self::dedup_room(&batch))?;
         if on_device(arity) {
             let mut rel = self.rel_of(self.contiguous(batch)?, arity)?;
             if rel.n <= 1 {
@@ -178,6 +190,7 @@ impl CudaBackend {
         old: &CudaRelation,
     ) -> Result<DevRows> {
         let arity = batch.arity;
+        self.make_room_for(Self::dedup_room(&batch))?;
         if on_device(arity) {
             let mut rel = self.rel_of(self.contiguous(batch)?, arity)?;
             if rel.n > 1 {
@@ -279,12 +292,21 @@ impl CudaBackend {
         Ok(CudaBackend::rows_of(m))
     }
 
-    /// Bytes a merge of `a` and `b` needs beside its inputs.
+    /// Bytes a merge of `a` and `b` needs beside its inputs. A releasing merge (a large
+    /// output, inputs it alone holds) needs a chunk and two pieces beside what its
+    /// inputs give back as it passes them, which only inputs mapped piece by piece do:
+    /// the others stay whole until it ends, so their bytes count in full.
     fn merge_room(arity: usize, a: &Rc<DevRows>, b: &Rc<DevRows>) -> usize {
         let bytes = (a.n + b.n) * arity * 4;
         let releasing = Rc::strong_count(a) == 1 && Rc::strong_count(b) == 1;
         if releasing && bytes >= crate::ops::MERGE_RELEASING_MIN && on_device(arity) {
-            (bytes / 16).max(crate::vmm::PIECE) + 2 * crate::vmm::PIECE
+            let kept: usize = [a, b]
+                .iter()
+                .filter(|r| !r.releasable())
+                .map(|r| r.n * arity * 4)
+                .sum();
+            let chunks = (bytes / 16).max(crate::vmm::PIECE) + 2 * crate::vmm::PIECE;
+            (kept + chunks).min(bytes + crate::vmm::PIECE)
         } else {
             bytes
         }

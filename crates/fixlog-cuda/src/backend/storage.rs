@@ -69,6 +69,15 @@ impl DevRows {
         matches!(&*self.mem.borrow(), RowsMem::Device(_))
     }
 
+    /// Whether the rows are in a buffer mapped piece by piece, whose memory a merge
+    /// can give back as it passes them ([`Self::release_below`]).
+    pub(crate) fn releasable(&self) -> bool {
+        match &mut *self.mem.borrow_mut() {
+            RowsMem::Device(b) => b.mapped_mut().is_some(),
+            RowsMem::Host(_) => false,
+        }
+    }
+
     /// Device bytes the rows hold (0 once moved to the host).
     pub(crate) fn device_bytes(&self) -> usize {
         match &*self.mem.borrow() {
