@@ -518,15 +518,23 @@ pub fn try_union_disjoint(arity: usize, a: &[u32], b: &[u32]) -> ExecResult<(Vec
 /// Rows per write of [`union_disjoint_to_file`]'s parts.
 const FILE_CHUNK_ROWS: usize = 1 << 15;
 
+/// Rows of the larger input per wave of [`union_disjoint_to_file`].
+pub(crate) const FILE_WAVE_ROWS: usize = 1 << 24;
+
 /// [`try_union_disjoint`] written to a new spill file instead of memory: each part of
 /// the merge knows where its output starts, merges into a small buffer (at most
 /// [`FILE_CHUNK_ROWS`] rows, not charged) and writes it at its place with `pwrite`; the
-/// file is then mapped. The output is never in memory whole.
+/// file is then mapped. The output is never in memory whole. Parts run in parallel in
+/// waves of about `wave_rows` rows of the larger input ([`FILE_WAVE_ROWS`]), in order;
+/// after each wave `consumed(i, j)` is told that the first `i` values of `a` and `j`
+/// of `b` are merged (so a caller that alone holds an input may give back its space).
 pub(crate) fn union_disjoint_to_file(
     arity: usize,
     a: &[u32],
     b: &[u32],
     spill: &crate::spill::Spill,
+    wave_rows: usize,
+    consumed: &dyn Fn(usize, usize),
 ) -> ExecResult<crate::spill::Mapped> {
     let file = spill.new_file()?;
     let io = |e: std::io::Error| {
@@ -541,6 +549,8 @@ pub(crate) fn union_disjoint_to_file(
             starts.push(at);
             at += (a1 - a0 + b1 - b0) * w;
         }
+        let wave = (wave_rows / PART_ROWS).max(1);
+        for (parts, starts) in parts.chunks(wave).zip(starts.chunks(wave)) {
         parts
             .par_iter()
             .zip(starts.par_iter())
@@ -580,6 +590,10 @@ pub(crate) fn union_disjoint_to_file(
                 }
                 flush(&mut buf).map_err(io)
             })?;
+            if let Some(&[_, a1, _, b1]) = parts.last() {
+                consumed(a1 * w, b1 * w);
+            }
+        }
     });
     spill.map(file, a.len() + b.len())
 }

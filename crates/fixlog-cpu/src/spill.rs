@@ -52,6 +52,12 @@
 //! however it ends; no other process can open it, which is what makes mapping it sound.
 //! Files are written with `write`/`pwrite`, never through a writable map, so a full disk
 //! is an error value (the run then stays in memory), never a `SIGBUS`.
+//!
+//! A merge whose output goes to a file and whose input is a mapped run it alone holds
+//! (the relation's largest runs, merged at the end of an iteration) gives the input's
+//! disk space back as it goes ([`Mapped::free_before`]: a hole punched in the consumed
+//! prefix, on Linux), so merging a relation's largest runs needs about the relation's
+//! size on disk, not twice.
 
 use crate::budget::{self, Budget};
 use crate::storage::{Run, RunData};
@@ -293,7 +299,8 @@ impl Spill {
         let bytes = values * VALUE;
         // SAFETY: the file is unnamed (or unlinked) and only this process has it open;
         // nothing writes to it after this point, and its size is `bytes` (written in
-        // full), so the map stays valid and unchanged for its lifetime.
+        // full) and never changes, so the map stays valid for its lifetime (unchanged
+        // but for holes its last reader punches: `Mapped::free_before`).
         let map = unsafe { memmap2::MmapOptions::new().len(bytes).map(&file) }
             .map_err(|e| self.io_error("map a file in", e))?;
         if map.as_ptr().align_offset(std::mem::align_of::<Value>()) != 0 || map.len() != bytes {
@@ -308,7 +315,9 @@ impl Spill {
         c.peak.fetch_max(now, Ordering::Relaxed);
         Ok(Mapped {
             map,
+            file,
             values,
+            freed: AtomicUsize::new(0),
             counters: self.counters.clone(),
         })
     }
@@ -350,15 +359,19 @@ fn io_error(what: &str, path: &Path, e: std::io::Error) -> ExecError {
 /// A spilled run's rows: a read-only map of an unnamed file.
 pub struct Mapped {
     map: memmap2::Mmap,
+    /// The file, kept open to give its space back early ([`Mapped::free_before`]).
+    file: File,
     values: usize,
+    /// Bytes at the start whose disk space was given back.
+    freed: AtomicUsize,
     counters: Arc<Counters>,
 }
 
 impl Mapped {
     pub fn rows(&self) -> &[Value] {
         // SAFETY: the map is `values * 4` bytes long, aligned for `u32` (checked in
-        // `Spill::map`), read-only and unchanged while it exists; every bit pattern is
-        // a valid `u32`.
+        // `Spill::map`), read-only and its file's size never changes (a hole punched
+        // by `free_before` reads as zeros); every bit pattern is a valid `u32`.
         unsafe { std::slice::from_raw_parts(self.map.as_ptr() as *const Value, self.values) }
     }
 }
@@ -397,6 +410,56 @@ impl Mapped {
     }
 }
 
+impl Mapped {
+    /// Gives back the disk space (and page cache) of the first `values` values, in
+    /// whole pages (all of it when `values` covers the run): a hole is punched in the file there, and the bytes no longer count
+    /// as spilled. Reading them afterwards gives zeros, so only the run's last reader,
+    /// done with them for good, may call this: a merge consuming a run it alone holds
+    /// (`storage::union_runs_owned`). Does nothing where the system cannot punch holes.
+    pub(crate) fn free_before(&self, values: usize) {
+        let bytes = if values >= self.values {
+            self.values * VALUE
+        } else {
+            (values * VALUE) & !4095
+        };
+        let done = self.freed.load(Ordering::Relaxed);
+        if bytes <= done || !punch_hole(&self.file, done, bytes - done) {
+            return;
+        }
+        self.freed.store(bytes, Ordering::Relaxed);
+        self.counters
+            .mapped
+            .fetch_sub(bytes - done, Ordering::Relaxed);
+    }
+}
+
+/// Punches a hole of `len` bytes at `offset` in `file` (keeping its size): its blocks
+/// go back to the file system. False where that fails or the system has no such call.
+#[cfg(target_os = "linux")]
+fn punch_hole(file: &File, offset: usize, len: usize) -> bool {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return false;
+    };
+    // SAFETY: a plain system call on an open descriptor this struct owns; it changes
+    // the file's contents (the range reads as zeros), which `Mapped::free_before`'s
+    // callers allow, and never its size, so the map stays valid.
+    let r = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            offset,
+            len,
+        )
+    };
+    r == 0
+}
+
+#[cfg(not(target_os = "linux"))]
+fn punch_hole(_file: &File, _offset: usize, _len: usize) -> bool {
+    false
+}
+
 impl std::fmt::Debug for Mapped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Mapped({} values)", self.values)
@@ -405,9 +468,10 @@ impl std::fmt::Debug for Mapped {
 
 impl Drop for Mapped {
     fn drop(&mut self) {
+        let freed = self.freed.load(Ordering::Relaxed);
         self.counters
             .mapped
-            .fetch_sub(self.values * VALUE, Ordering::Relaxed);
+            .fetch_sub(self.values * VALUE - freed, Ordering::Relaxed);
     }
 }
 
@@ -619,6 +683,81 @@ mod tests {
         assert_eq!(got, expected);
         assert_eq!(merged.len, 170_000);
         assert_eq!(spill.stats().files, 3);
+        set_current(None);
+        budget::set_current(None);
+    }
+
+    #[test]
+    fn a_merge_gives_back_the_disk_space_of_the_runs_it_alone_holds() {
+        let (even, odd) = (sorted_rows(100_000, 2, 0), sorted_rows(70_000, 2, 1));
+        let bytes = (even.len() + odd.len()) * 4;
+        let mut expected: Vec<Value> = Vec::new();
+        let mut pairs: Vec<[Value; 2]> = even
+            .chunks(2)
+            .chain(odd.chunks(2))
+            .map(|r| [r[0], r[1]])
+            .collect();
+        pairs.sort_unstable();
+        pairs.iter().for_each(|r| expected.extend_from_slice(r));
+        for shared in [true, false] {
+            let root = tempfile::tempdir().unwrap();
+            let (_budget, spill) = spill_everything(root.path(), None);
+            let a = Run::new(2, budget::try_copy(&even).unwrap());
+            let b = Run::new(2, budget::try_copy(&odd).unwrap());
+            assert!(spill_all() > 0);
+            let held = shared.then(|| (a.clone(), b.clone()));
+            let merged = crate::storage::union_runs_owned(2, a, b).unwrap();
+            assert!(merged.is_mapped());
+            assert_eq!(&merged.data()[..], &expected[..]);
+            let st = spill.stats();
+            if let Some((a, b)) = held {
+                // Others still read the inputs: they are whole, and were on disk
+                // beside the output.
+                assert_eq!((&a.data()[..], &b.data()[..]), (&even[..], &odd[..]));
+                assert_eq!(st.peak_bytes, 2 * bytes);
+                assert_eq!(st.mapped_bytes, 2 * bytes);
+            } else if cfg!(target_os = "linux") {
+                // Given back before the output was mapped: never both on disk.
+                assert_eq!(st.peak_bytes, bytes);
+                assert_eq!(st.mapped_bytes, bytes);
+            }
+            drop(merged);
+            set_current(None);
+            budget::set_current(None);
+        }
+    }
+
+    #[test]
+    fn a_merge_to_a_file_reports_its_inputs_consumed_wave_by_wave() {
+        let root = tempfile::tempdir().unwrap();
+        let (_budget, spill) = spill_everything(root.path(), None);
+        let (even, odd) = (sorted_rows(300_000, 2, 0), sorted_rows(90_000, 2, 1));
+        let calls = RefCell::new(Vec::new());
+        let merged = crate::rows::union_disjoint_to_file(
+            2,
+            &even,
+            &odd,
+            &spill,
+            crate::rows::PART_ROWS * 2,
+            &|i, j| calls.borrow_mut().push((i, j)),
+        )
+        .unwrap();
+        let calls = calls.into_inner();
+        assert!(calls.len() >= 4, "{calls:?}");
+        assert!(calls
+            .windows(2)
+            .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+        assert_eq!(calls.last(), Some(&(even.len(), odd.len())));
+        // Every row before a reported prefix is in the output before the rows after it.
+        let rows = merged.rows();
+        for &(i, j) in &calls {
+            let n = (i + j) / 2;
+            let last_out = &rows[(n - 1) * 2..n * 2];
+            assert!(even[..i]
+                .chunks(2)
+                .chain(odd[..j].chunks(2))
+                .any(|r| r == last_out));
+        }
         set_current(None);
         budget::set_current(None);
     }

@@ -401,16 +401,55 @@ pub(crate) fn too_big(len: usize) -> ExecResult<()> {
 /// The union of two disjoint runs. Where holding the output would pass the spill
 /// threshold (see [`crate::spill`]), it is written straight to a file, part by part.
 pub(crate) fn union_runs(arity: usize, a: &Run, b: &Run) -> ExecResult<Arc<Run>> {
+    merge_runs(arity, a, b, [false, false])
+}
+
+/// [`union_runs`] of runs the caller gives up: an input in a file that nobody else
+/// holds (not the run, not its rows) gives its disk space back as a merge to a file
+/// passes it ([`spill::Mapped::free_before`]), so merging a relation's largest runs
+/// needs about the relation's size on disk, not twice.
+pub(crate) fn union_runs_owned(arity: usize, a: Arc<Run>, b: Arc<Run>) -> ExecResult<Arc<Run>> {
+    let owned = [Arc::strong_count(&a) == 1, Arc::strong_count(&b) == 1];
+    merge_runs(arity, &a, &b, owned)
+}
+
+fn merge_runs(arity: usize, a: &Run, b: &Run, owned: [bool; 2]) -> ExecResult<Arc<Run>> {
     if arity == 0 {
         return Ok(Run::unit());
     }
     let (da, db) = (a.data(), b.data());
     too_big((da.len() + db.len()) / arity)?;
+    // The rows an input alone holds (its run's lock and `da`/`db` here) in a file.
+    fn sole_file(d: &Arc<RunData>, owned: bool) -> Option<&Mapped> {
+        match &**d {
+            RunData::Mapped(m) if owned && Arc::strong_count(d) == 2 => Some(m),
+            _ => None,
+        }
+    }
+    let (fa, fb) = (sole_file(&da, owned[0]), sole_file(&db, owned[1]));
+    let gave_back = std::sync::atomic::AtomicBool::new(false);
+    let consumed = |i: usize, j: usize| {
+        for (m, n) in [(fa, i), (fb, j)] {
+            if let Some(m) = m {
+                m.free_before(n);
+                gave_back.store(true, Ordering::Relaxed);
+            }
+        }
+    };
+    let to_file = |spill: &spill::Spill| {
+        rows::union_disjoint_to_file(arity, &da, &db, spill, rows::FILE_WAVE_ROWS, &consumed)
+            .map(|mapped| Run::mapped(arity, mapped))
+    };
     if let Some(spill) =
         spill::file_for(std::mem::size_of_val(&da[..]) + std::mem::size_of_val(&db[..]))
     {
-        match rows::union_disjoint_to_file(arity, &da, &db, &spill) {
-            Ok(mapped) => return Ok(Run::mapped(arity, mapped)),
+        match to_file(&spill) {
+            Ok(run) => return Ok(run),
+            // Inputs partly given back cannot be merged again: the error stands.
+            Err(e) if gave_back.load(Ordering::Relaxed) => {
+                spill.fail(&e);
+                return Err(e);
+            }
             // A full disk, say: the output stays in memory, and spilling stops.
             Err(e) => spill.fail(&e),
         }
@@ -419,12 +458,15 @@ pub(crate) fn union_runs(arity: usize, a: &Run, b: &Run) -> ExecResult<Arc<Run>>
         Ok(merged) => Ok(Run::new(arity, merged)),
         // Out of memory: a file needs none (where spilling is on and works).
         Err(ExecError::OutOfMemory(why)) => match spill::current() {
-            Some(spill) => rows::union_disjoint_to_file(arity, &da, &db, &spill)
-                .map(|mapped| Run::mapped(arity, mapped))
-                .map_err(|e| {
-                    spill.fail(&e);
+            Some(spill) => to_file(&spill).map_err(|e| {
+                spill.fail(&e);
+                // Not retried smaller once an input is partly given back.
+                if gave_back.load(Ordering::Relaxed) {
+                    e
+                } else {
                     ExecError::OutOfMemory(why)
-                }),
+                }
+            }),
             None => Err(ExecError::OutOfMemory(why)),
         },
         Err(e) => Err(e),
@@ -438,7 +480,7 @@ pub(crate) fn add_run(arity: usize, runs: &mut Vec<Arc<Run>>, run: Arc<Run>) -> 
         run,
         RUNS,
         |r| r.len,
-        |below, top| union_runs(arity, &below, &top),
+        |below, top| union_runs_owned(arity, below, top),
     )
 }
 
@@ -451,7 +493,7 @@ pub(crate) fn add_index_run(index: &mut CpuIndex, run: Arc<Run>) -> ExecResult<(
         RUNS,
         |r| r.run.len,
         |below, top| {
-            let merged = union_runs(arity, &below.run, &top.run)?;
+            let merged = union_runs_owned(arity, below.run, top.run)?;
             IndexRun::new(merged, arity, key_len)
         },
     )
