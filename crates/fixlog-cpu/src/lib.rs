@@ -42,7 +42,7 @@ use fixlog_exec::driver::{
     self, DiskSpillStats, DriverOptions, HostMemoryStats, RunResult, Tuples,
 };
 use fixlog_exec::tuples::RowStore;
-use fixlog_exec::{aggregate, Backend, EvalContext, ExecError, ExecResult, OpSpec};
+use fixlog_exec::{aggregate, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget};
 use fixlog_logical::{Program, SymbolTable, Value};
 use fixlog_plan::Plan;
 use rayon::prelude::*;
@@ -437,6 +437,19 @@ impl Backend for CpuBackend {
 
     fn prepare(&self, ops: &[OpSpec], _ctx: &EvalContext) -> ExecResult<Vec<CpuCode>> {
         ops.iter().map(CpuCode::prepare).collect()
+    }
+
+    /// The default pieces, with batches bounded by the memory limit too: a batch, a
+    /// copy of it and a sort's scratch (three times its bytes, rows of two values
+    /// counted) within a quarter of the limit. Without a limit, or with one of a few
+    /// GiB or more, that is the default.
+    fn piece_budget(&self) -> PieceBudget {
+        let mut pieces = PieceBudget::default();
+        if let Some(limit) = budget::current().and_then(|b| b.limit()) {
+            let rows = limit / 4 / (3 * 2 * std::mem::size_of::<Value>());
+            pieces.max_batch_rows = pieces.max_batch_rows.min(rows.max(1 << 10));
+        }
+        pieces
     }
 
     /// `rows` in any order, duplicates allowed. For arity 0 the rows cannot say how many

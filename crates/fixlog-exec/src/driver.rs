@@ -613,7 +613,10 @@ enum Level {
     /// and adapt to the largest batch made, against `max_batch_rows`. `sort_on_cut`:
     /// sort and deduplicate the input before it is first cut into pieces (a scan
     /// whose first column the next join carries: see [`carried_first`]); an input
-    /// that runs whole needs no order.
+    /// that runs whole needs no order, and one larger than `max_batch_rows` is not
+    /// sorted either: sorting it whole needs memory the backend's budget does not
+    /// promise (SG of p2p-Gnutella31 on the CPU under a 12 GiB limit ran out of memory
+    /// sorting an iteration's delta whole), and the order only saves work.
     Top {
         first_piece_rows: usize,
         max_batch_rows: usize,
@@ -1175,8 +1178,11 @@ impl<B: Backend> Driver<'_, B> {
             Level::Top {
                 first_piece_rows,
                 sort_on_cut,
-                ..
-            } => (first_piece_rows, sort_on_cut),
+                max_batch_rows,
+            } => (
+                first_piece_rows,
+                sort_on_cut && b.batch_len(&input) <= max_batch_rows,
+            ),
             Level::Below => (usize::MAX, false),
         };
         let mut peak = 0;
