@@ -441,13 +441,18 @@ impl Backend for CpuBackend {
 
     /// The default pieces, with batches bounded by the memory limit too: a batch, a
     /// copy of it and a sort's scratch (three times its bytes, rows of two values
-    /// counted) within a quarter of the limit. Without a limit, or with one of a few
-    /// GiB or more, that is the default.
+    /// counted) within a quarter of the limit (without a limit, or with one of a few
+    /// GiB or more, that is the default); an input is sorted whole where that takes
+    /// at most a quarter of the room left under the limit.
     fn piece_budget(&self) -> PieceBudget {
         let mut pieces = PieceBudget::default();
-        if let Some(limit) = budget::current().and_then(|b| b.limit()) {
-            let rows = limit / 4 / (3 * 2 * std::mem::size_of::<Value>());
-            pieces.max_batch_rows = pieces.max_batch_rows.min(rows.max(1 << 10));
+        if let Some(b) = budget::current() {
+            if let Some(limit) = b.limit() {
+                let row3 = 3 * 2 * std::mem::size_of::<Value>();
+                let rows = limit / 4 / row3;
+                pieces.max_batch_rows = pieces.max_batch_rows.min(rows.max(1 << 10));
+                pieces.max_sort_rows = limit.saturating_sub(b.used()) / 4 / row3;
+            }
         }
         pieces
     }
@@ -558,8 +563,22 @@ impl Backend for CpuBackend {
                 .unwrap_or_else(|| Ok((Vec::new(), Charge::none())))?
         } else {
             // The segments stay charged until the copy is made.
-            let (parts, _charges): (Vec<Vec<Value>>, Vec<Charge>) =
-                batch.segs.into_iter().map(|s| (s.data, s.charge)).unzip();
+            let mut parts = Vec::with_capacity(batch.segs.len());
+            let mut _charges = Vec::with_capacity(batch.segs.len());
+            for s in batch.segs {
+                match s.data {
+                    storage::SegRows::Owned(v) => {
+                        parts.push(v);
+                        _charges.push(s.charge);
+                    }
+                    // Rows read in place: copied (the concatenation copies anyway).
+                    shared => {
+                        let (v, c) = budget::try_copy(&shared)?;
+                        parts.push(v);
+                        _charges.push(c);
+                    }
+                }
+            }
             rows::try_concat_parts(parts)?
         };
         let len = rows::try_sort_unique(arity, &mut data)?;
@@ -569,16 +588,10 @@ impl Backend for CpuBackend {
         Ok(rel)
     }
 
+    /// The relation's runs read in place (no copy: a spilled run stays in its file).
     fn relation_batch(&self, rel: &CpuRelation) -> ExecResult<CpuBatch> {
         entry(|| {
-            let segs = rel
-                .runs
-                .iter()
-                .map(|r| {
-                    let (data, charge) = budget::try_copy(&r.data())?;
-                    Ok(Seg::new(data, r.len, charge))
-                })
-                .collect::<ExecResult<Vec<Seg>>>()?;
+            let segs = rel.runs.iter().map(|r| Seg::of_run(r)).collect();
             Ok(CpuBatch::from_segs(rel.arity, segs))
         })
     }

@@ -217,25 +217,122 @@ impl CpuRelation {
 /// A piece of a batch.
 #[derive(Debug, Default, Clone)]
 pub struct Seg {
-    pub(crate) data: Vec<Value>,
+    pub(crate) data: SegRows,
     pub(crate) rows: usize,
     pub(crate) charge: Charge,
 }
 
+/// A segment's rows: a vector of its own, or a range of a run's rows read in place
+/// (a relation passed to a pipeline as a batch, [`crate::CpuBackend`]'s
+/// `relation_batch`: a delta scanned without a copy, which for a spilled run would
+/// bring the whole file into memory).
+#[derive(Debug, Clone)]
+pub enum SegRows {
+    Owned(Vec<Value>),
+    /// Values `start..end` of a run's rows, held for as long as the segment lives.
+    Shared {
+        rows: Arc<RunData>,
+        start: usize,
+        end: usize,
+    },
+}
+
+impl Default for SegRows {
+    fn default() -> Self {
+        SegRows::Owned(Vec::new())
+    }
+}
+
+impl std::ops::Deref for SegRows {
+    type Target = [Value];
+    #[inline]
+    fn deref(&self) -> &[Value] {
+        match self {
+            SegRows::Owned(v) => v,
+            SegRows::Shared { rows, start, end } => &rows.rows()[*start..*end],
+        }
+    }
+}
+
 impl Seg {
     pub(crate) fn new(data: Vec<Value>, rows: usize, charge: Charge) -> Seg {
-        Seg { data, rows, charge }
+        Seg {
+            data: SegRows::Owned(data),
+            rows,
+            charge,
+        }
     }
 
-    /// The segment's data with a charge covering its allocation (data that came from
-    /// outside the backend, such as facts, is charged now).
+    /// The rows of `run`, read in place.
+    pub(crate) fn of_run(run: &Run) -> Seg {
+        let rows = run.data();
+        let end = rows.rows().len();
+        Seg {
+            data: SegRows::Shared {
+                rows,
+                start: 0,
+                end,
+            },
+            rows: run.len,
+            charge: Charge::none(),
+        }
+    }
+
+    /// The segment's data as a vector of its own with a charge covering its
+    /// allocation (data that came from outside the backend, such as facts, is charged
+    /// now; rows read in place are copied).
     pub(crate) fn into_charged(self) -> ExecResult<(Vec<Value>, Charge)> {
+        let data = match self.data {
+            SegRows::Owned(v) => v,
+            shared @ SegRows::Shared { .. } => return budget::try_copy(&shared),
+        };
         let mut charge = self.charge;
-        let held = self.data.capacity() * std::mem::size_of::<Value>();
+        let held = data.capacity() * std::mem::size_of::<Value>();
         if charge.bytes() < held {
             charge.try_grow(held - charge.bytes())?;
         }
-        Ok((self.data, charge))
+        Ok((data, charge))
+    }
+
+    /// The first `k` rows (of `arity` values) and the rest. Rows read in place are
+    /// cut without a copy; a vector of its own keeps the head and copies the tail.
+    fn split(self, k: usize, arity: usize) -> ExecResult<(Seg, Seg)> {
+        let rest_rows = self.rows - k;
+        match self.data {
+            SegRows::Shared { rows, start, end } => {
+                let cut = start + k * arity;
+                let head = SegRows::Shared {
+                    rows: rows.clone(),
+                    start,
+                    end: cut,
+                };
+                let tail = SegRows::Shared {
+                    rows,
+                    start: cut,
+                    end,
+                };
+                Ok((
+                    Seg {
+                        data: head,
+                        rows: k,
+                        charge: self.charge,
+                    },
+                    Seg {
+                        data: tail,
+                        rows: rest_rows,
+                        charge: Charge::none(),
+                    },
+                ))
+            }
+            SegRows::Owned(mut data) => {
+                let tail = budget::try_copy(&data[k * arity..])?;
+                data.truncate(k * arity);
+                Ok((
+                    Seg::new(data, k, self.charge),
+                    Seg::new(tail.0, rest_rows, tail.1),
+                ))
+            }
+        }
     }
 }
 
@@ -304,7 +401,8 @@ impl CpuBatch {
         self.arity
     }
     /// The first `rows` rows and the rest, in batch order. Whole segments move without
-    /// copying; only a segment that straddles the cut is split.
+    /// copying; only a segment that straddles the cut is split (copying its tail where
+    /// it owns its rows).
     pub(crate) fn split_at(mut self, rows: usize) -> ExecResult<(CpuBatch, CpuBatch)> {
         if rows >= self.len {
             let rest = CpuBatch::from_segs(self.arity, Vec::new());
@@ -321,12 +419,8 @@ impl CpuBatch {
                     break;
                 }
             } else {
-                let k = rows - taken;
-                let mut data = seg.data;
-                let tail = budget::try_copy(&data[k * self.arity..])?;
-                data.truncate(k * self.arity);
-                head.push(Seg::new(data, k, seg.charge));
-                let rest_first = Seg::new(tail.0, seg.rows - k, tail.1);
+                let (first, rest_first) = seg.split(rows - taken, self.arity)?;
+                head.push(first);
                 let rest: Vec<Seg> = std::iter::once(rest_first).chain(segs).collect();
                 return Ok((
                     CpuBatch::from_segs(self.arity, head),

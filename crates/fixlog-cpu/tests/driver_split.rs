@@ -44,6 +44,7 @@ impl Refusing {
             budget: PieceBudget {
                 first_piece_rows: 1 << 20,
                 max_batch_rows: 1 << 24,
+                max_sort_rows: usize::MAX,
             },
             aligned: false,
         }
@@ -55,6 +56,7 @@ impl Refusing {
             budget: PieceBudget {
                 first_piece_rows,
                 max_batch_rows,
+                max_sort_rows: usize::MAX,
             },
             aligned: true,
             ..Refusing::new(usize::MAX)

@@ -188,6 +188,10 @@ pub struct PieceBudget {
     pub first_piece_rows: usize,
     /// The most tuples any batch of one piece should hold.
     pub max_batch_rows: usize,
+    /// The most tuples of a pipeline's input the backend can sort whole, beside what
+    /// it holds (to order the input before cutting it into pieces: see
+    /// `fixlog_exec::driver`'s `carried_first`); larger inputs are cut unsorted.
+    pub max_sort_rows: usize,
 }
 
 impl Default for PieceBudget {
@@ -195,6 +199,7 @@ impl Default for PieceBudget {
         PieceBudget {
             first_piece_rows: 1 << 16,
             max_batch_rows: 1 << 24,
+            max_sort_rows: usize::MAX,
         }
     }
 }

@@ -613,10 +613,10 @@ enum Level {
     /// and adapt to the largest batch made, against `max_batch_rows`. `sort_on_cut`:
     /// sort and deduplicate the input before it is first cut into pieces (a scan
     /// whose first column the next join carries: see [`carried_first`]); an input
-    /// that runs whole needs no order, and one larger than `max_batch_rows` is not
-    /// sorted either: sorting it whole needs memory the backend's budget does not
-    /// promise (SG of p2p-Gnutella31 on the CPU under a 12 GiB limit ran out of memory
-    /// sorting an iteration's delta whole), and the order only saves work.
+    /// that runs whole needs no order, and one larger than the backend can sort
+    /// ([`PieceBudget::max_sort_rows`]) is cut unsorted: the order only saves work
+    /// (SG of p2p-Gnutella31 on the CPU under a 12 GiB limit ran out of memory sorting
+    /// an iteration's delta whole).
     Top {
         first_piece_rows: usize,
         max_batch_rows: usize,
@@ -1178,10 +1178,10 @@ impl<B: Backend> Driver<'_, B> {
             Level::Top {
                 first_piece_rows,
                 sort_on_cut,
-                max_batch_rows,
+                ..
             } => (
                 first_piece_rows,
-                sort_on_cut && b.batch_len(&input) <= max_batch_rows,
+                sort_on_cut && b.batch_len(&input) <= b.piece_budget().max_sort_rows,
             ),
             Level::Below => (usize::MAX, false),
         };
@@ -1288,8 +1288,11 @@ impl<B: Backend> Driver<'_, B> {
         acc: &mut Vec<B::Relation>,
         only_new: bool,
     ) -> ExecResult<usize> {
-        let next = self.merged(std::mem::take(gathered))?;
+        let next = self
+            .merged(std::mem::take(gathered))
+            .map_err(|e| self.deriving(head, e))?;
         self.run_split(head, ops, next, Level::Below, acc, only_new)
+            .map_err(|e| self.deriving(head, e))
     }
 
     /// Sorts and deduplicates a join's output and adds it to `gathered` (a stack of
@@ -1340,14 +1343,17 @@ impl<B: Backend> Driver<'_, B> {
         b.relation_batch(&all)
     }
 
-    /// An out-of-memory error that happened while deriving tuples of `rel`, saying so.
+    /// An out-of-memory error that happened while deriving tuples of `rel`, saying so
+    /// (once: an error that says where it happened already is left as it is).
     fn deriving(&self, rel: RelId, e: ExecError) -> ExecError {
         match e {
-            ExecError::OutOfMemory(why) => ExecError::OutOfMemory(format!(
-                "{why}; while deriving `{}` ({} tuples)",
-                self.plan.relations[rel].name,
-                self.backend.relation_len(&self.full[rel])
-            )),
+            ExecError::OutOfMemory(why) if !why.contains("; while ") => {
+                ExecError::OutOfMemory(format!(
+                    "{why}; while deriving `{}` ({} tuples)",
+                    self.plan.relations[rel].name,
+                    self.backend.relation_len(&self.full[rel])
+                ))
+            }
             other => other,
         }
     }

@@ -344,6 +344,12 @@ impl CudaBackend {
     /// memory to spare that is the maximum; under `--gpu-memory-limit`, or with
     /// relations that fill the device, batches shrink before runs must move to host
     /// memory.
+    /// Bytes left under the pool's limit.
+    fn room_bytes(&self) -> usize {
+        let s = self.gpu.pool_stats();
+        s.limit.saturating_sub(s.in_use)
+    }
+
     pub(crate) fn batch_budget_bytes(&self) -> usize {
         let s = self.gpu.pool_stats();
         let room = s.limit.saturating_sub(s.in_use);
@@ -397,6 +403,8 @@ impl Backend for CudaBackend {
             first_piece_rows: 1 << 22,
             // (In rows of two columns, the common case.)
             max_batch_rows: self.batch_budget_bytes() / 8,
+            // A copy, the sort's second buffer and the output beside the input.
+            max_sort_rows: self.room_bytes() / (3 * 8),
         }
     }
 
@@ -555,6 +563,8 @@ impl Backend for CudaBackend {
         let arity = a.arity;
         let run = (|| -> Result<CudaRelation> {
             let b1 = self.single_run(b)?;
+            // `b − a` and its flags beside `b`.
+            self.make_room_for(b.len() * (arity + 1) * 4)?;
             let new = self.run_minus(arity, &b1, a)?;
             let mut runs = a.runs.clone();
             self.add_run(arity, &mut runs, Rc::new(new))?;

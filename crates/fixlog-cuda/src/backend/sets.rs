@@ -346,6 +346,9 @@ impl CudaBackend {
             0 => Ok(Rc::new(DevRows::device(self.gpu.alloc(0)?, 0))),
             1 => Ok(rel.runs[0].clone()),
             _ => {
+                // Two merges' outputs may be alive at once (the last and the one
+                // before it, until it is dropped).
+                self.make_room_for(2 * rel.len() * rel.arity * 4)?;
                 // Smallest first: each row is copied O(log runs) times at most.
                 let mut acc = rel.runs[rel.runs.len() - 1].clone();
                 for r in rel.runs[..rel.runs.len() - 1].iter().rev() {
