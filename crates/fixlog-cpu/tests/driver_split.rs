@@ -29,6 +29,9 @@ struct Refusing {
     budget: PieceBudget,
     /// Cut batches only between rows whose first values differ.
     aligned: bool,
+    /// Merges so far, and the one (counted from 1) that runs out of memory, once.
+    merges: Cell<usize>,
+    failing_merge: usize,
 }
 
 impl Refusing {
@@ -47,6 +50,8 @@ impl Refusing {
                 max_sort_rows: usize::MAX,
             },
             aligned: false,
+            merges: Cell::new(0),
+            failing_merge: 0,
         }
     }
 
@@ -137,6 +142,10 @@ impl Backend for Refusing {
         self.cpu.split_batch(batch, cut)
     }
     fn merge(&self, a: &CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
+        self.merges.set(self.merges.get() + 1);
+        if self.merges.get() == self.failing_merge {
+            return Err(ExecError::OutOfMemory("refused once".into()));
+        }
         self.cpu.merge(a, b)
     }
     fn merge_disjoint(&self, a: CpuRelation, b: &CpuRelation) -> ExecResult<CpuRelation> {
@@ -353,6 +362,32 @@ fn a_bounded_gathered_set_does_not_repeat_the_second_join() {
     let split = run(&small, &text);
     assert_eq!(plain.relations, split.relations);
     assert_eq!(small.joined.get(), never.joined.get());
+}
+
+#[test]
+fn a_merge_that_runs_out_of_memory_once_costs_only_time() {
+    // Small pieces and batches, so that merges gather the first join's outputs and
+    // merge what was gathered for the second join; each run lets a different merge
+    // run out of memory once. Wherever it happens (gathering a piece's output: the
+    // piece runs again in halves; merging the gathered set: it runs once more, as a
+    // backend that makes room after a refusal would), the result is exact.
+    let text = same_generation(graph_facts(40, 120, 17));
+    let plain = run(&Refusing::new(usize::MAX), &text);
+    let counting = Refusing::small_aligned(3, 8);
+    run(&counting, &text);
+    let merges = counting.merges.get();
+    assert!(merges > 20, "{merges} merges");
+    for failing_merge in 1..=merges {
+        let once = Refusing {
+            failing_merge,
+            ..Refusing::small_aligned(3, 8)
+        };
+        let got = run(&once, &text);
+        assert_eq!(
+            plain.relations, got.relations,
+            "merge {failing_merge} failed"
+        );
+    }
 }
 
 #[test]

@@ -606,6 +606,16 @@ pub fn plan_op_specs(plan: &Plan) -> ExecResult<Vec<OpSpec>> {
 
 // ---- running ------------------------------------------------------------------------
 
+/// Runs `f` once more when it runs out of memory (`f` must not consume its inputs): a
+/// backend makes room after an operator was refused memory (the CUDA backend moves
+/// relations to host memory, the CPU backend spills). Also says whether it ran again.
+fn once_more<T>(mut f: impl FnMut() -> ExecResult<T>) -> (ExecResult<T>, bool) {
+    match f() {
+        Err(ExecError::OutOfMemory(_)) => (f(), true),
+        done => (done, false),
+    }
+}
+
 /// Where in a pipeline [`Driver::run_split`] runs (see there).
 #[derive(Clone, Copy, Debug)]
 enum Level {
@@ -1048,10 +1058,10 @@ impl<B: Backend> Driver<'_, B> {
                 None => self.backend.empty_relation(arity)?,
             };
             for run in iter {
-                new = self
-                    .backend
-                    .merge(&new, &run)
-                    .map_err(|e| self.deriving(rel, e))?;
+                let b = self.backend;
+                let (merged, retried) = once_more(|| b.merge(&new, &run));
+                self.stats.memory_retries += retried as usize;
+                new = merged.map_err(|e| self.deriving(rel, e))?;
             }
             self.stats.phases.dedup += t.elapsed();
             out.push((rel, new));
@@ -1186,6 +1196,9 @@ impl<B: Backend> Driver<'_, B> {
             Level::Below => (usize::MAX, false),
         };
         let mut peak = 0;
+        // Whether the last piece was a single tuple that ran out of memory (it runs
+        // once more before that is an error).
+        let mut single_retried = false;
         // Pieces still to run, the next on top; the bottom one is the unsplit rest.
         let mut pending = vec![input];
         while let Some(mut top) = pending.pop() {
@@ -1227,6 +1240,7 @@ impl<B: Backend> Driver<'_, B> {
             });
             match outcome {
                 Ok(made) => {
+                    single_retried = false;
                     peak = peak.max(made);
                     if let Level::Top { max_batch_rows, .. } = level {
                         if made > max_batch_rows {
@@ -1254,6 +1268,15 @@ impl<B: Backend> Driver<'_, B> {
                     pending.push(piece);
                     piece_rows = (n / 2).max(1);
                 }
+                Err(ExecError::OutOfMemory(_))
+                    if matches!(level, Level::Top { .. }) && !single_retried =>
+                {
+                    // One tuple: once more, as the backend makes room after a refusal
+                    // (moving relations to host memory, spilling).
+                    single_retried = true;
+                    self.stats.memory_retries += 1;
+                    pending.push(piece);
+                }
                 Err(ExecError::OutOfMemory(why)) if matches!(level, Level::Top { .. }) => {
                     return Err(ExecError::OutOfMemory(format!(
                         "{why}; while deriving `{}` from a single input tuple",
@@ -1279,7 +1302,10 @@ impl<B: Backend> Driver<'_, B> {
 
     /// Runs `ops` over the set gathered so far (emptying it); the largest batch made.
     /// An error here is not the gathering level's to split: the set is whole and
-    /// deduplicated, and the level below splits it as its operators ask.
+    /// deduplicated, and the level below splits it as its operators ask. Out of
+    /// memory, it runs once more over the same set: a backend makes room after an
+    /// operator was refused memory (the CUDA backend moves relations to host memory,
+    /// the CPU backend spills), and tuples absorbed twice only cost time.
     fn run_gathered(
         &mut self,
         head: RelId,
@@ -1288,11 +1314,19 @@ impl<B: Backend> Driver<'_, B> {
         acc: &mut Vec<B::Relation>,
         only_new: bool,
     ) -> ExecResult<usize> {
-        let next = self
-            .merged(std::mem::take(gathered))
-            .map_err(|e| self.deriving(head, e))?;
-        self.run_split(head, ops, next, Level::Below, acc, only_new)
-            .map_err(|e| self.deriving(head, e))
+        let kept = gathered.clone();
+        let mut once = |this: &mut Self, gathered: Vec<B::Relation>| {
+            let next = this.merged(gathered)?;
+            this.run_split(head, ops, next, Level::Below, acc, only_new)
+        };
+        let result = match once(self, std::mem::take(gathered)) {
+            Err(ExecError::OutOfMemory(_)) => {
+                self.stats.memory_retries += 1;
+                once(self, kept)
+            }
+            other => other,
+        };
+        result.map_err(|e| self.deriving(head, e))
     }
 
     /// Sorts and deduplicates a join's output and adds it to `gathered` (a stack of
