@@ -715,4 +715,35 @@ mod tests {
             assert_eq!(all, (1..=9).collect::<Vec<_>>());
         }
     }
+
+    #[test]
+    fn rows_read_in_place_split_without_a_copy() {
+        // Two runs of pairs read in place: every cut keeps every row in order, and the
+        // runs' rows are shared, not copied (no charge).
+        let budget = budget::Budget::new(None);
+        budget::set_current(Some(budget.clone()));
+        let a = Run::new(2, budget::try_copy(&[1, 10, 2, 20, 3, 30]).unwrap());
+        let b = Run::new(2, budget::try_copy(&[4, 40, 5, 50]).unwrap());
+        let held = budget.used();
+        let segs = vec![Seg::of_run(&a), Seg::of_run(&b)];
+        let expected: Vec<Value> = vec![1, 10, 2, 20, 3, 30, 4, 40, 5, 50];
+        for cut in 0..=6 {
+            let batch = CpuBatch::from_segs(2, segs.clone());
+            let (h, t) = batch.split_at(cut).unwrap();
+            assert_eq!((h.len(), t.len()), (cut.min(5), 5 - cut.min(5)));
+            let mut all = h.rows();
+            all.extend(t.rows());
+            assert_eq!(all, expected);
+            assert_eq!(budget.used(), held, "rows read in place were copied");
+            assert!(h
+                .segs
+                .iter()
+                .chain(&t.segs)
+                .any(|s| matches!(s.data, SegRows::Shared { .. })));
+        }
+        // Owned again (charged) where an operator needs a vector of its own.
+        let (rows, charge) = Seg::of_run(&b).into_charged().unwrap();
+        assert_eq!((rows, charge.bytes()), (vec![4, 40, 5, 50], 16));
+        budget::set_current(None);
+    }
 }
