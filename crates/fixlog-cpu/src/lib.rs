@@ -563,22 +563,12 @@ impl Backend for CpuBackend {
                 .unwrap_or_else(|| Ok((Vec::new(), Charge::none())))?
         } else {
             // The segments stay charged until the copy is made.
-            let mut parts = Vec::with_capacity(batch.segs.len());
-            let mut _charges = Vec::with_capacity(batch.segs.len());
-            for s in batch.segs {
-                match s.data {
-                    storage::SegRows::Owned(v) => {
-                        parts.push(v);
-                        _charges.push(s.charge);
-                    }
-                    // Rows read in place: copied (the concatenation copies anyway).
-                    shared => {
-                        let (v, c) = budget::try_copy(&shared)?;
-                        parts.push(v);
-                        _charges.push(c);
-                    }
-                }
-            }
+            let owned = batch
+                .segs
+                .into_iter()
+                .map(Seg::into_owned)
+                .collect::<ExecResult<Vec<_>>>()?;
+            let (parts, _charges): (Vec<Vec<Value>>, Vec<Charge>) = owned.into_iter().unzip();
             rows::try_concat_parts(parts)?
         };
         let len = rows::try_sort_unique(arity, &mut data)?;

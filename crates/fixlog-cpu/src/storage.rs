@@ -278,15 +278,19 @@ impl Seg {
         }
     }
 
-    /// The segment's data as a vector of its own with a charge covering its
-    /// allocation (data that came from outside the backend, such as facts, is charged
-    /// now; rows read in place are copied).
+    /// The segment's data as a vector of its own, with its charge (rows read in place
+    /// are copied, charged).
+    pub(crate) fn into_owned(self) -> ExecResult<(Vec<Value>, Charge)> {
+        match self.data {
+            SegRows::Owned(v) => Ok((v, self.charge)),
+            shared @ SegRows::Shared { .. } => budget::try_copy(&shared),
+        }
+    }
+
+    /// [`Self::into_owned`] with a charge covering the vector's allocation (data that
+    /// came from outside the backend, such as facts, is charged now).
     pub(crate) fn into_charged(self) -> ExecResult<(Vec<Value>, Charge)> {
-        let data = match self.data {
-            SegRows::Owned(v) => v,
-            shared @ SegRows::Shared { .. } => return budget::try_copy(&shared),
-        };
-        let mut charge = self.charge;
+        let (data, mut charge) = self.into_owned()?;
         let held = data.capacity() * std::mem::size_of::<Value>();
         if charge.bytes() < held {
             charge.try_grow(held - charge.bytes())?;

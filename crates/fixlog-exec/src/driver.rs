@@ -1209,13 +1209,16 @@ impl<B: Backend> Driver<'_, B> {
             if len > piece_rows && sort_on_cut {
                 // The first cut, so `top` is the whole input: order it first.
                 sort_on_cut = false;
-                top = b.relation_batch(&b.sort_unique(top)?)?;
+                top = b
+                    .sort_unique(top)
+                    .and_then(|sorted| b.relation_batch(&sorted))
+                    .map_err(|e| self.deriving_at(level, head, e))?;
                 len = b.batch_len(&top);
             }
             let piece = if len > piece_rows {
                 let (piece, rest_rows) = b
                     .split_batch(top, piece_rows)
-                    .map_err(|e| self.deriving(head, e))?;
+                    .map_err(|e| self.deriving_at(level, head, e))?;
                 pending.push(rest_rows);
                 piece
             } else {
@@ -1289,12 +1292,16 @@ impl<B: Backend> Driver<'_, B> {
             }
             let gathered_rows: usize = gathered.iter().map(|r| b.relation_len(r)).sum();
             if gathered_rows > gather_limit {
-                let below = self.run_gathered(head, rest, &mut gathered, acc, only_new)?;
+                let below = self
+                    .run_gathered(head, rest, &mut gathered, acc, only_new)
+                    .map_err(|e| self.deriving_at(level, head, e))?;
                 peak = peak.max(below);
             }
         }
         if !gathered.is_empty() {
-            let below = self.run_gathered(head, rest, &mut gathered, acc, only_new)?;
+            let below = self
+                .run_gathered(head, rest, &mut gathered, acc, only_new)
+                .map_err(|e| self.deriving_at(level, head, e))?;
             peak = peak.max(below);
         }
         Ok(peak)
@@ -1314,19 +1321,13 @@ impl<B: Backend> Driver<'_, B> {
         acc: &mut Vec<B::Relation>,
         only_new: bool,
     ) -> ExecResult<usize> {
-        let kept = gathered.clone();
-        let mut once = |this: &mut Self, gathered: Vec<B::Relation>| {
-            let next = this.merged(gathered)?;
-            this.run_split(head, ops, next, Level::Below, acc, only_new)
-        };
-        let result = match once(self, std::mem::take(gathered)) {
-            Err(ExecError::OutOfMemory(_)) => {
-                self.stats.memory_retries += 1;
-                once(self, kept)
-            }
-            other => other,
-        };
-        result.map_err(|e| self.deriving(head, e))
+        let set = std::mem::take(gathered);
+        let (result, retried) = once_more(|| {
+            let next = self.merged(set.clone())?;
+            self.run_split(head, ops, next, Level::Below, acc, only_new)
+        });
+        self.stats.memory_retries += retried as usize;
+        result
     }
 
     /// Sorts and deduplicates a join's output and adds it to `gathered` (a stack of
@@ -1377,17 +1378,23 @@ impl<B: Backend> Driver<'_, B> {
         b.relation_batch(&all)
     }
 
-    /// An out-of-memory error that happened while deriving tuples of `rel`, saying so
-    /// (once: an error that says where it happened already is left as it is).
+    /// [`Self::deriving`] at the top of a pipeline; below it, the error goes up as it
+    /// is (the top says where, once).
+    fn deriving_at(&self, level: Level, rel: RelId, e: ExecError) -> ExecError {
+        match level {
+            Level::Top { .. } => self.deriving(rel, e),
+            Level::Below => e,
+        }
+    }
+
+    /// An out-of-memory error that happened while deriving tuples of `rel`, saying so.
     fn deriving(&self, rel: RelId, e: ExecError) -> ExecError {
         match e {
-            ExecError::OutOfMemory(why) if !why.contains("; while ") => {
-                ExecError::OutOfMemory(format!(
-                    "{why}; while deriving `{}` ({} tuples)",
-                    self.plan.relations[rel].name,
-                    self.backend.relation_len(&self.full[rel])
-                ))
-            }
+            ExecError::OutOfMemory(why) => ExecError::OutOfMemory(format!(
+                "{why}; while deriving `{}` ({} tuples)",
+                self.plan.relations[rel].name,
+                self.backend.relation_len(&self.full[rel])
+            )),
             other => other,
         }
     }

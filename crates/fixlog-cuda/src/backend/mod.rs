@@ -338,23 +338,23 @@ impl CudaBackend {
         &self.gpu
     }
 
-    /// The most bytes one batch of a pipeline should hold: a quarter of the room left
-    /// under the pool's limit (deduplicating a batch needs about three times its size
-    /// at once), within [`BATCH_MIN_BYTES`] and [`BATCH_MAX_BYTES`]. With the device's
-    /// memory to spare that is the maximum; under `--gpu-memory-limit`, or with
-    /// relations that fill the device, batches shrink before runs must move to host
-    /// memory.
     /// Bytes left under the pool's limit.
     fn room_bytes(&self) -> usize {
         let s = self.gpu.pool_stats();
         s.limit.saturating_sub(s.in_use)
     }
 
+    /// The most bytes one batch of a pipeline should hold: a quarter of the room left
+    /// under the pool's limit (deduplicating a batch needs about three times its size
+    /// at once), within [`BATCH_MIN_BYTES`] (or 1/[`BATCH_MIN_SHARE`] of a small
+    /// limit) and [`BATCH_MAX_BYTES`]. With the device's memory to spare that is the
+    /// maximum; under `--gpu-memory-limit`, or with relations that fill the device,
+    /// batches shrink before runs must move to host memory.
     pub(crate) fn batch_budget_bytes(&self) -> usize {
-        let s = self.gpu.pool_stats();
-        let room = s.limit.saturating_sub(s.in_use);
-        let floor = BATCH_MIN_BYTES.min(s.limit / BATCH_MIN_SHARE).max(1);
-        (room / 4).clamp(floor, BATCH_MAX_BYTES)
+        let floor = BATCH_MIN_BYTES
+            .min(self.gpu.pool_stats().limit / BATCH_MIN_SHARE)
+            .max(1);
+        (self.room_bytes() / 4).clamp(floor, BATCH_MAX_BYTES)
     }
 }
 

@@ -149,8 +149,8 @@ impl CudaBackend {
     // ---- sorting ------------------------------------------------------------------
 
     /// Bytes deduplicating `batch` needs beside it: a copy where its rows are not one
-    /// buffer of its own ([`Self::contiguous`]), the sort's second buffer, and the flags and output of
-    /// `unique` (or `unique_minus`), at most the batch's size each.
+    /// buffer of its own ([`Self::contiguous`]), the sort's second buffer, and the
+    /// flags and output of `unique` (or `unique_minus`), at most the batch's size each.
     fn dedup_room(batch: &CudaBatch) -> usize {
         let bytes = batch.len * batch.arity * 4;
         let in_place = match &batch.segs[..] {
