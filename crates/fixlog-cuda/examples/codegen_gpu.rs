@@ -234,6 +234,7 @@ fn check_join(
             rows_ptr,
             begins.ptr(),
             offs.ptr(),
+            0u64,
             total,
             out.ptr(),
             count.ptr()
@@ -492,6 +493,7 @@ fn bench_tc(d: &Dev, module: &Arc<CudaModule>, name: &str, edges: &[u32], varian
                 e.ptr(),
                 begins.ptr(),
                 offsets.ptr(),
+                0u64,
                 total as u64,
                 out.ptr(),
                 cnt.ptr()
@@ -546,6 +548,7 @@ fn bench_tc(d: &Dev, module: &Arc<CudaModule>, name: &str, edges: &[u32], varian
                 e.ptr(),
                 begins.ptr(),
                 offsets.ptr(),
+                0u64,
                 total as u64,
                 out.ptr(),
                 cnt.ptr()

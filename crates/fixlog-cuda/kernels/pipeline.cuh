@@ -331,6 +331,10 @@ struct Stage {
 
 // ---- P_jwrite ------------------------------------------------------------------------
 
+// A launch writes the candidates [kbase, total) of a join (a window: the host runs a
+// large join window by window into a buffer sized for what the windows keep, not for
+// every candidate); `total` is the window's end, not necessarily the last candidate's.
+
 // Where candidate k comes from: input row i (the last with offsets[i] <= k),
 // whose candidates are [start, next), matched with inner rows from b.
 template <class OP>
@@ -387,7 +391,7 @@ struct Cursor {
 template <class OP, int B, int I>
 __device__ __forceinline__ void jwrite_kernel(const u32* __restrict__ in, u64 n, const u32* __restrict__ rows,
                                               const u32* __restrict__ begins, const u32* __restrict__ offsets,
-                                              u64 total, u32* __restrict__ out, u64* count) {
+                                              u64 kbase, u64 total, u32* __restrict__ out, u64* count) {
   constexpr int OUT = OP::OUT, INNER = OP::INNER;
   static_assert(I <= 32, "a thread's kept candidates are a 32-bit mask");
   constexpr bool HOLD = OUT * I <= HOLD_WORDS;
@@ -396,7 +400,7 @@ __device__ __forceinline__ void jwrite_kernel(const u32* __restrict__ in, u64 n,
   __shared__ u32 sw[B / 32 + 1];
   __shared__ u64 sbase;
   __shared__ u64 stage[STAGE ? Stage<STAGE ? OUT : 1>::words64(CAP) : 1];
-  const u64 K0 = (u64)blockIdx.x * CAP;
+  const u64 K0 = kbase + (u64)blockIdx.x * CAP;
   const u64 k0 = K0 + (u64)threadIdx.x * I;
   if constexpr (!OP::CAN_FAIL) {
     // Every candidate is kept: candidate k goes to base + (k - K0).
@@ -519,7 +523,7 @@ __device__ __forceinline__ bool jd_insert(u64* table, u64 key, u32 hash) {
 template <class OP>
 __device__ __forceinline__ void jdedup_kernel(const u32* __restrict__ in, u64 n, const u32* __restrict__ rows,
                                               const u32* __restrict__ begins, const u32* __restrict__ offsets,
-                                              u64 total, u32* __restrict__ out, u64* count) {
+                                              u64 kbase, u64 total, u32* __restrict__ out, u64* count) {
   constexpr int B = FX_JD_BLOCK, I = FX_JD_ITEMS, OUT = OP::OUT, INNER = OP::INNER;
   static_assert(OUT == 1 || OUT == 2, "dedup of one or two words");
   static_assert(I <= 32, "a thread's kept candidates are a 32-bit mask");
@@ -528,7 +532,7 @@ __device__ __forceinline__ void jdedup_kernel(const u32* __restrict__ in, u64 n,
   __shared__ u64 sbase;
   for (u32 s = threadIdx.x; s < JD_SLOTS; s += B) table[s] = JD_EMPTY;
   __syncthreads();
-  const u64 k0 = ((u64)blockIdx.x * B + threadIdx.x) * I;
+  const u64 k0 = kbase + ((u64)blockIdx.x * B + threadIdx.x) * I;
   RegSink<OUT> held[I];
   u32 keep = 0;
   if (k0 < total) {
@@ -576,11 +580,11 @@ __device__ __forceinline__ void jdedup_kernel(const u32* __restrict__ in, u64 n,
 template <class OP>
 __device__ __forceinline__ void jwrite_distinct_kernel(const u32* __restrict__ in, u64 n, const u32* __restrict__ rows,
                                                        const u32* __restrict__ begins, const u32* __restrict__ offsets,
-                                                       u64 total, u32* __restrict__ out, u64* count) {
+                                                       u64 kbase, u64 total, u32* __restrict__ out, u64* count) {
   if constexpr (OP::OUT == 1 || OP::OUT == 2) {
-    jdedup_kernel<OP>(in, n, rows, begins, offsets, total, out, count);
+    jdedup_kernel<OP>(in, n, rows, begins, offsets, kbase, total, out, count);
   } else {
-    jwrite_kernel<OP, FX_JD_BLOCK, FX_JD_ITEMS>(in, n, rows, begins, offsets, total, out, count);
+    jwrite_kernel<OP, FX_JD_BLOCK, FX_JD_ITEMS>(in, n, rows, begins, offsets, kbase, total, out, count);
   }
 }
 

@@ -1321,9 +1321,14 @@ impl<B: Backend> Driver<'_, B> {
         acc: &mut Vec<B::Relation>,
         only_new: bool,
     ) -> ExecResult<usize> {
-        let set = std::mem::take(gathered);
+        // Merged into one run first, in place of the stack, so that the stack's runs
+        // are not held beside their union while the rest of the pipeline runs.
+        let (merged, retried) = once_more(|| self.merged(gathered.clone()));
+        self.stats.memory_retries += retried as usize;
+        let set = merged?;
+        gathered.clear();
         let (result, retried) = once_more(|| {
-            let next = self.merged(set.clone())?;
+            let next = self.backend.relation_batch(&set)?;
             self.run_split(head, ops, next, Level::Below, acc, only_new)
         });
         self.stats.memory_retries += retried as usize;
@@ -1364,8 +1369,8 @@ impl<B: Backend> Driver<'_, B> {
         pushed
     }
 
-    /// The union of gathered runs, as one sorted, deduplicated batch.
-    fn merged(&mut self, mut runs: Vec<B::Relation>) -> ExecResult<B::Batch> {
+    /// The union of gathered runs, as one sorted, deduplicated relation.
+    fn merged(&mut self, mut runs: Vec<B::Relation>) -> ExecResult<B::Relation> {
         let b = self.backend;
         let t = Instant::now();
         let mut all = runs
@@ -1375,7 +1380,7 @@ impl<B: Backend> Driver<'_, B> {
             all = b.merge(&below, &all)?;
         }
         self.stats.phases.join += t.elapsed();
-        b.relation_batch(&all)
+        Ok(all)
     }
 
     /// [`Self::deriving`] at the top of a pipeline; below it, the error goes up as it

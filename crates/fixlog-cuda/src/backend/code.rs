@@ -71,6 +71,10 @@ pub struct JoinCode {
     /// Filters and projection the device cannot evaluate, applied on the host to the
     /// device's output (the whole joined tuple).
     pub(crate) host_after: Option<CpuCode>,
+    /// The share of its candidates the last write of this join kept (conditions and
+    /// the per-block deduplication drop the rest): how large a buffer the next write
+    /// needs (`CudaBackend::device_join`). 1 until a write has run.
+    pub(crate) kept_share: std::cell::Cell<f64>,
 }
 
 pub struct AntiCode {
@@ -556,6 +560,7 @@ fn prepare_flat(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<Cud
                     distinct,
                     device_out,
                     host_after,
+                    kept_share: std::cell::Cell::new(1.0),
                 }),
                 Pending::AntiJoin {
                     input_arity,

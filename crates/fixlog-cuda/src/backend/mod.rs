@@ -366,13 +366,15 @@ const BATCH_MIN_BYTES: usize = 32 << 20;
 const BATCH_MIN_SHARE: usize = 64;
 /// And never larger (2^27 rows of two columns). Bounding batches by a share of the
 /// relations instead (so that small dense graphs peak at their relations plus a
-/// half) was measured and dropped three times: 1.5x the time of TC, up to 6x of SG
+/// half) was measured and dropped four times: 1.5x the time of TC, up to 6x of SG
 /// (docs/gpu-results.md, round 12); with the first join's pieces gathered (no
 /// repeated work) still 1.3-4x of SG and 1.3x of TC for peaks that stayed above the
 /// aim (round 14); with the pieces in the order of a carried column (round 15) 1.6-3x
 /// of TC and SG at a quarter, and the peaks still above the aim, held by the full
 /// relation merged beside its new run (the run policy's cap applies only where
-/// memory is short: `sets::runs_policy`).
+/// memory is short: `sets::runs_policy`); with join buffers sized for the rows kept
+/// (round 17), bounded by the room under 1.5x the relations: 1.7-2x of TC, 2.4-4x of
+/// SG, and the aim met on one graph of six.
 const BATCH_MAX_BYTES: usize = 1 << 30;
 
 fn wrong_code(op: &str, code: &CudaCode) -> ExecError {

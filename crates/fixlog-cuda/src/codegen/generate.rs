@@ -267,9 +267,9 @@ fn op_source(op: &DeviceOp) -> Result<String, String> {
                 ),
             );
             let params = "const u32* __restrict__ in, u64 n, const u32* __restrict__ rows, \
-                          const u32* __restrict__ begins, const u32* __restrict__ offsets, u64 total, \
-                          u32* __restrict__ out, u64* count";
-            let args = "in, n, rows, begins, offsets, total, out, count";
+                          const u32* __restrict__ begins, const u32* __restrict__ offsets, u64 kbase, \
+                          u64 total, u32* __restrict__ out, u64* count";
+            let args = "in, n, rows, begins, offsets, kbase, total, out, count";
             kernel(
                 &mut t,
                 "FX_JW_BLOCK",

@@ -34,15 +34,17 @@
 //!   index (HISA `hisa_find`; `KEY == 0`: the whole run `[0, rows_n)`); `counts[i] = e - b`,
 //!   `begins[i] = b`. Launch: 256 threads, `ceil(n / 256)` blocks.
 //!   `P_jwrite(const u32* in, u64 n, const u32* rows, const u32* begins,
-//!   const u32* offsets, u64 total, u32* out, u64* count)`: `offsets` is the exclusive
-//!   scan of `counts`, `total` its sum; each thread takes `JW_ITEMS` consecutive
-//!   candidates `k`, finds input row `i` (the last with `offsets[i] <= k`) and inner row
+//!   const u32* offsets, u64 kbase, u64 total, u32* out, u64* count)`: `offsets` is the
+//!   exclusive scan of `counts`; the launch writes the candidates `[kbase, total)` (all
+//!   of them: `kbase` 0 and `total` the sum of `counts`; a window of them where the host
+//!   writes a large join into a smaller buffer); each thread takes `JW_ITEMS`
+//!   consecutive candidates `k`, finds input row `i` (the last with `offsets[i] <= k`) and inner row
 //!   `begins[i] + k - offsets[i]`, evaluates filters and projection over
 //!   (input row, inner row) and appends what passes as `P_map` does. Launch: `JW_BLOCK`
-//!   threads, `ceil(total / (JW_BLOCK * JW_ITEMS))` blocks.
+//!   threads, `ceil((total - kbase) / (JW_BLOCK * JW_ITEMS))` blocks.
 //!   `P_jwrite_distinct`: the same signature and result set, but when `OUT` is 1 or 2
 //!   each block drops outputs it already wrote (a shared-memory hash set). Launch:
-//!   `JD_BLOCK` threads, `ceil(total / (JD_BLOCK * JD_ITEMS))` blocks.
+//!   `JD_BLOCK` threads, `ceil((total - kbase) / (JD_BLOCK * JD_ITEMS))` blocks.
 //! - `AntiJoin` (input arity `IN`, key length `KEY`):
 //!   `P_anti(const u32* in, u64 n, const RunDesc* runs, u32 nruns, u32* out, u64* count)`:
 //!   keeps (appends, as `P_map`) every input row whose key fails or is found in no run
