@@ -5,7 +5,8 @@
 //! thread, barriers for `__syncthreads` and the warp shuffles and ballots), and each
 //! operator's kernels are launched as the kernel contract says (`tests/cxx/emu_main.cpp`:
 //! launch shapes from the Rust constants, `P_jcount` → exclusive scan → `P_jwrite` and
-//! `P_jwrite_distinct`, `P_anti` over three runs, one empty; input pointer 0 for arity
+//! `P_jwrite_distinct`, past one block's candidates in two windows (`kbase`) as the
+//! backend writes into a smaller buffer, `P_anti` over three runs, one empty; input pointer 0 for arity
 //! 0) on random data, including edge values. The results must be what
 //! `fixlog_logical::value` gives (`tests/common`).
 //!

@@ -18,8 +18,8 @@ struct FxOp {
   int in, inner, key, out;
   void (*map)(const u32*, u64, u32*, u64*);
   void (*jcount)(const u32*, u64, const u32*, const u32*, const u32*, u32, u64, u32*, u32*);
-  void (*jwrite)(const u32*, u64, const u32*, const u32*, const u32*, u64, u32*, u64*);
-  void (*jdistinct)(const u32*, u64, const u32*, const u32*, const u32*, u64, u32*, u64*);
+  void (*jwrite)(const u32*, u64, const u32*, const u32*, const u32*, u64, u64, u32*, u64*);
+  void (*jdistinct)(const u32*, u64, const u32*, const u32*, const u32*, u64, u64, u32*, u64*);
   void (*anti)(const u32*, u64, const RunDesc*, u32, u32*, u64*);
 };
 
@@ -103,14 +103,25 @@ int main() {
       for (int distinct = 0; distinct < 2; distinct++) {
         std::vector<u32> out(total * op.out + 1);
         u64 count = 0;
-        if (distinct)
-          fx_launch(blocks(total, FX_JD_BLOCK * FX_JD_ITEMS), FX_JD_BLOCK, [&] {
-            op.jdistinct(in, n, rp, begins.data(), offsets.data(), total, out.data(), &count);
-          });
-        else
-          fx_launch(blocks(total, FX_JW_BLOCK * FX_JW_ITEMS), FX_JW_BLOCK, [&] {
-            op.jwrite(in, n, rp, begins.data(), offsets.data(), total, out.data(), &count);
-          });
+        // In two windows of candidates, [0, cut) and [cut, total), split off a block's
+        // boundary, as the backend writes a join into a buffer smaller than its
+        // candidates: the rows (and, for jwrite, their order) are those of one launch.
+        // (Only past one block's candidates, so a join one block writes drops every
+        // repeat.)
+        const u64 cut = total > (u64)FX_JD_BLOCK * FX_JD_ITEMS ? total / 3 : 0;
+        const u64 win[3] = {0, cut, total};
+        for (int w = 0; w < 2; w++) {
+          const u64 from = win[w], to = win[w + 1];
+          if (to == from) continue;
+          if (distinct)
+            fx_launch(blocks(to - from, FX_JD_BLOCK * FX_JD_ITEMS), FX_JD_BLOCK, [&] {
+              op.jdistinct(in, n, rp, begins.data(), offsets.data(), from, to, out.data(), &count);
+            });
+          else
+            fx_launch(blocks(to - from, FX_JW_BLOCK * FX_JW_ITEMS), FX_JW_BLOCK, [&] {
+              op.jwrite(in, n, rp, begins.data(), offsets.data(), from, to, out.data(), &count);
+            });
+        }
         answer_rows(out, count, op.out);
       }
     } else {
