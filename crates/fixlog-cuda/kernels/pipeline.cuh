@@ -520,10 +520,28 @@ __device__ __forceinline__ bool jd_insert(u64* table, u64 key, u32 hash) {
   return true;  // table region full: keep (a repeat is harmless)
 }
 
+// The rows a distinct join already wrote in this write (every block, every window):
+// a device-wide cache of `slots` packed rows (0 < slots < 2^32), one slot per hash,
+// in global memory (sized to stay in L2). A row found in its slot is dropped;
+// otherwise the thread writes it and puts it in the slot (atomicExch), evicting what
+// was there. Sound: the first thread to put a row in a slot found another row there
+// and writes it, so whoever finds the row later drops a row that is written. An
+// evicted row may be written again (a repeat is harmless: the caller deduplicates).
+
+// Whether the row `key` must be written (it was not in its slot, and now is).
+__device__ __forceinline__ bool seen_insert(u64* seen, u64 slots, u64 key, u32 hash) {
+  if (key == JD_EMPTY) return true;
+  // Another mix than the block's table: keys that share a block slot spread here.
+  const u64 h = ((u64)hash_final(hash ^ 0x85ebca6bu) * slots) >> 32;
+  if (seen[h] == key) return false;  // a plain read spares the atomic for most repeats
+  return atomicExch(&seen[h], key) != key;
+}
+
 template <class OP>
 __device__ __forceinline__ void jdedup_kernel(const u32* __restrict__ in, u64 n, const u32* __restrict__ rows,
                                               const u32* __restrict__ begins, const u32* __restrict__ offsets,
-                                              u64 kbase, u64 total, u32* __restrict__ out, u64* count) {
+                                              u64 kbase, u64 total, u32* __restrict__ out, u64* count,
+                                              u64* seen, u64 seen_slots, u64* seen_drops) {
   constexpr int B = FX_JD_BLOCK, I = FX_JD_ITEMS, OUT = OP::OUT, INNER = OP::INNER;
   static_assert(OUT == 1 || OUT == 2, "dedup of one or two words");
   static_assert(I <= 32, "a thread's kept candidates are a 32-bit mask");
@@ -534,7 +552,7 @@ __device__ __forceinline__ void jdedup_kernel(const u32* __restrict__ in, u64 n,
   __syncthreads();
   const u64 k0 = kbase + ((u64)blockIdx.x * B + threadIdx.x) * I;
   RegSink<OUT> held[I];
-  u32 keep = 0;
+  u32 keep = 0, drops = 0;
   if (k0 < total) {
     Cursor<OP> cur;
     cur.seek(in, n, begins, offsets, total, k0);
@@ -555,10 +573,19 @@ __device__ __forceinline__ void jdedup_kernel(const u32* __restrict__ in, u64 n,
             key = held[j].w[0];
             h = hash_final(hash_mix(0x9747b28cu, held[j].w[0]));
           }
-          if (jd_insert(table, key, h)) keep |= 1u << j;
+          if (jd_insert(table, key, h)) {
+            if (seen_slots == 0 || seen_insert(seen, seen_slots, key, h))
+              keep |= 1u << j;
+            else
+              drops++;
+          }
         }
       }
     }
+  }
+  if (seen_slots != 0) {
+    const u32 lane = threadIdx.x & 31u, d = warp_inclusive(drops, lane);
+    if (lane == 31 && d) atomicAdd(seen_drops, (u64)d);
   }
   u32 local = block_reserve<B>(__popc(keep), count, sw, &sbase);
   // The table is not read any more: it stages the kept rows.
@@ -580,10 +607,14 @@ __device__ __forceinline__ void jdedup_kernel(const u32* __restrict__ in, u64 n,
 template <class OP>
 __device__ __forceinline__ void jwrite_distinct_kernel(const u32* __restrict__ in, u64 n, const u32* __restrict__ rows,
                                                        const u32* __restrict__ begins, const u32* __restrict__ offsets,
-                                                       u64 kbase, u64 total, u32* __restrict__ out, u64* count) {
+                                                       u64 kbase, u64 total, u32* __restrict__ out, u64* count,
+                                                       u64* seen, u64 seen_slots, u64* seen_drops) {
   if constexpr (OP::OUT == 1 || OP::OUT == 2) {
-    jdedup_kernel<OP>(in, n, rows, begins, offsets, kbase, total, out, count);
+    jdedup_kernel<OP>(in, n, rows, begins, offsets, kbase, total, out, count, seen, seen_slots, seen_drops);
   } else {
+    (void)seen;
+    (void)seen_slots;
+    (void)seen_drops;
     jwrite_kernel<OP, FX_JD_BLOCK, FX_JD_ITEMS>(in, n, rows, begins, offsets, kbase, total, out, count);
   }
 }

@@ -72,9 +72,61 @@ pub struct JoinCode {
     /// device's output (the whole joined tuple).
     pub(crate) host_after: Option<CpuCode>,
     /// The share of its candidates the last write of this join kept (conditions and
-    /// the per-block deduplication drop the rest): how large a buffer the next write
-    /// needs (`CudaBackend::device_join`). 1 until a write has run.
-    pub(crate) kept_share: std::cell::Cell<f64>,
+    /// the deduplication drop the rest): how large a buffer the next write needs
+    /// (`CudaBackend::device_join`). `None` until a write has run.
+    pub(crate) kept_share: std::cell::Cell<Option<f64>>,
+    /// Whether the next writes use the cache of written rows.
+    pub(crate) written_cache: WrittenCacheUse,
+}
+
+/// When a distinct join of one or two words uses the device-wide cache of the rows it
+/// wrote (`P_jwrite_distinct`'s `seen`, made by `CudaBackend::device_join`).
+///
+/// The cache costs an atomic in L2 for every row the blocks keep and pays only where
+/// many of those rows repeat across blocks: SG's first join on ego-Facebook writes 69M
+/// rows for 4.7M distinct, and with the cache the run's peak fell from 1.11 to 0.46
+/// GiB (SG CA-HepTh 2.70 to 2.06; times 0.034 to 0.038 s and 0.092 to 0.086); on TC,
+/// whose input is sorted by the column the output keeps, the blocks already catch most
+/// repeats and the cache on every write took up to 1.17x the time (1.4x on the 8 ms
+/// of TC ego-Facebook; docs/gpu-results.md, round 18). So a
+/// write uses the cache unless the last write that did dropped fewer rows with it than
+/// it wrote; then the cache sits out that many writes, doubling each time it fails
+/// again (1, 2, 4, ... 64), so an operator whose data changes is tried again.
+#[derive(Default)]
+pub(crate) struct WrittenCacheUse {
+    /// Writes to sit out before trying the cache again.
+    skip: std::cell::Cell<u32>,
+    /// How many writes it sits out after failing next.
+    backoff: std::cell::Cell<u32>,
+}
+
+impl WrittenCacheUse {
+    /// Most writes the cache sits out.
+    const BACKOFF_MAX: u32 = 64;
+
+    /// Whether this write uses the cache (a write that does not counts toward the
+    /// writes to sit out).
+    pub(crate) fn this_write(&self) -> bool {
+        match self.skip.get() {
+            0 => true,
+            k => {
+                self.skip.set(k - 1);
+                false
+            }
+        }
+    }
+
+    /// What a write with the cache saw: it wrote `kept` rows and the cache dropped
+    /// `dropped` more.
+    pub(crate) fn record(&self, dropped: usize, kept: usize) {
+        if dropped >= kept {
+            self.backoff.set(0);
+        } else {
+            let b = self.backoff.get().max(1);
+            self.skip.set(b);
+            self.backoff.set((b * 2).min(Self::BACKOFF_MAX));
+        }
+    }
 }
 
 pub struct AntiCode {
@@ -560,7 +612,8 @@ fn prepare_flat(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<Cud
                     distinct,
                     device_out,
                     host_after,
-                    kept_share: std::cell::Cell::new(1.0),
+                    kept_share: std::cell::Cell::new(None),
+                    written_cache: WrittenCacheUse::default(),
                 }),
                 Pending::AntiJoin {
                     input_arity,
@@ -585,6 +638,32 @@ fn prepare_flat(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<Cud
 mod tests {
     use super::*;
     use fixlog_logical::{BinOp, ColType};
+
+    #[test]
+    fn the_written_cache_sits_out_writes_it_does_not_pay_for() {
+        let set = WrittenCacheUse::default();
+        assert!(set.this_write());
+        // Useful (dropped at least as many rows as it kept): used again at once.
+        set.record(10, 10);
+        assert!(set.this_write());
+        // Useless again and again: sits out 1, 2, 4, ... writes, at most 64.
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            set.record(1, 10);
+            let mut k = 0;
+            while !set.this_write() {
+                k += 1;
+            }
+            waits.push(k);
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 64]);
+        // Useful once more: no wait, and the next failure waits one write again.
+        set.record(10, 1);
+        assert!(set.this_write());
+        set.record(1, 10);
+        assert!(!set.this_write());
+        assert!(set.this_write());
+    }
 
     #[test]
     fn shifting_moves_inner_columns_only() {

@@ -34,6 +34,17 @@ impl CudaBackend {
         Ok(self.gpu.dtoh::<u64>(c.word.ptr(), 1)?[0] as usize)
     }
 
+    /// The device-wide cache of rows a distinct join wrote (`P_jwrite_distinct`'s
+    /// `seen`): `slots` empty `u64` slots, or `None` for none.
+    fn written_cache(&self, slots: usize) -> Result<Option<DevBuf>> {
+        if slots == 0 {
+            return Ok(None);
+        }
+        let buf = self.gpu.alloc(slots * 8)?;
+        self.gpu.memset8(buf.ptr(), 0xFF, slots * 8)?;
+        Ok(Some(buf))
+    }
+
     /// A buffer for up to `rows` rows of `arity` (0 words for arity 0).
     fn out_buffer(&self, rows: usize, arity: usize) -> Result<DevBuf> {
         let bytes = rows
@@ -285,18 +296,36 @@ impl CudaBackend {
         };
         let per = (block * items) as usize;
         // The output buffer starts at what the join should keep, not at its candidates:
-        // the share of them its last write kept (conditions and the per-block
-        // deduplication drop the rest: SG's second join keeps a sixth on ego-Facebook)
-        // and a half more. The candidates are written window by window, each at most
-        // the room left, and the buffer grows when it fills (up to every candidate).
-        let expected = (total as f64 * code.kept_share.get()).ceil() as usize;
+        // the share of them its last write kept (conditions and the deduplication drop
+        // the rest: SG's second join keeps a sixth on ego-Facebook) and a half more;
+        // before any write, at `FIRST_WRITE_ROWS`. The candidates are written window by
+        // window, each at most the room left, and the buffer grows when it fills (up to
+        // every candidate).
         let mut cap = if ow == 0 {
             total
         } else {
+            let expected = code.kept_share.get().map_or(FIRST_WRITE_ROWS, |share| {
+                (total as f64 * share).ceil() as usize
+            });
             total.min(expected.saturating_add(expected / 2).max(per))
         };
-        self.make_room_for(cap * ow * 4)?;
+        // A distinct join of rows of one or two words may also drop the rows any block
+        // already wrote (see `WrittenCacheUse`): a device-wide cache of written rows,
+        // kept across the windows (and the buffer's growth) of this write.
+        let use_cache = code.distinct && (ow == 1 || ow == 2) && code.written_cache.this_write();
+        let cache_slots = if use_cache {
+            written_cache_slots(cap)
+        } else {
+            0
+        };
+        self.make_room_for(cap * ow * 4 + cache_slots * 8)?;
         let mut out = self.out_buffer(cap, ow)?;
+        let written_cache = self.written_cache(cache_slots)?;
+        let cache_drops = if use_cache {
+            Some(self.counter()?)
+        } else {
+            None
+        };
         let count = self.counter()?;
         let pieces = input.pieces();
         // Rows written so far, or (`exact` false) a bound on them: read only where the
@@ -329,21 +358,45 @@ impl CudaBackend {
                 }
                 let to = p.total.min(from + room);
                 let gpu = &self.gpu;
-                launch!(
-                    gpu,
-                    kernel.clone(),
-                    (to - from).div_ceil(per),
-                    block,
-                    ptr,
-                    p.n as u64,
-                    rows,
-                    p.begins.ptr(),
-                    p.offsets.ptr(),
-                    from as u64,
-                    to as u64,
-                    out.ptr(),
-                    count.word.ptr()
-                );
+                let grid = (to - from).div_ceil(per);
+                if code.distinct {
+                    let cache_ptr = written_cache.as_ref().map_or(0, |c| c.ptr());
+                    let drops_ptr = cache_drops.as_ref().map_or(0, |c| c.word.ptr());
+                    launch!(
+                        gpu,
+                        kernel.clone(),
+                        grid,
+                        block,
+                        ptr,
+                        p.n as u64,
+                        rows,
+                        p.begins.ptr(),
+                        p.offsets.ptr(),
+                        from as u64,
+                        to as u64,
+                        out.ptr(),
+                        count.word.ptr(),
+                        cache_ptr,
+                        cache_slots as u64,
+                        drops_ptr
+                    );
+                } else {
+                    launch!(
+                        gpu,
+                        kernel.clone(),
+                        grid,
+                        block,
+                        ptr,
+                        p.n as u64,
+                        rows,
+                        p.begins.ptr(),
+                        p.offsets.ptr(),
+                        from as u64,
+                        to as u64,
+                        out.ptr(),
+                        count.word.ptr()
+                    );
+                }
                 written += to - from;
                 exact = false;
                 from = to;
@@ -351,8 +404,13 @@ impl CudaBackend {
             done += p.total;
         }
         let n = self.read(&count)?;
+        drop(written_cache);
         drop(parts);
-        code.kept_share.set((n as f64 / total as f64).min(1.0));
+        code.kept_share
+            .set(Some((n as f64 / total as f64).min(1.0)));
+        if let Some(drops) = &cache_drops {
+            code.written_cache.record(self.read(drops)?, n);
+        }
         // A buffer mostly empty (the candidates the write dropped) is given back.
         let out = self.gpu.fitted(out, n, ow)?;
         Ok(self.batch_of(ow, out.buf, n))
@@ -515,4 +573,23 @@ fn wrong_arity(what: &str, expected: usize, got: usize) -> CudaError {
     CudaError::Invalid(format!(
         "internal error: a {what} prepared for arity {expected} given arity {got}"
     ))
+}
+
+/// The output buffer of a join's first write (when no earlier write says what share of
+/// the candidates it keeps), in rows; it grows as it fills.
+const FIRST_WRITE_ROWS: usize = 1 << 20;
+
+/// Most slots of the cache of written rows: 32 MiB, so that it stays in the L2 cache
+/// (50 MiB on an H100), where its atomics cost 2.2-2.4x the per-block deduplication's
+/// time on rows that do not repeat (`examples/codegen_gpu.rs`, round 18). A linear
+/// probing set sized for every row the buffer holds, in DRAM, cost 5-6x, and more
+/// than it saved on every graph (docs/gpu-results.md, round 18).
+const WRITTEN_CACHE_SLOTS_MAX: usize = 1 << 22;
+
+/// Slots of the cache of written rows for an output buffer of `rows` rows: one and a
+/// half per row, at least two blocks' candidates, at most `WRITTEN_CACHE_SLOTS_MAX`.
+fn written_cache_slots(rows: usize) -> usize {
+    (rows.saturating_add(rows / 2))
+        .max((JD_BLOCK * JD_ITEMS) as usize * 2)
+        .min(WRITTEN_CACHE_SLOTS_MAX)
 }

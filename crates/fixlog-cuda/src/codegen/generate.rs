@@ -281,8 +281,10 @@ fn op_source(op: &DeviceOp) -> Result<String, String> {
                 &mut t,
                 "FX_JD_BLOCK",
                 &format!("{p}_jwrite_distinct"),
-                params,
-                &format!("fxk::jwrite_distinct_kernel<{op_ty}>({args})"),
+                &format!("{params}, u64* seen, u64 seen_slots, u64* seen_drops"),
+                &format!(
+                    "fxk::jwrite_distinct_kernel<{op_ty}>({args}, seen, seen_slots, seen_drops)"
+                ),
             );
         }
         Kind::Anti => kernel(

@@ -42,8 +42,15 @@
 //!   `begins[i] + k - offsets[i]`, evaluates filters and projection over
 //!   (input row, inner row) and appends what passes as `P_map` does. Launch: `JW_BLOCK`
 //!   threads, `ceil((total - kbase) / (JW_BLOCK * JW_ITEMS))` blocks.
-//!   `P_jwrite_distinct`: the same signature and result set, but when `OUT` is 1 or 2
-//!   each block drops outputs it already wrote (a shared-memory hash set). Launch:
+//!   `P_jwrite_distinct(..., u64* count, u64* seen, u64 seen_slots, u64* seen_drops)`:
+//!   `P_jwrite`'s parameters and result set, but when `OUT` is 1 or 2 each block drops
+//!   outputs it already wrote (a shared-memory hash set), and with `seen_slots` > 0
+//!   (below 2^32) every block also drops outputs found in `seen`, a cache of the rows
+//!   written (any block, any window): `seen_slots` `u64` that the caller filled with
+//!   `0xFF` bytes before the first window and keeps across the windows of one write
+//!   (a row is `w0`, or `w0 << 32 | w1`; one slot per hash, a written row evicts what
+//!   its slot held), and adds the number of rows it dropped so to `*seen_drops`
+//!   (`seen` and `seen_drops` unused when `seen_slots` is 0 or `OUT` > 2). Launch:
 //!   `JD_BLOCK` threads, `ceil((total - kbase) / (JD_BLOCK * JD_ITEMS))` blocks.
 //! - `AntiJoin` (input arity `IN`, key length `KEY`):
 //!   `P_anti(const u32* in, u64 n, const RunDesc* runs, u32 nruns, u32* out, u64* count)`:
@@ -62,7 +69,8 @@
 //! - Order: within a block rows come out in input order (`P_map`, `P_anti`) or
 //!   candidate order (`P_jwrite`); only the blocks' order is the atomic counter's.
 //! - `P_jwrite_distinct` drops a row only when the same block already kept the very
-//!   same row, so the set of rows is exactly `P_jwrite`'s.
+//!   same row, or the row is in `seen` (the first thread to put a row there found
+//!   another one and wrote it), so the set of rows is exactly `P_jwrite`'s.
 //! - A block that keeps rows reserves them with one `atomicAdd` on `*count` (a block
 //!   that keeps none makes no atomic), so several launches may append to one buffer.
 //! - Rows of one or two words are staged in shared memory and stored coalesced

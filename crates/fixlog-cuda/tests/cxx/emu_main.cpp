@@ -9,8 +9,10 @@
 //       join: u64 m, m * INNER words (one run, stored rows, sorted);
 //       anti: u32 runs, per run u64 m and m * INNER words.
 // Answer: map/anti: u64 count, count * OUT (IN) words;
-//         join: u64 candidates, then for jwrite and jwrite_distinct u64 count,
-//         count * OUT words.
+//         join: u64 candidates, then for jwrite, jwrite_distinct with a cache of
+//         written rows (`seen`) of 64 * candidates + 16 slots, and jwrite_distinct
+//         with a cache of 7 slots: u64 count, count * OUT words (and for
+//         jwrite_distinct u64 rows the set dropped).
 #include <vector>
 
 struct FxOp {
@@ -19,7 +21,7 @@ struct FxOp {
   void (*map)(const u32*, u64, u32*, u64*);
   void (*jcount)(const u32*, u64, const u32*, const u32*, const u32*, u32, u64, u32*, u32*);
   void (*jwrite)(const u32*, u64, const u32*, const u32*, const u32*, u64, u64, u32*, u64*);
-  void (*jdistinct)(const u32*, u64, const u32*, const u32*, const u32*, u64, u64, u32*, u64*);
+  void (*jdistinct)(const u32*, u64, const u32*, const u32*, const u32*, u64, u64, u32*, u64*, u64*, u64, u64*);
   void (*anti)(const u32*, u64, const RunDesc*, u32, u32*, u64*);
 };
 
@@ -100,14 +102,16 @@ int main() {
         total += counts[i];
       }
       wr(&total, 8);
-      for (int distinct = 0; distinct < 2; distinct++) {
+      for (int distinct = 0; distinct < 3; distinct++) {
         std::vector<u32> out(total * op.out + 1);
         u64 count = 0;
+        // Kept across both windows, as the backend keeps it across one write's.
+        std::vector<u64> seen(distinct == 1 ? 64 * total + 16 : 7, ~0ull);
+        u64 drops = 0;
         // In two windows of candidates, [0, cut) and [cut, total), split off a block's
         // boundary, as the backend writes a join into a buffer smaller than its
         // candidates: the rows (and, for jwrite, their order) are those of one launch.
-        // (Only past one block's candidates, so a join one block writes drops every
-        // repeat.)
+        // (Only past one block's candidates.)
         const u64 cut = total > (u64)FX_JD_BLOCK * FX_JD_ITEMS ? total / 3 : 0;
         const u64 win[3] = {0, cut, total};
         for (int w = 0; w < 2; w++) {
@@ -115,7 +119,8 @@ int main() {
           if (to == from) continue;
           if (distinct)
             fx_launch(blocks(to - from, FX_JD_BLOCK * FX_JD_ITEMS), FX_JD_BLOCK, [&] {
-              op.jdistinct(in, n, rp, begins.data(), offsets.data(), from, to, out.data(), &count);
+              op.jdistinct(in, n, rp, begins.data(), offsets.data(), from, to, out.data(), &count, seen.data(),
+                           (u64)seen.size(), &drops);
             });
           else
             fx_launch(blocks(to - from, FX_JW_BLOCK * FX_JW_ITEMS), FX_JW_BLOCK, [&] {
@@ -123,6 +128,7 @@ int main() {
             });
         }
         answer_rows(out, count, op.out);
+        if (distinct) wr(&drops, 8);
       }
     } else {
       u32 nruns;
