@@ -225,46 +225,36 @@ fn check_join(
         let count = d.counter()?;
         let fw = d.f(&format!("{}_{suffix}", op.prefix))?;
         let grid = (total as usize).div_ceil((block * items) as usize);
-        if suffix == "jwrite" {
-            launch!(
-                d.stream,
-                fw,
-                grid,
-                block,
-                in_ptr,
-                n as u64,
-                rows_ptr,
-                begins.ptr(),
-                offs.ptr(),
-                0u64,
-                total,
-                out.ptr(),
-                count.ptr()
-            );
-        } else {
-            // The cache of written rows, with 2 slots per candidate.
-            let slots = (2 * total as usize).max(64);
-            let seen = d.gpu.alloc(slots * 8)?;
-            d.gpu.memset8(seen.ptr(), 0xFF, slots * 8)?;
-            let drops = d.counter()?;
-            launch!(
-                d.stream,
-                fw,
-                grid,
-                block,
-                in_ptr,
-                n as u64,
-                rows_ptr,
-                begins.ptr(),
-                offs.ptr(),
-                0u64,
-                total,
-                out.ptr(),
-                count.ptr(),
-                seen.ptr(),
-                slots as u64,
-                drops.ptr()
-            );
+        let mut args = vec![
+            in_ptr,
+            n as u64,
+            rows_ptr,
+            begins.ptr(),
+            offs.ptr(),
+            0u64,
+            total,
+            out.ptr(),
+            count.ptr(),
+        ];
+        // `P_jwrite_distinct` also takes the cache of written rows (2 slots per
+        // candidate) and the count of the rows it dropped.
+        let slots = (2 * total as usize).max(64);
+        let (seen, drops) = (d.gpu.alloc(slots * 8)?, d.counter()?);
+        d.gpu.memset8(seen.ptr(), 0xFF, slots * 8)?;
+        if suffix != "jwrite" {
+            args.extend([seen.ptr(), slots as u64, drops.ptr()]);
+        }
+        let mut b = d.stream.launch_builder(&fw);
+        for a in &args {
+            b.arg(a);
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (grid as u32, 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        if grid > 0 {
+            unsafe { b.launch(cfg) }.map_err(err)?;
         }
         let (cnt, got) = d.read_rows(&out, &count, oa)?;
         counts[(suffix != "jwrite") as usize] = cnt;

@@ -1166,6 +1166,38 @@ pub fn join_defines(ao: usize, ai: usize) -> String {
     format!("-DARITY={ao} -DAO={ao} -DAI={ai}")
 }
 
+impl Gpu {
+    /// Launches `func` on `grid` blocks of `block` threads with arguments that are all
+    /// 64-bit words (device addresses, counts), for a caller whose list of arguments
+    /// depends on the kernel (`launch!` takes a fixed list).
+    pub(crate) fn launch_words(
+        &self,
+        func: &CudaFunction,
+        grid: usize,
+        block: u32,
+        args: &[u64],
+    ) -> Result<()> {
+        if grid == 0 {
+            return Ok(());
+        }
+        let grid = u32::try_from(grid)
+            .ok()
+            .filter(|&g| g <= i32::MAX as u32)
+            .ok_or_else(|| CudaError::Invalid(format!("grid of {grid} blocks too large")))?;
+        let mut b = self.stream.launch_builder(func);
+        for a in args {
+            cudarc::driver::PushKernelArg::arg(&mut b, a);
+        }
+        let cfg = cudarc::driver::LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { b.launch(cfg) }.map_err(|e| CudaError::driver("cuLaunchKernel", e))?;
+        Ok(())
+    }
+}
+
 /// Launch a kernel: `launch!(gpu, func, grid, block, arg, ...)`; every argument
 /// is passed by value (device pointers as `u64`).
 macro_rules! launch {

@@ -357,46 +357,25 @@ impl CudaBackend {
                     room = cap - written;
                 }
                 let to = p.total.min(from + room);
-                let gpu = &self.gpu;
-                let grid = (to - from).div_ceil(per);
+                // `P_jwrite`'s parameters, and for `P_jwrite_distinct` the cache's.
+                let mut args = vec![
+                    ptr,
+                    p.n as u64,
+                    rows,
+                    p.begins.ptr(),
+                    p.offsets.ptr(),
+                    from as u64,
+                    to as u64,
+                    out.ptr(),
+                    count.word.ptr(),
+                ];
                 if code.distinct {
-                    let cache_ptr = written_cache.as_ref().map_or(0, |c| c.ptr());
-                    let drops_ptr = cache_drops.as_ref().map_or(0, |c| c.word.ptr());
-                    launch!(
-                        gpu,
-                        kernel.clone(),
-                        grid,
-                        block,
-                        ptr,
-                        p.n as u64,
-                        rows,
-                        p.begins.ptr(),
-                        p.offsets.ptr(),
-                        from as u64,
-                        to as u64,
-                        out.ptr(),
-                        count.word.ptr(),
-                        cache_ptr,
-                        cache_slots as u64,
-                        drops_ptr
-                    );
-                } else {
-                    launch!(
-                        gpu,
-                        kernel.clone(),
-                        grid,
-                        block,
-                        ptr,
-                        p.n as u64,
-                        rows,
-                        p.begins.ptr(),
-                        p.offsets.ptr(),
-                        from as u64,
-                        to as u64,
-                        out.ptr(),
-                        count.word.ptr()
-                    );
+                    args.push(written_cache.as_ref().map_or(0, |c| c.ptr()));
+                    args.push(cache_slots as u64);
+                    args.push(cache_drops.as_ref().map_or(0, |c| c.word.ptr()));
                 }
+                self.gpu
+                    .launch_words(kernel, (to - from).div_ceil(per), block, &args)?;
                 written += to - from;
                 exact = false;
                 from = to;
