@@ -17,6 +17,7 @@ use fixlog_cpu::{CpuBatch, CpuCode};
 use fixlog_exec::{Backend, EvalContext};
 use fixlog_logical::Value;
 use rayon::prelude::*;
+use std::rc::Rc;
 
 /// A zeroed device counter that kernels add their output rows to.
 struct Counter {
@@ -295,12 +296,13 @@ impl CudaBackend {
             (&code.kernels.write, JW_BLOCK, JW_ITEMS)
         };
         let per = (block * items) as usize;
-        // The output buffer starts at what the join should keep, not at its candidates:
-        // the share of them its last write kept (conditions and the deduplication drop
-        // the rest: SG's second join keeps a sixth on ego-Facebook) and a half more;
-        // before any write, at `FIRST_WRITE_ROWS`. The candidates are written window by
-        // window, each at most the room left, and the buffer grows when it fills (up to
-        // every candidate).
+        // The output starts at what the join should keep, not at its candidates: the
+        // share of them its last write kept (conditions and the deduplication drop the
+        // rest: SG's second join keeps a sixth on ego-Facebook) and a half more; before
+        // any write, at `FIRST_WRITE_ROWS`. The candidates are written window by window,
+        // each at most the room left in the current segment; a full segment is kept as
+        // it is and the write goes on in a new one (see `next_segment_rows`), so the
+        // output never sits in memory twice, as it did when a buffer grew by copying.
         let mut cap = if ow == 0 {
             total
         } else {
@@ -311,7 +313,7 @@ impl CudaBackend {
         };
         // A distinct join of rows of one or two words may also drop the rows any block
         // already wrote (see `WrittenCacheUse`): a device-wide cache of written rows,
-        // kept across the windows (and the buffer's growth) of this write.
+        // kept across the windows (and segments) of this write.
         let use_cache = code.distinct && (ow == 1 || ow == 2) && code.written_cache.this_write();
         let cache_slots = if use_cache {
             written_cache_slots(cap)
@@ -328,8 +330,11 @@ impl CudaBackend {
         };
         let count = self.counter()?;
         let pieces = input.pieces();
-        // Rows written so far, or (`exact` false) a bound on them: read only where the
-        // bound would cut the next window short.
+        // Full segments and their rows.
+        let mut full: Vec<(DevBuf, usize)> = Vec::new();
+        let mut in_full = 0usize;
+        // Rows written to the current segment, or (`exact` false) a bound on them: read
+        // only where the bound would cut the next window short.
         let (mut written, mut exact, mut done) = (0usize, true, 0usize);
         for p in &parts {
             let (ptr, _) = pieces[p.piece];
@@ -341,20 +346,17 @@ impl CudaBackend {
                     written = self.read(&count)?;
                     room = cap - written;
                 }
-                if room < p.total - from && room < cap / 4 && cap < total {
-                    // Filling: grow by what the rest should keep, at the share kept
-                    // so far (a window is never larger than the room left).
-                    let seen = (done + from).max(1);
-                    let rest = total - seen.min(total);
-                    let kept = written as f64 / seen as f64;
-                    let want = written + (rest as f64 * kept * 1.5) as usize + per;
-                    let grown = (cap * 2).max(want).min(total);
-                    self.make_room_for(grown * ow * 4)?;
-                    let bigger = self.out_buffer(grown, ow)?;
-                    self.gpu.dtod(bigger.ptr(), out.ptr(), written * ow * 4)?;
-                    out = bigger;
-                    cap = grown;
-                    room = cap - written;
+                if room < p.total - from && (room < cap / 4 || room == 0) {
+                    // Nearly full: keep the segment, go on in a new one.
+                    let seen = done + from;
+                    let next = next_segment_rows(total - seen, in_full + written, seen, per);
+                    self.make_room_for(next * ow * 4)?;
+                    let segment = self.out_buffer(next, ow)?;
+                    full.push((std::mem::replace(&mut out, segment), written));
+                    in_full += written;
+                    self.gpu.memset8(count.word.ptr(), 0, 8)?;
+                    (cap, written) = (next, 0);
+                    room = cap;
                 }
                 let to = p.total.min(from + room);
                 // `P_jwrite`'s parameters, and for `P_jwrite_distinct` the cache's.
@@ -382,7 +384,8 @@ impl CudaBackend {
             }
             done += p.total;
         }
-        let n = self.read(&count)?;
+        let last = self.read(&count)?;
+        let n = in_full + last;
         drop(written_cache);
         drop(parts);
         code.kept_share
@@ -390,9 +393,17 @@ impl CudaBackend {
         if let Some(drops) = &cache_drops {
             code.written_cache.record(self.read(drops)?, n);
         }
-        // A buffer mostly empty (the candidates the write dropped) is given back.
-        let out = self.gpu.fitted(out, n, ow)?;
-        Ok(self.batch_of(ow, out.buf, n))
+        // A last segment mostly empty (the candidates the write dropped) is given back.
+        let last = self.gpu.fitted(out, last, ow)?;
+        if full.is_empty() {
+            return Ok(self.batch_of(ow, last.buf, last.n));
+        }
+        let segments = full
+            .into_iter()
+            .map(|(buf, k)| Rc::new(DevRows::device(buf, k)))
+            .chain(std::iter::once(Rc::new(DevRows::device(last.buf, last.n))))
+            .collect();
+        Ok(CudaBatch::from_shared(ow, segments, n))
     }
 
     // ---- anti-joins ----------------------------------------------------------------
@@ -554,8 +565,23 @@ fn wrong_arity(what: &str, expected: usize, got: usize) -> CudaError {
     ))
 }
 
+/// Rows of a join's next output segment, when the current one is full: `rest`
+/// candidates are left, `written` rows are in the segments so far, of the `seen`
+/// candidates written; `per` is one block's window. Enough for the rest at the share
+/// kept so far and a half more, and at least as much again as written: a window may
+/// take only as many candidates as its segment has room for rows (every candidate
+/// may be kept), and each full window costs a wait for the count, so segments much
+/// smaller than the rest cost more in waits than they save (a first segment of
+/// exactly the expected rows made SG ego-Facebook 1.5x slower: docs/gpu-results.md,
+/// round 19).
+fn next_segment_rows(rest: usize, written: usize, seen: usize, per: usize) -> usize {
+    let kept = written as f64 / seen.max(1) as f64;
+    let expected = (rest as f64 * kept * 1.5) as usize + per;
+    expected.max(written).clamp(1, rest.max(1))
+}
+
 /// The output buffer of a join's first write (when no earlier write says what share of
-/// the candidates it keeps), in rows; it grows as it fills.
+/// the candidates it keeps), in rows; more segments follow as it fills.
 const FIRST_WRITE_ROWS: usize = 1 << 20;
 
 /// Most slots of the cache of written rows: 32 MiB, so that it stays in the L2 cache
@@ -571,4 +597,42 @@ fn written_cache_slots(rows: usize) -> usize {
     (rows.saturating_add(rows / 2))
         .max((JD_BLOCK * JD_ITEMS) as usize * 2)
         .min(WRITTEN_CACHE_SLOTS_MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_segment_rows;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A next segment holds at least one row and never more than the candidates
+        /// left; it holds the rest at the share kept so far (and a half more) where
+        /// that fits, and at least doubles the output otherwise.
+        #[test]
+        fn a_next_segment_is_bounded_by_the_rest(
+            rest in 1usize..1 << 40,
+            seen in 0usize..1 << 40,
+            share in 0.0f64..=1.0,
+            per in 1usize..1 << 16,
+        ) {
+            let written = (seen as f64 * share) as usize;
+            let next = next_segment_rows(rest, written, seen, per);
+            prop_assert!(next >= 1 && next <= rest);
+            let kept = written as f64 / seen.max(1) as f64;
+            let want = (rest as f64 * kept * 1.5) as usize + per;
+            prop_assert!(next >= want.max(written).min(rest));
+        }
+    }
+
+    #[test]
+    fn a_next_segment_for_the_example_of_a_first_write() {
+        // 1.5M rows kept of 3M candidates, 66M candidates left: room for the rest at
+        // half kept, and a half more.
+        let next = next_segment_rows(66_000_000, 1_500_000, 3_000_000, 4096);
+        assert_eq!(next, 49_500_000 + 4096);
+        // Nothing kept yet: one window's worth.
+        assert_eq!(next_segment_rows(1000, 0, 0, 64), 64);
+        // Never past the candidates left.
+        assert_eq!(next_segment_rows(10, 5_000, 5_000, 4096), 10);
+    }
 }
