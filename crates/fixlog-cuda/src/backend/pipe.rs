@@ -329,7 +329,6 @@ impl CudaBackend {
             None
         };
         let count = self.counter()?;
-        let pieces = input.pieces();
         // Full segments and their rows.
         let mut full: Vec<(DevBuf, usize)> = Vec::new();
         let mut in_full = 0usize;
@@ -337,8 +336,9 @@ impl CudaBackend {
         // only where the bound would cut the next window short.
         let (mut written, mut exact, mut done) = (0usize, true, 0usize);
         for p in &parts {
-            let (ptr, _) = pieces[p.piece];
-            let rows = index.runs[p.run].rows.ptr();
+            // (Addresses taken afresh after making room, which may move runs.)
+            let at = |p: &Part| (input.pieces()[p.piece].0, index.runs[p.run].rows.ptr());
+            let (mut ptr, mut rows) = at(p);
             let mut from = 0usize;
             while from < p.total {
                 let mut room = cap - written;
@@ -352,6 +352,7 @@ impl CudaBackend {
                     let next = next_segment_rows(total - seen, in_full + written, seen, per);
                     self.make_room_for(next * ow * 4)?;
                     let segment = self.out_buffer(next, ow)?;
+                    (ptr, rows) = at(p);
                     full.push((std::mem::replace(&mut out, segment), written));
                     in_full += written;
                     self.gpu.memset8(count.word.ptr(), 0, 8)?;
