@@ -54,6 +54,30 @@ macro_rules! launch {
     }};
 }
 
+/// Launches `f` with `args`, each a 64-bit kernel parameter (addresses and counts).
+fn launch_words(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    grid: usize,
+    block: u32,
+    args: &[u64],
+) -> R<()> {
+    if grid == 0 {
+        return Ok(());
+    }
+    let mut b = stream.launch_builder(f);
+    for a in args {
+        b.arg(a);
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (grid as u32, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    unsafe { b.launch(cfg) }.map_err(err)?;
+    Ok(())
+}
+
 // ---- the device side ---------------------------------------------------------------------
 
 struct Dev {
@@ -495,27 +519,31 @@ fn bench_tc(d: &Dev, module: &Arc<CudaModule>, name: &str, edges: &[u32], varian
         },
     )?;
     let hand = packed(d, &out, total)?;
+    // `P_jwrite`'s parameters (all candidates in one window), which
+    // `P_jwrite_distinct` takes too, before the cache's.
+    let jwrite_args = [
+        e.ptr(),
+        n as u64,
+        e.ptr(),
+        begins.ptr(),
+        offsets.ptr(),
+        0u64,
+        total as u64,
+        out.ptr(),
+        cnt.ptr(),
+    ];
     let t_gw = time(
         d,
         reps,
         || d.gpu.memset8(cnt.ptr(), 0, 8),
         || {
-            launch!(
-                d.stream,
-                gw,
+            launch_words(
+                &d.stream,
+                &gw,
                 total.div_ceil((JW_BLOCK * JW_ITEMS) as usize),
                 JW_BLOCK,
-                e.ptr(),
-                n as u64,
-                e.ptr(),
-                begins.ptr(),
-                offsets.ptr(),
-                0u64,
-                total as u64,
-                out.ptr(),
-                cnt.ptr()
-            );
-            Ok(())
+                &jwrite_args,
+            )
         },
     )?;
     let c = d.gpu.dtoh::<u64>(cnt.ptr(), 1)?[0] as usize;
@@ -565,25 +593,19 @@ fn bench_tc(d: &Dev, module: &Arc<CudaModule>, name: &str, edges: &[u32], varian
                 d.gpu.memset8(seen.ptr(), 0xFF, slots * 8)
             },
             || {
-                launch!(
-                    d.stream,
-                    gd,
-                    total.div_ceil((JD_BLOCK * JD_ITEMS) as usize),
-                    JD_BLOCK,
-                    e.ptr(),
-                    n as u64,
-                    e.ptr(),
-                    begins.ptr(),
-                    offsets.ptr(),
-                    0u64,
-                    total as u64,
-                    out.ptr(),
-                    cnt.ptr(),
+                let mut args = jwrite_args.to_vec();
+                args.extend([
                     seen.ptr(),
                     if with_set { slots as u64 } else { 0u64 },
-                    drops.ptr()
-                );
-                Ok(())
+                    drops.ptr(),
+                ]);
+                launch_words(
+                    &d.stream,
+                    &gd,
+                    total.div_ceil((JD_BLOCK * JD_ITEMS) as usize),
+                    JD_BLOCK,
+                    &args,
+                )
             },
         )?;
         let kept = d.gpu.dtoh::<u64>(cnt.ptr(), 1)?[0] as usize;

@@ -335,9 +335,10 @@ impl CudaBackend {
         // Rows written to the current segment, or (`exact` false) a bound on them: read
         // only where the bound would cut the next window short.
         let (mut written, mut exact, mut done) = (0usize, true, 0usize);
+        // A part's input and index addresses, taken afresh after making room (which may
+        // move runs to host memory).
+        let at = |p: &Part| (input.pieces()[p.piece].0, index.runs[p.run].rows.ptr());
         for p in &parts {
-            // (Addresses taken afresh after making room, which may move runs.)
-            let at = |p: &Part| (input.pieces()[p.piece].0, index.runs[p.run].rows.ptr());
             let (mut ptr, mut rows) = at(p);
             let mut from = 0usize;
             while from < p.total {
@@ -396,9 +397,6 @@ impl CudaBackend {
         }
         // A last segment mostly empty (the candidates the write dropped) is given back.
         let last = self.gpu.fitted(out, last, ow)?;
-        if full.is_empty() {
-            return Ok(self.batch_of(ow, last.buf, last.n));
-        }
         let segments = full
             .into_iter()
             .map(|(buf, k)| Rc::new(DevRows::device(buf, k)))
