@@ -300,6 +300,20 @@ fn main() -> Result<(), CudaError> {
             &format!("unique a=2 {na} from row 1"),
             gpu.download(u.view())? == cpu::unique(&sa[2..], 2),
         );
+        // The same over the rows' own buffer (from 2^20 rows: compacted in place).
+        for order in [[&gd, &gs, &ge], [&ge, &gs, &gd]] {
+            let bs: Vec<View> = order.iter().map(|b| b.view()).collect();
+            let um = gpu.unique_minus_in_place(gpu.copy(ga.view())?, &bs)?;
+            t.check(
+                &format!("unique_minus_in_place a=2 {na} dup-heavy, dense/sparse/empty b"),
+                gpu.download(um.view())? == want,
+            );
+        }
+        let u = gpu.unique_in_place(gpu.copy(ga.view().slice(1, ga.n))?)?;
+        t.check(
+            &format!("unique_in_place a=2 {na} from row 1"),
+            gpu.download(u.view())? == cpu::unique(&sa[2..], 2),
+        );
     }
     // Merges that give back their inputs' memory piece by piece (crate::vmm): the
     // inputs are themselves merges of at least 256 MiB (mapped), the result must be
@@ -349,6 +363,53 @@ fn main() -> Result<(), CudaError> {
             &format!("merge releasing inputs a={a} {n}x4 (grew {grew} B, output {out} B)"),
             gpu.download(m.view())? == want && grew <= chunk + 3 * fixlog_cuda::vmm::PIECE,
         );
+        if a == 2 {
+            // Compacted in place over a buffer mapped piece by piece, which keeps only
+            // the pieces the rows left touch.
+            let b: Vec<u32> = (0..n as u32 / 2).flat_map(|i| [i, 0]).collect();
+            let gb = gpu.upload(&b, 2)?;
+            let left = cpu::difference(&want, &b, 2);
+            let r = gpu.unique_minus_in_place(m, &[gb.view()])?;
+            let (held, rows) = (r.buf.capacity(), r.n * 8);
+            t.check(
+                &format!("unique_minus_in_place over a mapped merge ({held} B for {rows} B)"),
+                gpu.download(r.view())? == left && held < rows + fixlog_cuda::vmm::PIECE,
+            );
+        }
+    }
+    // Spare pieces (crate::vmm): a dropped mapped buffer's pieces are kept for the
+    // next one, held but not in use; a pool allocation that would take what is held
+    // past the limit releases them first.
+    if gpu.maps_pieces() {
+        let n = 24_000_000usize;
+        let x: Vec<u32> = (0..n as u32).flat_map(|i| [2 * i, 0]).collect();
+        let y: Vec<u32> = (0..n as u32).flat_map(|i| [2 * i + 1, 0]).collect();
+        let (gx, gy) = (gpu.upload(&x, 2)?, gpu.upload(&y, 2)?);
+        let m = gpu.merge_releasing(gx.view(), gy.view(), |_, _| {})?;
+        drop((gx, gy));
+        let (with, mapped) = (gpu.pool_stats().in_use, m.buf.capacity());
+        drop(m);
+        let (after, spare, limit) = (
+            gpu.pool_stats().in_use,
+            gpu.spare_piece_bytes(),
+            gpu.pool_stats().limit,
+        );
+        t.check(
+            &format!("spare pieces kept, not in use ({spare} B spare, {mapped} B mapped)"),
+            spare > 0 && spare <= limit / 16 && after + mapped <= with,
+        );
+        // A limit whose sixteenth keeps every spare, and an allocation that fits
+        // beside what is in use but not beside the spares too.
+        let tight = after + 16 * spare;
+        gpu.set_pool_limit(tight);
+        let kept = gpu.spare_piece_bytes();
+        let big = gpu.alloc(tight - after - spare / 2);
+        t.check(
+            &format!("spares released for an allocation ({kept} B kept)"),
+            big.is_ok() && kept == spare && gpu.spare_piece_bytes() == 0,
+        );
+        drop(big);
+        gpu.set_pool_limit(limit);
     }
     t.group("merge + set difference", b);
 

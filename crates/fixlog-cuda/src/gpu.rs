@@ -178,6 +178,15 @@ impl DevBuf {
             m.unmap_below(bytes);
         }
     }
+    /// Gives back the device memory of the buffer's whole pieces from byte `bytes` on
+    /// where it is mapped piece by piece (`crate::vmm`), nothing otherwise: a buffer
+    /// sized for more rows than were written keeps about what they need. For the
+    /// buffer's owner, once every kernel that wrote there is done.
+    pub fn release_from(&mut self, bytes: usize) {
+        if let Some(m) = self.mapped_mut() {
+            m.unmap_from(bytes);
+        }
+    }
     /// The mapped range behind the buffer, if it is one.
     pub(crate) fn mapped_mut(&mut self) -> Option<&mut MappedBuf> {
         match &mut self.mem {
@@ -498,6 +507,11 @@ impl Gpu {
     pub fn pool_stats(&self) -> PoolStats {
         self.pool.borrow().stats()
     }
+    /// Bytes of physical pieces kept unmapped for the next buffer mapped piece by
+    /// piece (`crate::vmm`): held from the device, not in use.
+    pub fn spare_piece_bytes(&self) -> usize {
+        self.pieces.as_ref().map_or(0, |p| p.spare_bytes())
+    }
     /// `bytes` of pinned host memory mapped into the device (for rows that do not fit
     /// in device memory); an error where the host cannot pin that much.
     pub fn alloc_host_mapped(&self, bytes: usize) -> Result<HostBuf> {
@@ -556,6 +570,9 @@ impl Gpu {
     }
     pub fn set_pool_limit(&self, limit: usize) {
         self.pool.borrow_mut().set_limit(limit);
+        if let Some(p) = &self.pieces {
+            p.release_spares_beyond(p.spare_bound());
+        }
     }
     /// The most device memory held (reserved from the device) and in use since the
     /// peaks were last reset. In use: this pool's accounting (every buffer, mapped
@@ -607,7 +624,18 @@ impl Gpu {
 
     /// A buffer of at least `bytes` bytes from the pool.
     pub fn alloc(&self, bytes: usize) -> Result<DevBuf> {
-        let (ptr, class) = self.pool.borrow_mut().alloc(bytes)?;
+        self.make_room_in_pieces(bytes);
+        let got = self.pool.borrow_mut().alloc(bytes);
+        let (ptr, class) = match got {
+            Err(CudaError::OutOfMemory { .. })
+                if self.pieces.as_ref().is_some_and(|p| p.spare_bytes() > 0) =>
+            {
+                // Spare pieces hold memory: give it back, and try again.
+                self.release_spare_pieces();
+                self.pool.borrow_mut().alloc(bytes)?
+            }
+            other => other?,
+        };
         Ok(DevBuf {
             ptr,
             bytes,
@@ -634,11 +662,19 @@ impl Gpu {
     }
 
     /// Whether buffers can be mapped piece by piece (`crate::vmm`) on this device.
-    pub(crate) fn maps_pieces(&self) -> bool {
+    pub fn maps_pieces(&self) -> bool {
         self.pieces.is_some()
     }
 
-    /// Releases the physical pieces kept for reuse (after a merge).
+    /// Before the pool's limit is checked for `bytes` more: releases the spare
+    /// pieces (`crate::vmm`) where they would be in the way.
+    pub(crate) fn make_room_in_pieces(&self, bytes: usize) {
+        if let Some(p) = &self.pieces {
+            p.release_spares_for(bytes);
+        }
+    }
+
+    /// Releases the physical pieces kept for reuse.
     pub(crate) fn release_spare_pieces(&self) {
         if let Some(p) = &self.pieces {
             p.release_spares();

@@ -17,6 +17,11 @@ const BLOCK: u32 = 256;
 /// back at least this much (see `Gpu::fitted`).
 const FIT_MIN_RETURN: usize = 1 << 20;
 
+/// Bytes of rows from which a buffer mapped piece by piece is trimmed to the pieces
+/// they touch rather than copied to a buffer of their size ([`Gpu::trimmed`]): two
+/// pieces, so that the last piece's slack stays under half of the rows.
+pub(crate) const TRIM_KEEP_MIN: usize = 2 * crate::vmm::PIECE;
+
 /// Rows per onesweep tile (OS_TILE in sort.cu).
 fn os_tile(arity: usize) -> usize {
     256 * match arity {
@@ -567,7 +572,6 @@ impl Gpu {
             self.sync()?;
             read(i1, j1);
         }
-        self.release_spare_pieces();
         Ok(Rel {
             buf: out,
             n,
@@ -698,8 +702,19 @@ impl Gpu {
     /// a.n > 0; b not much denser than a (a range larger than a tile's
     /// stage is searched in global memory, correct but slow).
     fn diff2_tiles(&self, a: View, b: View, uniq: bool) -> Result<Rel> {
-        debug_assert!(a.arity == 2 && b.arity == 2 && a.n > 0);
         let out = self.alloc(a.n * 8)?;
+        let n = self.diff2_tiles_into(a, b, uniq, out.ptr())?;
+        self.fitted(out, n, 2)
+    }
+
+    /// [`Self::diff2_tiles`] writing to `out` (room for `a.n` rows), which may be
+    /// `a`'s own rows: each tile reads its rows (and the row before them) before it
+    /// publishes its count in the look-back, and writes only after every earlier
+    /// tile has, below its own start. So a later tile writes only over rows their
+    /// tile has read, and the row before a tile is overwritten only where nothing
+    /// before it was dropped, with itself. Returns the rows written.
+    fn diff2_tiles_into(&self, a: View, b: View, uniq: bool, out: u64) -> Result<usize> {
+        debug_assert!(a.arity == 2 && b.arity == 2 && a.n > 0);
         let total = self.count_out()?;
         // rows of a per thread: the largest whose tile's b range usually
         // fits the staged rows
@@ -743,12 +758,12 @@ impl Gpu {
             b.ptr,
             b.n as u64,
             bl.ptr(),
-            out.ptr(),
+            out,
             lb.ptr(),
             total.ptr(),
             pf
         );
-        self.fitted(out, total.read()? as usize, 2)
+        Ok(total.read()? as usize)
     }
 
     /// `unique(a) − b₁ − b₂ − …` for sorted `a` and sorted `bs`: one
@@ -799,6 +814,54 @@ impl Gpu {
             self.difference_flags(base, b, flags.ptr(), base.n * 16 < b.n)?;
         }
         self.compact(base, flags.ptr())
+    }
+
+    /// [`Self::unique_minus`] of a sorted relation the caller gives up: rows of arity
+    /// 2 from `FUSED_UNIQUE_MIN_ROWS` are compacted over the relation's own rows
+    /// ([`Self::diff2_tiles_into`]), so the operation needs no output beside its
+    /// input; the result is [`Self::trimmed`]. Other relations take the copying path.
+    pub fn unique_minus_in_place(&self, rel: Rel, bs: &[View]) -> Result<Rel> {
+        if rel.arity != 2 || rel.n < FUSED_UNIQUE_MIN_ROWS || bs.iter().any(|b| b.arity != 2) {
+            return self.unique_minus(rel.view(), bs);
+        }
+        let a = rel.view();
+        let mut rest: Vec<View> = bs.iter().copied().filter(|b| b.n > 0).collect();
+        // As `unique_minus`: the largest difference the tile pass suits goes with
+        // unique, the others apply to what is left.
+        let first = (0..rest.len())
+            .filter(|&i| a.n * 16 >= rest[i].n)
+            .max_by_key(|&i| rest[i].n);
+        let b = first.map_or(a.slice(0, 0), |i| rest.remove(i));
+        let n = self.diff2_tiles_into(a, b, true, a.ptr)?;
+        let r = self.trimmed(rel.buf, n, 2)?;
+        if rest.is_empty() || r.n == 0 {
+            return Ok(r);
+        }
+        let flags = self.alloc_u32(r.n)?;
+        self.fill_u32(flags.ptr(), r.n, 1)?;
+        for b in rest {
+            self.difference_flags(r.view(), b, flags.ptr(), r.n * 16 < b.n)?;
+        }
+        self.compact(r.view(), flags.ptr())
+    }
+
+    /// [`Self::unique`] of a sorted relation the caller gives up, in place where
+    /// [`Self::unique_minus_in_place`] is.
+    pub fn unique_in_place(&self, rel: Rel) -> Result<Rel> {
+        self.unique_minus_in_place(rel, &[])
+    }
+
+    /// `n` rows at the start of `buf`: a buffer mapped piece by piece keeps the pieces
+    /// they touch where that is at least `TRIM_KEEP_MIN` bytes (under half more than
+    /// the rows); otherwise [`Self::fitted`].
+    pub(crate) fn trimmed(&self, mut buf: DevBuf, n: usize, arity: usize) -> Result<Rel> {
+        let need = n * arity * 4;
+        if need >= TRIM_KEEP_MIN && buf.mapped_mut().is_some() {
+            // (Every kernel that wrote the rows is done: their count was read.)
+            buf.release_from(need);
+            return Ok(Rel { buf, n, arity });
+        }
+        self.fitted(buf, n, arity)
     }
 
     pub fn difference(&self, a: View, b: View) -> Result<Rel> {

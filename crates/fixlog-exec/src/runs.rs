@@ -49,12 +49,45 @@ pub fn push_run<T>(
     run: T,
     policy: RunPolicy,
     len: impl Fn(&T) -> usize,
-    mut merge: impl FnMut(T, T) -> ExecResult<T>,
+    merge: impl FnMut(T, T) -> ExecResult<T>,
 ) -> ExecResult<()> {
     if len(&run) == 0 {
         return Ok(());
     }
     runs.push(run);
+    settle_runs(runs, policy, len, merge)
+}
+
+/// Pushes `run` after settling the runs below it ([`settle_runs`]), without merging
+/// it: for a run that something else still holds (a delta, which the driver keeps
+/// for the next iteration as well as adding it to the full relation). Merging it now
+/// would copy rows that then sit in memory twice until that holder lets go; left on
+/// top, it is merged by a later push, when the invariant asks and it may be the
+/// merge's alone. The stack then breaks the invariant by at most its top run.
+pub fn push_run_unmerged<T>(
+    runs: &mut Vec<T>,
+    run: T,
+    policy: RunPolicy,
+    len: impl Fn(&T) -> usize,
+    merge: impl FnMut(T, T) -> ExecResult<T>,
+) -> ExecResult<()> {
+    if len(&run) == 0 {
+        return Ok(());
+    }
+    settle_runs(runs, policy, &len, merge)?;
+    runs.push(run);
+    Ok(())
+}
+
+/// Merges the two smallest runs of `runs` while the one below is less than
+/// `policy.growth` times the size of the one on top (and the merged run stays within
+/// `policy.max_share` of all the rows).
+pub fn settle_runs<T>(
+    runs: &mut Vec<T>,
+    policy: RunPolicy,
+    len: impl Fn(&T) -> usize,
+    mut merge: impl FnMut(T, T) -> ExecResult<T>,
+) -> ExecResult<()> {
     let total: usize = runs.iter().map(&len).sum();
     let cap = (total as f64 * policy.max_share.clamp(0.0, 1.0)) as usize;
     while runs.len() >= 2 {
@@ -144,6 +177,46 @@ mod tests {
         }
         let total: usize = runs.iter().map(|r| r.len()).sum();
         assert_eq!(total, next as usize);
+    }
+
+    #[test]
+    fn unmerged_pushes_break_the_invariant_by_the_top_run_only() {
+        // Each run is pushed unmerged (a delta something else still holds); the
+        // next push merges it when the invariant asks.
+        for growth in [2usize, 4] {
+            let policy = RunPolicy::geometric(growth);
+            let mut runs: Vec<Vec<u32>> = Vec::new();
+            let mut next = 0u32;
+            let mut merges = 0;
+            for step in 0..1500u32 {
+                let size = 1 + (step * 7919) % 61 + (step % 300) * 3;
+                let run: Vec<u32> = (next..next + size).collect();
+                next += size;
+                push_run_unmerged(
+                    &mut runs,
+                    run,
+                    policy,
+                    |r| r.len(),
+                    |mut a, b| {
+                        merges += 1;
+                        a.extend(b);
+                        Ok(a)
+                    },
+                )
+                .unwrap();
+                assert_eq!(runs.last().map(|r| r.len()), Some(size as usize));
+                let below = &runs[..runs.len() - 1];
+                for w in below.windows(2) {
+                    assert!(w[0].len() >= growth * w[1].len());
+                }
+                let total: usize = runs.iter().map(|r| r.len()).sum();
+                let bound = (total as f64).log(growth as f64).ceil() as usize + 2;
+                assert!(runs.len() <= bound, "{} runs for {total}", runs.len());
+            }
+            assert!(merges > 0);
+            let all: Vec<u32> = runs.concat();
+            assert_eq!(all, (0..next).collect::<Vec<_>>());
+        }
     }
 
     #[test]

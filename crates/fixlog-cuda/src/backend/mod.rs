@@ -303,9 +303,10 @@ impl CudaBackend {
     /// read over the bus from then on). Safe within an operator between its kernels:
     /// every kernel takes the runs' addresses when it is launched.
     pub(crate) fn make_room_for(&self, bytes: usize) -> Result<()> {
-        let s = self.gpu.pool_stats();
         // A quarter more for the size class the pool rounds the request up to.
         let need = bytes.saturating_add(bytes / 4);
+        self.gpu.make_room_in_pieces(need);
+        let s = self.gpu.pool_stats();
         if s.in_use.saturating_add(need) <= s.limit {
             return Ok(());
         }

@@ -321,7 +321,33 @@ impl CudaBackend {
             0
         };
         self.make_room_for(cap * ow * 4 + cache_slots * 8)?;
-        let mut out = self.out_buffer(cap, ow)?;
+        let row = ow * 4;
+        // Where the device maps memory piece by piece and the candidates could fill a
+        // few pieces and a quarter of what is in use, the output is one range of
+        // addresses for every candidate, mapped as it fills and trimmed to the rows
+        // written at the end: no segments, and no copy to fit (which held the output
+        // twice at the join's peak: TC loc-Brightkite, 0.29 GiB of its 1.71).
+        // Otherwise, segments (see below): mapping costs driver calls and a wait when
+        // the range is dropped, 4-8% of the time of SG CA-HepTh and TC CA-HepTh where
+        // every join over 128 MiB was mapped, for peaks no lower (round 20).
+        let candidates = total.saturating_mul(row);
+        let mapped_pays = candidates >= MAPPED_OUTPUT_MIN
+            && candidates.saturating_mul(4) >= self.gpu.pool_stats().in_use;
+        let mut mapped = if row > 0 && mapped_pays {
+            self.gpu.reserve_mapped(total * row)?
+        } else {
+            None
+        };
+        let mut out = match mapped.take() {
+            Some(mut buf) => {
+                if let Some(m) = buf.mapped_mut() {
+                    m.map(0, cap * row)?;
+                }
+                mapped = Some(buf);
+                None
+            }
+            None => Some(self.out_buffer(cap, ow)?),
+        };
         let written_cache = self.written_cache(cache_slots)?;
         let cache_drops = if use_cache {
             Some(self.counter()?)
@@ -332,12 +358,15 @@ impl CudaBackend {
         // Full segments and their rows.
         let mut full: Vec<(DevBuf, usize)> = Vec::new();
         let mut in_full = 0usize;
-        // Rows written to the current segment, or (`exact` false) a bound on them: read
-        // only where the bound would cut the next window short.
+        // Rows written to the current segment (or mapped range), or (`exact` false) a
+        // bound on them: read only where the bound would cut the next window short.
         let (mut written, mut exact, mut done) = (0usize, true, 0usize);
         // A part's input and index addresses, taken afresh after making room (which may
         // move runs to host memory).
         let at = |p: &Part| (input.pieces()[p.piece].0, index.runs[p.run].rows.ptr());
+        let out_ptr = |out: &Option<DevBuf>, mapped: &Option<DevBuf>| {
+            out.as_ref().or(mapped.as_ref()).map_or(0, DevBuf::ptr)
+        };
         for p in &parts {
             let (mut ptr, mut rows) = at(p);
             let mut from = 0usize;
@@ -348,17 +377,26 @@ impl CudaBackend {
                     room = cap - written;
                 }
                 if room < p.total - from && (room < cap / 4 || room == 0) {
-                    // Nearly full: keep the segment, go on in a new one.
+                    // Nearly full: map more of the range, or keep the segment and go on
+                    // in a new one.
                     let seen = done + from;
                     let next = next_segment_rows(total - seen, in_full + written, seen, per);
-                    self.make_room_for(next * ow * 4)?;
-                    let segment = self.out_buffer(next, ow)?;
+                    self.make_room_for(next * row)?;
+                    if let Some(m) = mapped.as_mut().and_then(DevBuf::mapped_mut) {
+                        let grown = (cap + next).min(total);
+                        m.map(cap * row, grown * row)?;
+                        cap = grown;
+                    } else {
+                        let segment = self.out_buffer(next, ow)?;
+                        if let Some(old) = out.replace(segment) {
+                            full.push((old, written));
+                        }
+                        in_full += written;
+                        self.gpu.memset8(count.word.ptr(), 0, 8)?;
+                        (cap, written) = (next, 0);
+                    }
                     (ptr, rows) = at(p);
-                    full.push((std::mem::replace(&mut out, segment), written));
-                    in_full += written;
-                    self.gpu.memset8(count.word.ptr(), 0, 8)?;
-                    (cap, written) = (next, 0);
-                    room = cap;
+                    room = cap - written;
                 }
                 let to = p.total.min(from + room);
                 // `P_jwrite`'s parameters, and for `P_jwrite_distinct` the cache's.
@@ -370,7 +408,7 @@ impl CudaBackend {
                     p.offsets.ptr(),
                     from as u64,
                     to as u64,
-                    out.ptr(),
+                    out_ptr(&out, &mapped),
                     count.word.ptr(),
                 ];
                 if code.distinct {
@@ -395,12 +433,28 @@ impl CudaBackend {
         if let Some(drops) = &cache_drops {
             code.written_cache.record(self.read(drops)?, n);
         }
-        // A last segment mostly empty (the candidates the write dropped) is given back.
-        let last = self.gpu.fitted(out, last, ow)?;
+        // (The count was read: every write is done.) A mapped range keeps the pieces
+        // its rows touch where they are a few (`Gpu::trimmed`); a last segment mostly
+        // empty (the candidates the write dropped) is given back.
+        let last = match (out, mapped) {
+            (None, Some(buf)) => {
+                let trimmed = self.gpu.trimmed(buf, last, ow)?;
+                DevRows::device(trimmed.buf, trimmed.n)
+            }
+            (Some(buf), _) => {
+                let fitted = self.gpu.fitted(buf, last, ow)?;
+                DevRows::device(fitted.buf, fitted.n)
+            }
+            (None, None) => {
+                return Err(CudaError::Invalid(
+                    "internal error: a join lost its output buffer".into(),
+                ))
+            }
+        };
         let segments = full
             .into_iter()
             .map(|(buf, k)| Rc::new(DevRows::device(buf, k)))
-            .chain(std::iter::once(Rc::new(DevRows::device(last.buf, last.n))))
+            .chain(std::iter::once(Rc::new(last)))
             .collect();
         Ok(CudaBatch::from_shared(ow, segments, n))
     }
@@ -582,6 +636,11 @@ fn next_segment_rows(rest: usize, written: usize, seen: usize, per: usize) -> us
 /// The output buffer of a join's first write (when no earlier write says what share of
 /// the candidates it keeps), in rows; more segments follow as it fills.
 const FIRST_WRITE_ROWS: usize = 1 << 20;
+
+/// Candidates' bytes from which a join writes into one range mapped piece by piece
+/// (where the device can, and they are a quarter of what is in use), rather than
+/// into segments: a few pieces.
+const MAPPED_OUTPUT_MIN: usize = 2 * crate::vmm::PIECE;
 
 /// Most slots of the cache of written rows: 32 MiB, so that it stays in the L2 cache
 /// (50 MiB on an H100), where its atomics cost 2.2-2.4x the per-block deduplication's
