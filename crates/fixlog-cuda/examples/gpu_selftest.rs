@@ -276,7 +276,8 @@ fn main() -> Result<(), CudaError> {
         (100_003, 255, 3_000_000, 4095),
         (4_000_037, 1023, 2_000_000, 4095),
     ] {
-        let sa = cpu::sort(&r.rows(na, 2, mask), 2);
+        let raw = r.rows(na, 2, mask);
+        let sa = cpu::sort(&raw, 2);
         let dense = cpu::unique(&cpu::sort(&r.rows(nd, 2, dmask), 2), 2);
         let sparse = cpu::unique(&cpu::sort(&r.rows(na / 3, 2, mask), 2), 2);
         let ga = gpu.upload(&sa, 2)?;
@@ -314,6 +315,60 @@ fn main() -> Result<(), CudaError> {
             &format!("unique_in_place a=2 {na} from row 1"),
             gpu.download(u.view())? == cpu::unique(&sa[2..], 2),
         );
+        // Sorted in halves from the unsorted rows; declined only where a run is more
+        // than 16 times denser than a half.
+        let gu = gpu.upload(&cpu::unique(&sa, 2), 2)?;
+        for (order, all_gone) in [
+            ([&gd, &gs, &ge], false),
+            ([&ge, &gs, &gd], false),
+            ([&gu, &gd, &gs], true),
+        ] {
+            let bs: Vec<View> = order.iter().map(|b| b.view()).collect();
+            let denser = bs.iter().any(|b| b.n > 16 * (na / 2));
+            let got = gpu.sort_unique_minus_halves(gpu.upload(&raw, 2)?, &bs)?;
+            let ok = match got {
+                Ok(um) => {
+                    let want = if all_gone { Vec::new() } else { want.clone() };
+                    !denser && gpu.download(um.view())? == want
+                }
+                Err(back) => denser && back.n == na,
+            };
+            t.check(
+                &format!("sort_unique_minus_halves a=2 {na} dup-heavy (denser run: {denser})"),
+                ok,
+            );
+        }
+    }
+    // Sorted in halves where the sort takes an odd number of passes (the second
+    // column below 2^8: three digits), with and without a run to subtract.
+    {
+        let raw: Vec<u32> = r
+            .rows(3_000_001, 2, 0xffff)
+            .chunks(2)
+            .flat_map(|p| [p[0], p[1] & 255])
+            .collect();
+        let u = cpu::unique(&cpu::sort(&raw, 2), 2);
+        // Every third row of the result, plus rows it does not hold.
+        let mut b: Vec<u32> = u.chunks(2).step_by(3).flatten().copied().collect();
+        b.extend((0..1000u32).flat_map(|i| [i, 256 + i]));
+        let b = cpu::unique(&cpu::sort(&b, 2), 2);
+        let gb = gpu.upload(&b, 2)?;
+        for bs in [vec![], vec![gb.view()]] {
+            let want = if bs.is_empty() {
+                u.clone()
+            } else {
+                cpu::difference(&u, &b, 2)
+            };
+            let got = gpu.sort_unique_minus_halves(gpu.upload(&raw, 2)?, &bs)?;
+            let ok = match got {
+                Ok(um) => gpu.download(um.view())? == want,
+                Err(_) => false,
+            };
+            t.check(
+                &format!("sort_unique_minus_halves a=2 odd passes, {} runs", bs.len()),
+                ok,
+            );
+        }
     }
     // Merges that give back their inputs' memory piece by piece (crate::vmm): the
     // inputs are themselves merges of at least 256 MiB (mapped), the result must be

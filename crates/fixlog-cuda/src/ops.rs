@@ -362,6 +362,27 @@ impl Gpu {
     /// Onesweep LSD radix sort (see sort.cu): one histogram pass for all
     /// digits, then per digit one pass that ranks, looks back and scatters.
     fn onesweep(&self, buf: &mut DevBuf, n: usize, a: usize, vary: &[u32]) -> Result<usize> {
+        let other = self.alloc(n * a * 4)?;
+        let np = self.onesweep_at(buf.ptr(), other.ptr(), n, a, vary)?;
+        if np % 2 == 1 {
+            // The rows ended in the second buffer: it becomes the relation's.
+            let mut other = other;
+            std::mem::swap(buf, &mut other);
+        }
+        Ok(np)
+    }
+
+    /// [`Self::onesweep`] of the `n` rows at `rows`, with `scratch` (room for `n` rows)
+    /// as the second buffer: after an odd number of passes (returned) the sorted rows
+    /// are at `scratch`, otherwise at `rows`.
+    fn onesweep_at(
+        &self,
+        rows: u64,
+        scratch: u64,
+        n: usize,
+        a: usize,
+        vary: &[u32],
+    ) -> Result<usize> {
         // digit slot s = (a-1-word)*4 + byte, least significant first
         let mut dmask = 0u32;
         let mut passes = vec![];
@@ -383,7 +404,7 @@ impl Gpu {
         let fh = self.function(SORT, &defs, "onesweep_hist")?;
         let fo = self.function(SORT, &defs, "onesweep_offsets")?;
         let fp = self.function(SORT, &defs, "onesweep_pass")?;
-        let mut other = self.alloc(n * a * 4)?;
+        let (mut from, mut to) = (rows, scratch);
         // hist: [np][256] u64; offs: per pass, nport + 1 rows of 256 digit starts
         // (row 0 from the histogram, row q + 1 written by portion q's last tile)
         let hist = self.alloc(np * 256 * 8)?;
@@ -397,7 +418,7 @@ impl Gpu {
             fh,
             blocks(n, 256 * 16).min(self.sm_count() as usize * 4),
             256,
-            buf.ptr(),
+            from,
             0u64,
             n as u64,
             dmask,
@@ -414,8 +435,8 @@ impl Gpu {
                     fp.clone(),
                     tiles,
                     256,
-                    buf.ptr(),
-                    other.ptr(),
+                    from,
+                    to,
                     b as u64,
                     e as u64,
                     w,
@@ -424,7 +445,7 @@ impl Gpu {
                     lb.ptr()
                 );
             }
-            std::mem::swap(buf, &mut other);
+            std::mem::swap(&mut from, &mut to);
         }
         Ok(np)
     }
@@ -843,6 +864,58 @@ impl Gpu {
             self.difference_flags(r.view(), b, flags.ptr(), r.n * 16 < b.n)?;
         }
         self.compact(r.view(), flags.ptr())
+    }
+
+    /// `unique(sort(rel)) − b₁ − b₂ − …` of an unsorted relation of two columns the
+    /// caller gives up, sorted in halves so that the sort's second buffer is half the
+    /// rows: each half is sorted with one scratch buffer and compacted in place
+    /// against `bs` ([`Self::diff2_tiles_into`], a pass per run), then the two halves
+    /// are merged and the merge deduplicated in place. It needs about half the rows
+    /// beside them while sorting, and the halves' survivors while merging, where a
+    /// whole sort needs all the rows. `None` (the relation given back) where it does
+    /// not apply: other arities, or a run of `bs` more than 16 times denser than a
+    /// half (the tile pass's bound).
+    pub fn sort_unique_minus_halves(
+        &self,
+        rel: Rel,
+        bs: &[View],
+    ) -> Result<std::result::Result<Rel, Rel>> {
+        let (n, h) = (rel.n, rel.n / 2);
+        let bs: Vec<View> = bs.iter().copied().filter(|b| b.n > 0).collect();
+        if rel.arity != 2 || h == 0 || bs.iter().any(|b| b.arity != 2 || b.n > 16 * h) {
+            return Ok(Err(rel));
+        }
+        let vary = self.varying_bits(rel.view())?;
+        let halves = [rel.view().slice(0, h), rel.view().slice(h, n)];
+        // The largest run goes with unique in one pass, the others in a pass each
+        // while the survivors stay dense enough for the tile pass; the rest apply to
+        // the merge (`unique_minus_in_place`).
+        let mut rest = bs;
+        let first = (0..rest.len())
+            .max_by_key(|&i| rest[i].n)
+            .map(|i| rest.remove(i));
+        let mut later = Vec::new();
+        let mut kept = [0usize; 2];
+        {
+            let scratch = self.alloc((n - h) * 8)?;
+            for (half, k) in halves.iter().zip(&mut kept) {
+                if self.onesweep_at(half.ptr, scratch.ptr(), half.n, 2, &vary)? % 2 == 1 {
+                    self.dtod(half.ptr, scratch.ptr(), half.n * 8)?;
+                }
+                let b = first.unwrap_or(half.slice(0, 0));
+                *k = self.diff2_tiles_into(*half, b, true, half.ptr)?;
+                for b in &rest {
+                    if *k > 0 && b.n <= 16 * *k {
+                        *k = self.diff2_tiles_into(half.slice(0, *k), *b, false, half.ptr)?;
+                    } else if !later.iter().any(|l: &View| l.ptr == b.ptr) {
+                        later.push(*b);
+                    }
+                }
+            }
+        }
+        let merged = self.merge(halves[0].slice(0, kept[0]), halves[1].slice(0, kept[1]))?;
+        drop(rel);
+        Ok(Ok(self.unique_minus_in_place(merged, &later)?))
     }
 
     /// [`Self::unique`] of a sorted relation the caller gives up, in place where

@@ -27,6 +27,16 @@ pub(crate) fn on_device(arity: usize) -> bool {
     (1..=8).contains(&arity)
 }
 
+/// Bytes of a batch from which `sorted_unique_minus` sorts it in halves
+/// (`Gpu::sort_unique_minus_halves`), where they are also at least
+/// 1/`HALVES_SHARE` of the memory in use: the sort's second buffer is then half
+/// the batch, where it would raise the peak. Sorting in halves costs about 5% of
+/// the operator's time (more launches, a difference pass per half and run, a
+/// merge): SG CA-HepTh's peak fell 1.670 → 1.527 GiB at 4% more time. At 1/8,
+/// TC loc-Brightkite's also fell (1.554 → 1.529) but took 7% more (round 20).
+const HALVES_MIN: usize = 64 << 20;
+const HALVES_SHARE: usize = 4;
+
 impl CudaBackend {
     /// How runs of `total_rows` rows of `arity` grow: merged freely while the device
     /// has room for a merge's output beside its inputs, and otherwise only into runs
@@ -195,10 +205,19 @@ impl CudaBackend {
         self.make_room_for(Self::dedup_room(&batch))?;
         if on_device(arity) {
             let mut rel = self.rel_of(self.contiguous(batch)?, arity)?;
+            let olds: Vec<View> = old.runs.iter().map(|r| r.view(arity)).collect();
+            let bytes = rel.n * arity * 4;
+            if bytes >= HALVES_MIN
+                && bytes.saturating_mul(HALVES_SHARE) >= self.gpu.pool_stats().in_use
+            {
+                match self.gpu.sort_unique_minus_halves(rel, &olds)? {
+                    Ok(done) => return Ok(CudaBackend::rows_of(done)),
+                    Err(back) => rel = back,
+                }
+            }
             if rel.n > 1 {
                 self.gpu.sort(&mut rel)?;
             }
-            let olds: Vec<View> = old.runs.iter().map(|r| r.view(arity)).collect();
             Ok(CudaBackend::rows_of(
                 self.gpu.unique_minus_in_place(rel, &olds)?,
             ))
