@@ -872,9 +872,9 @@ impl Gpu {
     /// against `bs` ([`Self::diff2_tiles_into`], a pass per run), then the two halves
     /// are merged and the merge deduplicated in place. It needs about half the rows
     /// beside them while sorting, and the halves' survivors while merging, where a
-    /// whole sort needs all the rows. `None` (the relation given back) where it does
-    /// not apply: other arities, or a run of `bs` more than 16 times denser than a
-    /// half (the tile pass's bound).
+    /// whole sort needs all the rows. `Ok(Err(rel))`, the relation given back
+    /// untouched, where it does not apply: other arities, or a run of `bs` more than
+    /// 16 times denser than a half (the tile pass's bound).
     pub fn sort_unique_minus_halves(
         &self,
         rel: Rel,
