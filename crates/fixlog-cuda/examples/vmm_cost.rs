@@ -84,7 +84,10 @@ fn main() {
             let again = memset(va);
             let t = Instant::now();
             for i in 0..n {
-                check("cuMemUnmap", sys::cuMemUnmap(va + (i * piece) as u64, piece));
+                check(
+                    "cuMemUnmap",
+                    sys::cuMemUnmap(va + (i * piece) as u64, piece),
+                );
             }
             let unmap = us(t, n);
             let t = Instant::now();
@@ -100,7 +103,10 @@ fn main() {
             let set2 = us(t, 1);
             let remapped = memset(va);
             for i in 0..n {
-                check("cuMemUnmap", sys::cuMemUnmap(va + (i * piece) as u64, piece));
+                check(
+                    "cuMemUnmap",
+                    sys::cuMemUnmap(va + (i * piece) as u64, piece),
+                );
             }
             let t = Instant::now();
             for h in &hs {
