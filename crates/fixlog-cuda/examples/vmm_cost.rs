@@ -49,6 +49,36 @@ fn main() {
         }
         t.elapsed().as_secs_f64() * 1e3
     };
+    // Maps each handle at its piece of `va`, then grants access to the whole range
+    // with one call: µs per map, µs of the access call.
+    let map_all = |va: u64, hs: &[sys::CUmemGenericAllocationHandle], piece: usize| {
+        let t = Instant::now();
+        for (i, h) in hs.iter().enumerate() {
+            // SAFETY: `va` reserves `hs.len()` pieces, none mapped; each handle is
+            // mapped once.
+            check("cuMemMap", unsafe {
+                sys::cuMemMap(va + (i * piece) as u64, piece, 0, *h, 0)
+            });
+        }
+        let map = us(t, hs.len());
+        let t = Instant::now();
+        // SAFETY: the whole range was just mapped.
+        check("cuMemSetAccess", unsafe {
+            sys::cuMemSetAccess(va, hs.len() * piece, &access, 1)
+        });
+        (map, us(t, 1))
+    };
+    // Unmaps the `n` pieces of `va`, one call each: µs per call.
+    let unmap_all = |va: u64, n: usize, piece: usize| {
+        let t = Instant::now();
+        for i in 0..n {
+            // SAFETY: each piece was mapped by `map_all`; the stream is idle.
+            check("cuMemUnmap", unsafe {
+                sys::cuMemUnmap(va + (i * piece) as u64, piece)
+            });
+        }
+        us(t, n)
+    };
     println!(
         "| piece MiB | pieces | create us | map us | set access us (range) | memset fresh ms | memset again ms | unmap us | map again us | set access again us | memset remapped ms | release us |"
     );
@@ -69,45 +99,13 @@ fn main() {
                 check("cuMemCreate", sys::cuMemCreate(h, piece, &prop, 0));
             }
             let create = us(t, n);
-            let t = Instant::now();
-            for (i, h) in hs.iter().enumerate() {
-                check(
-                    "cuMemMap",
-                    sys::cuMemMap(va + (i * piece) as u64, piece, 0, *h, 0),
-                );
-            }
-            let map = us(t, n);
-            let t = Instant::now();
-            check("cuMemSetAccess", sys::cuMemSetAccess(va, total, &access, 1));
-            let set = us(t, 1);
+            let (map, set) = map_all(va, &hs, piece);
             let fresh = memset(va);
             let again = memset(va);
-            let t = Instant::now();
-            for i in 0..n {
-                check(
-                    "cuMemUnmap",
-                    sys::cuMemUnmap(va + (i * piece) as u64, piece),
-                );
-            }
-            let unmap = us(t, n);
-            let t = Instant::now();
-            for (i, h) in hs.iter().enumerate() {
-                check(
-                    "cuMemMap",
-                    sys::cuMemMap(va + (i * piece) as u64, piece, 0, *h, 0),
-                );
-            }
-            let map2 = us(t, n);
-            let t = Instant::now();
-            check("cuMemSetAccess", sys::cuMemSetAccess(va, total, &access, 1));
-            let set2 = us(t, 1);
+            let unmap = unmap_all(va, n, piece);
+            let (map2, set2) = map_all(va, &hs, piece);
             let remapped = memset(va);
-            for i in 0..n {
-                check(
-                    "cuMemUnmap",
-                    sys::cuMemUnmap(va + (i * piece) as u64, piece),
-                );
-            }
+            unmap_all(va, n, piece);
             let t = Instant::now();
             for h in &hs {
                 check("cuMemRelease", sys::cuMemRelease(*h));

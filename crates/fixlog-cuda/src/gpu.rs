@@ -627,10 +627,12 @@ impl Gpu {
         self.make_room_in_pieces(bytes);
         let got = self.pool.borrow_mut().alloc(bytes);
         let (ptr, class) = match got {
-            Err(CudaError::OutOfMemory { .. })
+            Err(CudaError::OutOfMemory { device: true, .. })
                 if self.pieces.as_ref().is_some_and(|p| p.spare_bytes() > 0) =>
             {
-                // Spare pieces hold memory: give it back, and try again.
+                // The device is full where spare pieces hold some of it: give them
+                // back, and try again. (A refusal under the limit is not retried:
+                // spares do not count there, `make_room_in_pieces` saw to them.)
                 self.release_spare_pieces();
                 self.pool.borrow_mut().alloc(bytes)?
             }

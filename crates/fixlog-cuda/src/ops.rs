@@ -54,7 +54,7 @@ const DIFF2_PF_PER_SM: u64 = 2;
 /// unique-difference pass: it reads the count back once more than the
 /// keep-flag path, which costs more than it saves on small inputs (the
 /// many small iterations of a transitive closure).
-const FUSED_UNIQUE_MIN_ROWS: usize = 1 << 20;
+pub(crate) const FUSED_UNIQUE_MIN_ROWS: usize = 1 << 20;
 
 /// Rows of b staged per `diff2_tilea_N` tile (TILEA_CAP in rel.cu).
 const TILEA_CAP: f64 = 3072.0;
@@ -719,9 +719,9 @@ impl Gpu {
     }
 
     /// Arity 2, one pass over tiles of a (`diff2_tilea[_u]_N`): `a − b`, or
-    /// `unique(a) − b` with `uniq` (b may be empty: unique alone). Needs
-    /// a.n > 0; b not much denser than a (a range larger than a tile's
-    /// stage is searched in global memory, correct but slow).
+    /// `unique(a) − b` with `uniq` (b may be empty: unique alone). Fast where
+    /// b is not much denser than a (a range larger than a tile's stage is
+    /// searched in global memory, correct but slow).
     fn diff2_tiles(&self, a: View, b: View, uniq: bool) -> Result<Rel> {
         let out = self.alloc(a.n * 8)?;
         let n = self.diff2_tiles_into(a, b, uniq, out.ptr())?;
@@ -735,7 +735,15 @@ impl Gpu {
     /// tile has read, and the row before a tile is overwritten only where nothing
     /// before it was dropped, with itself. Returns the rows written.
     fn diff2_tiles_into(&self, a: View, b: View, uniq: bool, out: u64) -> Result<usize> {
-        debug_assert!(a.arity == 2 && b.arity == 2 && a.n > 0);
+        if a.arity != 2 || b.arity != 2 {
+            return Err(CudaError::Invalid(format!(
+                "internal error: two-column difference of arities {} and {}",
+                a.arity, b.arity
+            )));
+        }
+        if a.n == 0 {
+            return Ok(0);
+        }
         let total = self.count_out()?;
         // rows of a per thread: the largest whose tile's b range usually
         // fits the staged rows

@@ -160,8 +160,9 @@ impl CudaBackend {
 
     /// Bytes deduplicating `batch` needs beside it: a copy where its rows are not one
     /// buffer of its own ([`Self::contiguous`]), the sort's second buffer, and the
-    /// flags of `unique` (or `unique_minus`) and, except for rows of two columns
-    /// (compacted over the sorted rows: `Gpu::unique_minus_in_place`), its output.
+    /// flags of `unique` (or `unique_minus`) and, except for rows of two columns from
+    /// `FUSED_UNIQUE_MIN_ROWS` (compacted over the sorted rows:
+    /// `Gpu::unique_minus_in_place`), its output.
     fn dedup_room(batch: &CudaBatch) -> usize {
         let bytes = batch.len * batch.arity * 4;
         let in_place = match &batch.segs[..] {
@@ -169,7 +170,8 @@ impl CudaBackend {
             _ => false,
         };
         let copy = if in_place { 0 } else { bytes };
-        let output = if batch.arity == 2 { 0 } else { bytes };
+        let in_own_rows = batch.arity == 2 && batch.len >= crate::ops::FUSED_UNIQUE_MIN_ROWS;
+        let output = if in_own_rows { 0 } else { bytes };
         copy + bytes + output + batch.len * 4
     }
 
