@@ -465,6 +465,38 @@ fn main() -> Result<(), CudaError> {
         );
         drop(big);
         gpu.set_pool_limit(limit);
+        // A dropped buffer is parked with its pieces mapped; the next buffer of at
+        // most as many pieces takes its range over and uses those pieces (no new
+        // ones), and the rows it writes there are right.
+        let (gx, gy) = (gpu.upload(&x, 2)?, gpu.upload(&y, 2)?);
+        let first = gpu.merge_releasing(gx.view(), gy.view(), |_, _| {})?;
+        let (va, mapped) = (first.buf.ptr(), first.buf.capacity());
+        drop(first);
+        let (spare, in_use) = (gpu.spare_piece_bytes(), gpu.pool_stats().in_use);
+        let again = gpu.merge_releasing(gx.view(), gy.view(), |_, _| {})?;
+        let taken = spare.saturating_sub(gpu.spare_piece_bytes());
+        let grew = gpu.pool_stats().in_use.saturating_sub(in_use);
+        let want = cpu::merge(&x, &y, 2);
+        t.check(
+            &format!(
+                "parked range taken over ({taken} B of spares for {mapped} B, in use +{grew} B)"
+            ),
+            again.buf.ptr() == va
+                && again.buf.capacity() == mapped
+                && taken == mapped
+                && grew >= mapped
+                && gpu.download(again.view())? == want,
+        );
+        // Dropped again: parked, and released with every other spare.
+        drop(again);
+        gpu.release_spare_pieces();
+        t.check(
+            &format!(
+                "parked ranges released ({} B spare)",
+                gpu.spare_piece_bytes()
+            ),
+            gpu.spare_piece_bytes() == 0,
+        );
     }
     t.group("merge + set difference", b);
 

@@ -676,8 +676,8 @@ impl Gpu {
         }
     }
 
-    /// Releases the physical pieces kept for reuse.
-    pub(crate) fn release_spare_pieces(&self) {
+    /// Releases the physical pieces kept for reuse (those no live buffer holds).
+    pub fn release_spare_pieces(&self) {
         if let Some(p) = &self.pieces {
             p.release_spares();
         }

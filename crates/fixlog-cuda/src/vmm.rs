@@ -16,12 +16,20 @@
 //! (`backend::pipe`): one range for every candidate row, mapped as the rows are
 //! written and trimmed to the pieces they touch.
 //!
-//! Unmapped pieces are kept as spares and mapped again for the next buffer, up to
-//! [`Pieces::spare_bound`] bytes: creating and releasing pieces (`cuMemCreate`,
-//! `cuMemRelease`) for every operator cost 7-14% of TC's and SG's time (round 20).
-//! A mapped piece counts against the pool's limit as in use
-//! (`PoolCore::reserve_external`); a spare counts as held, not in use, and spares
-//! are released before a pool allocation would take the device memory held past the
+//! Pieces no buffer uses are kept as spares, up to [`Pieces::spare_bound`] bytes:
+//! creating and releasing pieces (`cuMemCreate`, `cuMemRelease`) for every operator
+//! cost 7-14% of TC's and SG's time (round 20). Mapping costs too: granting access to
+//! a mapped piece (`cuMemSetAccess`) takes about 30 µs whatever its size
+//! (`examples/vmm_cost.rs`). So a dropped buffer is *parked*: its range of addresses
+//! and its pieces stay mapped, and the next buffer of at most as many pieces takes the
+//! range over ([`MappedBuf::reserve`]) and uses the pieces without a driver call.
+//! Spares are unmapped from a parked range only when a piece is wanted elsewhere.
+//!
+//! Accounting: a piece a buffer uses ("active": its writes have reached it through
+//! [`MappedBuf::map`]) counts against the pool's limit as in use
+//! (`PoolCore::reserve_external`). A spare (unmapped, in a parked range, or mapped in
+//! a range taken over but not reached yet) counts as held, not in use, and spares are
+//! released before a pool allocation would take the device memory held past the
 //! limit ([`Pieces::release_spares_for`]), so `--gpu-memory-limit` holds as before.
 //! Devices without virtual memory management use ordinary merges.
 
@@ -54,7 +62,13 @@ fn check(context: &str, r: sys::CUresult) -> Result<()> {
 pub(crate) struct Pieces {
     ctx: Arc<CudaContext>,
     ordinal: i32,
+    /// Spare pieces mapped nowhere.
     spare: RefCell<Vec<sys::CUmemGenericAllocationHandle>>,
+    /// Ranges of dropped buffers, with the pieces still mapped in them (spares too).
+    parked: RefCell<Vec<Parked>>,
+    /// Spare pieces mapped in the ranges of live buffers that took a parked range
+    /// over, which their writes have not reached (yet).
+    idle: Cell<usize>,
     /// The pool whose limit the pieces count against.
     pool: Rc<RefCell<PoolCore<crate::gpu::DriverAlloc>>>,
     /// Bytes of pieces held now (mapped or spare) and at most since the last reset.
@@ -100,6 +114,8 @@ impl Pieces {
             ctx: ctx.clone(),
             ordinal,
             spare: RefCell::new(Vec::new()),
+            parked: RefCell::new(Vec::new()),
+            idle: Cell::new(0),
             pool,
             held: Cell::new((0, 0)),
             held_with_pool: Cell::new(0),
@@ -111,6 +127,9 @@ impl Pieces {
     /// what it keeps unused first).
     fn take(&self) -> Result<sys::CUmemGenericAllocationHandle> {
         self.pool.borrow_mut().reserve_external(PIECE)?;
+        if self.spare.borrow().is_empty() {
+            self.unpark_one();
+        }
         if let Some(h) = self.spare.borrow_mut().pop() {
             return Ok(h);
         }
@@ -169,23 +188,64 @@ impl Pieces {
         self.pool.borrow().stats().limit / 16
     }
 
-    /// Bytes of spare pieces held now.
+    /// Bytes of spare pieces held now: unmapped, mapped in parked ranges, and mapped
+    /// in taken-over ranges but not reached.
     pub(crate) fn spare_bytes(&self) -> usize {
-        self.spare.borrow().len() * PIECE
+        (self.spare.borrow().len() + self.parked_pieces() + self.idle.get()) * PIECE
     }
 
-    /// Releases spares until at most `keep` bytes of them are left.
+    fn parked_pieces(&self) -> usize {
+        self.parked.borrow().iter().map(Parked::mapped).sum()
+    }
+
+    /// Unmaps one piece of a parked range (the last mapped piece of the range parked
+    /// last) into the unmapped spares, and frees the addresses of every parked range
+    /// left with no piece; whether there was a piece to unmap.
+    fn unpark_one(&self) -> bool {
+        let mut parked = self.parked.borrow_mut();
+        let mut unmapped = false;
+        while let Some(range) = parked.last_mut() {
+            if !unmapped {
+                if let Some(h) = range.unmap_last() {
+                    self.spare.borrow_mut().push(h);
+                    unmapped = true;
+                }
+            }
+            if range.mapped() > 0 {
+                break;
+            }
+            if let Some(empty) = parked.pop() {
+                empty.free();
+            }
+        }
+        unmapped
+    }
+
+    /// Takes over the parked range that fits `count` pieces most closely, if any, with
+    /// its mapped pieces beyond the first `count` unmapped into the spares.
+    fn adopt(&self, count: usize) -> Option<Parked> {
+        let mut parked = self.parked.borrow_mut();
+        let i = (0..parked.len())
+            .filter(|&i| parked[i].slots.len() >= count)
+            .min_by_key(|&i| parked[i].slots.len())?;
+        let mut range = parked.swap_remove(i);
+        drop(parked);
+        for h in range.unmap_from(count) {
+            self.spare.borrow_mut().push(h);
+        }
+        Some(range)
+    }
+
+    /// Releases spares until at most `keep` bytes of them are left (or only those
+    /// in live buffers' ranges are): unmapped ones first, then the pieces of parked
+    /// ranges.
     pub(crate) fn release_spares_beyond(&self, keep: usize) {
-        loop {
-            let h = {
-                let mut spare = self.spare.borrow_mut();
-                if spare.len() * PIECE <= keep {
-                    return;
-                }
-                match spare.pop() {
-                    Some(h) => h,
-                    None => return,
-                }
+        while self.spare_bytes() > keep {
+            if self.spare.borrow().is_empty() && !self.unpark_one() {
+                return;
+            }
+            let Some(h) = self.spare.borrow_mut().pop() else {
+                return;
             };
             // SAFETY: an unmapped handle from cuMemCreate, released once.
             let _ = unsafe { sys::cuMemRelease(h) };
@@ -194,9 +254,11 @@ impl Pieces {
         }
     }
 
-    /// Releases every spare piece.
+    /// Releases every spare piece that no live buffer's range holds.
     pub(crate) fn release_spares(&self) {
         self.release_spares_beyond(0);
+        // Parked ranges are all empty now: free their addresses.
+        while self.unpark_one() {}
     }
 
     /// Before the pool allocates `bytes`: releases the spares where, beside them,
@@ -232,6 +294,50 @@ impl Drop for Pieces {
     }
 }
 
+/// The range of a dropped [`MappedBuf`], kept with its mapped pieces (and their
+/// access granted) for the next buffer.
+struct Parked {
+    va: u64,
+    /// The piece mapped at each [`PIECE`] of the range, if any.
+    slots: Vec<Option<sys::CUmemGenericAllocationHandle>>,
+}
+
+impl Parked {
+    fn mapped(&self) -> usize {
+        self.slots.iter().flatten().count()
+    }
+
+    /// Unmaps the last mapped piece, if any.
+    fn unmap_last(&mut self) -> Option<sys::CUmemGenericAllocationHandle> {
+        let i = self.slots.iter().rposition(Option::is_some)?;
+        let h = self.slots[i].take()?;
+        // SAFETY: mapped at this address; no kernel uses a parked range (its buffer
+        // waited for the stream when it was dropped).
+        let _ = unsafe { sys::cuMemUnmap(self.va + (i * PIECE) as u64, PIECE) };
+        Some(h)
+    }
+
+    /// Unmaps the pieces at slots `from..`.
+    fn unmap_from(&mut self, from: usize) -> Vec<sys::CUmemGenericAllocationHandle> {
+        let mut out = Vec::new();
+        for i in from.min(self.slots.len())..self.slots.len() {
+            if let Some(h) = self.slots[i].take() {
+                // SAFETY: as in `unmap_last`.
+                let _ = unsafe { sys::cuMemUnmap(self.va + (i * PIECE) as u64, PIECE) };
+                out.push(h);
+            }
+        }
+        out
+    }
+
+    /// Frees the addresses of a range with nothing mapped.
+    fn free(self) {
+        debug_assert_eq!(self.mapped(), 0);
+        // SAFETY: reserved by `MappedBuf::reserve`; nothing is mapped in it.
+        let _ = unsafe { sys::cuMemAddressFree(self.va, self.slots.len() * PIECE) };
+    }
+}
+
 fn props(ordinal: i32) -> sys::CUmemAllocationProp {
     // SAFETY: a plain C struct for which all zeroes is a valid value.
     let mut prop: sys::CUmemAllocationProp = unsafe { std::mem::zeroed() };
@@ -248,18 +354,36 @@ pub struct MappedBuf {
     reserved: usize,
     /// The physical piece behind each [`PIECE`] of the range, if mapped.
     mapped: Vec<Option<sys::CUmemGenericAllocationHandle>>,
+    /// Whether each mapped piece is in use: reached by [`Self::map`] (else a spare
+    /// of the parked range this buffer took over).
+    active: Vec<bool>,
     pieces: Rc<Pieces>,
     stream: sys::CUstream,
 }
 
 impl MappedBuf {
-    /// Reserves addresses for `bytes` bytes; nothing is mapped yet.
+    /// Addresses for `bytes` bytes, none of them in use yet: a parked range of at
+    /// least as many pieces, whose mapped pieces [`Self::map`] then uses as they are,
+    /// or else a new range with nothing mapped.
     pub(crate) fn reserve(
         pieces: &Rc<Pieces>,
         stream: sys::CUstream,
         bytes: usize,
     ) -> Result<Self> {
         let count = bytes.div_ceil(PIECE).max(1);
+        if let Some(range) = pieces.adopt(count) {
+            let idle = range.mapped();
+            pieces.idle.set(pieces.idle.get() + idle);
+            let slots = range.slots.len();
+            return Ok(MappedBuf {
+                va: range.va,
+                reserved: slots * PIECE,
+                mapped: range.slots,
+                active: vec![false; slots],
+                pieces: pieces.clone(),
+                stream,
+            });
+        }
         let reserved = count * PIECE;
         let mut va: sys::CUdeviceptr = 0;
         // SAFETY: reserves addresses only; freed in Drop.
@@ -270,6 +394,7 @@ impl MappedBuf {
             va,
             reserved,
             mapped: vec![None; count],
+            active: vec![false; count],
             pieces: pieces.clone(),
             stream,
         })
@@ -279,9 +404,9 @@ impl MappedBuf {
         self.va
     }
 
-    /// Bytes of device memory mapped now.
+    /// Bytes of device memory in use now: the pieces [`Self::map`] reached.
     pub fn mapped_bytes(&self) -> usize {
-        self.mapped.iter().flatten().count() * PIECE
+        self.active.iter().filter(|&&a| a).count() * PIECE
     }
 
     /// Maps every piece that bytes `lo..hi` of the range touch.
@@ -294,6 +419,14 @@ impl MappedBuf {
         let mut i = lo / PIECE;
         while i < end {
             if self.mapped[i].is_some() {
+                if !self.active[i] {
+                    // A spare mapped here already: now in use.
+                    self.pieces.pool.borrow_mut().reserve_external(PIECE)?;
+                    self.pieces
+                        .idle
+                        .set(self.pieces.idle.get().saturating_sub(1));
+                    self.active[i] = true;
+                }
                 i += 1;
                 continue;
             }
@@ -319,6 +452,7 @@ impl MappedBuf {
                     return Err(e);
                 }
                 self.mapped[i] = Some(h);
+                self.active[i] = true;
                 i += 1;
             }
             let access = sys::CUmemAccessDesc {
@@ -353,10 +487,18 @@ impl MappedBuf {
     fn unmap(&mut self, pieces: std::ops::Range<usize>) {
         for i in pieces {
             if let Some(h) = self.mapped[i].take() {
-                // SAFETY: the piece was mapped at this address by `map`; no kernel
-                // uses it any more (the caller's contract).
+                // SAFETY: the piece was mapped at this address; no kernel uses it any
+                // more (the caller's contract).
                 let _ = unsafe { sys::cuMemUnmap(self.va + (i * PIECE) as u64, PIECE) };
-                self.pieces.put(h);
+                if std::mem::take(&mut self.active[i]) {
+                    self.pieces.put(h);
+                } else {
+                    self.pieces
+                        .idle
+                        .set(self.pieces.idle.get().saturating_sub(1));
+                    self.pieces.spare.borrow_mut().push(h);
+                    self.pieces.release_spares_beyond(self.pieces.spare_bound());
+                }
             }
         }
     }
@@ -370,7 +512,23 @@ impl Drop for MappedBuf {
         // was no faster: round 20.)
         // SAFETY: the stream outlives every buffer (the Gpu owns both).
         let _ = unsafe { sys::cuStreamSynchronize(self.stream) };
-        self.unmap_below(self.reserved);
+        // Parked with its pieces mapped: no longer in use, spares now.
+        let active = self.active.iter().filter(|&&a| a).count();
+        let mapped = self.mapped.iter().flatten().count();
+        if mapped > 0 {
+            self.pieces
+                .pool
+                .borrow_mut()
+                .release_external(active * PIECE);
+            let idle = self.pieces.idle.get();
+            self.pieces.idle.set(idle.saturating_sub(mapped - active));
+            self.pieces.parked.borrow_mut().push(Parked {
+                va: self.va,
+                slots: std::mem::take(&mut self.mapped),
+            });
+            self.pieces.release_spares_beyond(self.pieces.spare_bound());
+            return;
+        }
         // SAFETY: the range was reserved by `reserve` and nothing is mapped in it.
         let _ = unsafe { sys::cuMemAddressFree(self.va, self.reserved) };
     }

@@ -419,7 +419,13 @@ fn differential() {
         t.recursive,
         t.cases
     );
+    // Each feature in at least one program of 40: a guard on the generator, which
+    // needs enough programs to mean anything (a feature of 3% appears in 2 of 80
+    // about a fifth of the time: the GPU runs take 80).
     for (name, n) in FEATURES.iter().zip(t.features) {
+        if t.cases < 1000 {
+            break;
+        }
         assert!(
             n * 40 >= t.cases,
             "feature {name} appeared in only {n} of {} programs",

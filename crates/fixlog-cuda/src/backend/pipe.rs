@@ -206,7 +206,9 @@ impl CudaBackend {
     }
 
     /// Count, scan and write, per input piece and index run; all writes append to one
-    /// buffer.
+    /// output: a range mapped piece by piece where the device can and the candidates
+    /// are large beside what is in use (`write_mapped`), else segments of ordinary
+    /// buffers (`write_segments`).
     fn device_join(
         &self,
         input: &CudaBatch,
@@ -216,16 +218,6 @@ impl CudaBackend {
     ) -> Result<CudaBatch> {
         let ow = code.device_out;
         let pieces = input.pieces();
-        // Positions, not addresses: making room for the output may move runs to the
-        // host, so the write pass takes the addresses afresh.
-        struct Part {
-            piece: usize,
-            run: usize,
-            n: usize,
-            begins: DevBuf,
-            offsets: DevBuf,
-            total: usize,
-        }
         let mut parts = Vec::new();
         let mut total = 0usize;
         for (piece, &(ptr, n)) in pieces.iter().enumerate() {
@@ -268,7 +260,7 @@ impl CudaBackend {
                     });
                 }
                 total += t;
-                parts.push(Part {
+                parts.push(JoinPart {
                     piece,
                     run: r,
                     n,
@@ -290,173 +282,233 @@ impl CudaBackend {
                 }));
             }
         }
-        let (kernel, block, items) = if code.distinct {
-            (&code.kernels.write_distinct, JD_BLOCK, JD_ITEMS)
+        let per = if code.distinct {
+            JD_BLOCK * JD_ITEMS
         } else {
-            (&code.kernels.write, JW_BLOCK, JW_ITEMS)
-        };
-        let per = (block * items) as usize;
-        // The output starts at what the join should keep, not at its candidates: the
-        // share of them its last write kept (conditions and the deduplication drop the
-        // rest: SG's second join keeps a sixth on ego-Facebook) and a half more; before
-        // any write, at `FIRST_WRITE_ROWS`. The candidates are written window by window,
-        // each at most the room left in the current segment; a full segment is kept as
-        // it is and the write goes on in a new one (see `next_segment_rows`), so the
-        // output never sits in memory twice, as it did when a buffer grew by copying.
-        let mut cap = if ow == 0 {
-            total
-        } else {
-            let expected = code.kept_share.get().map_or(FIRST_WRITE_ROWS, |share| {
+            JW_BLOCK * JW_ITEMS
+        } as usize;
+        // What the join should keep: the share of the candidates its last write kept
+        // (conditions and the deduplication drop the rest: SG's second join keeps a
+        // sixth on ego-Facebook); before any write, `FIRST_WRITE_ROWS`.
+        let expected = code
+            .kept_share
+            .get()
+            .map_or(FIRST_WRITE_ROWS, |share| {
                 (total as f64 * share).ceil() as usize
-            });
-            total.min(expected.saturating_add(expected / 2).max(per))
-        };
+            })
+            .min(total);
         // A distinct join of rows of one or two words may also drop the rows any block
         // already wrote (see `WrittenCacheUse`): a device-wide cache of written rows,
         // kept across the windows (and segments) of this write.
         let use_cache = code.distinct && (ow == 1 || ow == 2) && code.written_cache.this_write();
         let cache_slots = if use_cache {
-            written_cache_slots(cap)
+            written_cache_slots(expected.saturating_add(expected / 2).max(per))
         } else {
             0
         };
-        self.make_room_for(cap * ow * 4 + cache_slots * 8)?;
-        let row = ow * 4;
+        let mut w = JoinWrite {
+            input,
+            index,
+            code,
+            parts,
+            total,
+            per,
+            written_cache: None,
+            cache_slots,
+            cache_drops: None,
+            count: self.counter()?,
+        };
         // Where the device maps memory piece by piece and the candidates could fill a
         // few pieces and a quarter of what is in use, the output is one range of
-        // addresses for every candidate, mapped as it fills and trimmed to the rows
-        // written at the end: no segments, and no copy to fit (which held the output
-        // twice at the join's peak: TC loc-Brightkite, 0.29 GiB of its 1.71).
-        // Otherwise, segments (see below): mapping costs driver calls and a wait when
-        // the range is dropped, 4-8% of the time of SG CA-HepTh and TC CA-HepTh where
-        // every join over 128 MiB was mapped, for peaks no lower (round 20).
+        // addresses for every candidate (`write_mapped`): no segments, no copy to fit
+        // (which held the output twice at the join's peak: TC loc-Brightkite, 0.29 GiB
+        // of its 1.71), and mapped only a window ahead of the rows written. Otherwise,
+        // segments: mapping costs driver calls and a wait when the range is dropped,
+        // 4-8% of the time of SG CA-HepTh and TC CA-HepTh where every join over 128
+        // MiB was mapped, for peaks no lower (round 20).
+        let row = ow * 4;
         let candidates = total.saturating_mul(row);
-        let mapped_pays = candidates >= MAPPED_OUTPUT_MIN
+        let mapped_pays = row > 0
+            && candidates >= MAPPED_OUTPUT_MIN
             && candidates.saturating_mul(4) >= self.gpu.pool_stats().in_use;
-        let mut mapped = if row > 0 && mapped_pays {
-            self.gpu.reserve_mapped(total * row)?
+        let mapped = if mapped_pays {
+            self.gpu.reserve_mapped(candidates)?
         } else {
             None
         };
-        let mut out = match mapped.take() {
-            Some(mut buf) => {
-                if let Some(m) = buf.mapped_mut() {
-                    m.map(0, cap * row)?;
-                }
-                mapped = Some(buf);
-                None
+        let (segments, n) = match mapped {
+            Some(buf) => {
+                self.make_room_for(cache_slots * 8)?;
+                w.start_cache(self)?;
+                self.write_mapped(&w, buf)?
             }
-            None => Some(self.out_buffer(cap, ow)?),
+            None => {
+                let cap = if ow == 0 {
+                    total
+                } else {
+                    expected.saturating_add(expected / 2).max(per).min(total)
+                };
+                self.make_room_for(cap * row + cache_slots * 8)?;
+                let out = self.out_buffer(cap, ow)?;
+                w.start_cache(self)?;
+                self.write_segments(&w, out, cap)?
+            }
         };
-        let written_cache = self.written_cache(cache_slots)?;
-        let cache_drops = if use_cache {
-            Some(self.counter()?)
+        code.kept_share
+            .set(Some((n as f64 / total as f64).min(1.0)));
+        if let Some(drops) = &w.cache_drops {
+            code.written_cache.record(self.read(drops)?, n);
+        }
+        Ok(CudaBatch::from_shared(ow, segments, n))
+    }
+
+    /// Writes the candidates `from..to` of part `p` at `out` (rows counted at `count`).
+    fn write_window(
+        &self,
+        w: &JoinWrite<'_>,
+        p: &JoinPart,
+        from: usize,
+        to: usize,
+        out: u64,
+    ) -> Result<()> {
+        // A part's input and index addresses, taken afresh (making room may move runs
+        // to host memory).
+        let (ptr, rows) = (w.input.pieces()[p.piece].0, w.index.runs[p.run].rows.ptr());
+        let (kernel, block) = if w.code.distinct {
+            (&w.code.kernels.write_distinct, JD_BLOCK)
         } else {
-            None
+            (&w.code.kernels.write, JW_BLOCK)
         };
-        let count = self.counter()?;
+        // `P_jwrite`'s parameters, and for `P_jwrite_distinct` the cache's.
+        let mut args = vec![
+            ptr,
+            p.n as u64,
+            rows,
+            p.begins.ptr(),
+            p.offsets.ptr(),
+            from as u64,
+            to as u64,
+            out,
+            w.count.word.ptr(),
+        ];
+        if w.code.distinct {
+            args.push(w.written_cache.as_ref().map_or(0, |c| c.ptr()));
+            args.push(w.cache_slots as u64);
+            args.push(w.cache_drops.as_ref().map_or(0, |c| c.word.ptr()));
+        }
+        self.gpu
+            .launch_words(kernel, (to - from).div_ceil(w.per), block, &args)
+    }
+
+    /// The write into one range of addresses for every candidate, mapped piece by piece
+    /// a window ahead of the rows written: before each window of candidates, the range
+    /// is mapped far enough that every one of them could be kept, so the output holds
+    /// the rows written and at most a window (and a piece) more, whatever share the
+    /// join keeps; then trimmed to the pieces its rows touch (`Gpu::trimmed`). (Mapping
+    /// the expected rows and a half at once held 0.18 GiB more than the rows at TC
+    /// CA-HepTh's largest join, where the share kept fell from 0.63 to 0.37.)
+    fn write_mapped(
+        &self,
+        w: &JoinWrite<'_>,
+        mut buf: DevBuf,
+    ) -> Result<(Vec<Rc<DevRows>>, usize)> {
+        let ow = w.code.device_out;
+        let row = ow * 4;
+        let window = mapped_window_rows(w.total, row, w.per);
+        // Rows mapped, and a bound on the rows written (exact after a count is read).
+        let (mut mapped, mut bound) = (0usize, 0usize);
+        for p in &w.parts {
+            let mut from = 0usize;
+            while from < p.total {
+                let to = p.total.min(from + window);
+                if bound + (to - from) > mapped {
+                    if bound > 0 {
+                        bound = self.read(&w.count)?;
+                    }
+                    let want = (bound + (to - from)).min(w.total);
+                    if want > mapped {
+                        // Whole pieces: the rows the last piece holds beyond `want`
+                        // are mapped too.
+                        let piece = crate::vmm::PIECE;
+                        let hi = (want * row).div_ceil(piece) * piece;
+                        let want = (hi / row).clamp(want, w.total);
+                        self.make_room_for((want - mapped) * row)?;
+                        if let Some(m) = buf.mapped_mut() {
+                            m.map(mapped * row, want * row)?;
+                        }
+                        mapped = want;
+                    }
+                }
+                self.write_window(w, p, from, to, buf.ptr())?;
+                bound += to - from;
+                from = to;
+            }
+        }
+        let n = self.read(&w.count)?;
+        // (The count was read: every write is done.)
+        let out = self.gpu.trimmed(buf, n, ow)?;
+        Ok((vec![Rc::new(DevRows::device(out.buf, out.n))], n))
+    }
+
+    /// The write into segments: the first holds `cap` rows; the candidates are written
+    /// window by window, each at most the room left in the current segment; a full
+    /// segment is kept as it is and the write goes on in a new one (see
+    /// `next_segment_rows`), so the output never sits in memory twice, as it did when
+    /// a buffer grew by copying. A last segment mostly empty (the candidates the write
+    /// dropped) is given back (`Gpu::fitted`).
+    fn write_segments(
+        &self,
+        w: &JoinWrite<'_>,
+        first: DevBuf,
+        mut cap: usize,
+    ) -> Result<(Vec<Rc<DevRows>>, usize)> {
+        let ow = w.code.device_out;
+        let row = ow * 4;
+        let mut out = first;
         // Full segments and their rows.
         let mut full: Vec<(DevBuf, usize)> = Vec::new();
         let mut in_full = 0usize;
-        // Rows written to the current segment (or mapped range), or (`exact` false) a
-        // bound on them: read only where the bound would cut the next window short.
+        // Rows written to the current segment, or (`exact` false) a bound on them:
+        // read only where the bound would cut the next window short.
         let (mut written, mut exact, mut done) = (0usize, true, 0usize);
-        // A part's input and index addresses, taken afresh after making room (which may
-        // move runs to host memory).
-        let at = |p: &Part| (input.pieces()[p.piece].0, index.runs[p.run].rows.ptr());
-        let out_ptr = |out: &Option<DevBuf>, mapped: &Option<DevBuf>| {
-            out.as_ref().or(mapped.as_ref()).map_or(0, DevBuf::ptr)
-        };
-        for p in &parts {
-            let (mut ptr, mut rows) = at(p);
+        for p in &w.parts {
             let mut from = 0usize;
             while from < p.total {
                 let mut room = cap - written;
                 if room < p.total - from && !exact {
-                    written = self.read(&count)?;
+                    written = self.read(&w.count)?;
                     room = cap - written;
                 }
                 if room < p.total - from && (room < cap / 4 || room == 0) {
-                    // Nearly full: map more of the range, or keep the segment and go on
-                    // in a new one.
+                    // Nearly full: keep the segment and go on in a new one.
                     let seen = done + from;
-                    let next = next_segment_rows(total - seen, in_full + written, seen, per);
+                    let next = next_segment_rows(w.total - seen, in_full + written, seen, w.per);
                     self.make_room_for(next * row)?;
-                    if let Some(m) = mapped.as_mut().and_then(DevBuf::mapped_mut) {
-                        let grown = (cap + next).min(total);
-                        m.map(cap * row, grown * row)?;
-                        cap = grown;
-                    } else {
-                        let segment = self.out_buffer(next, ow)?;
-                        if let Some(old) = out.replace(segment) {
-                            full.push((old, written));
-                        }
-                        in_full += written;
-                        self.gpu.memset8(count.word.ptr(), 0, 8)?;
-                        (cap, written) = (next, 0);
-                    }
-                    (ptr, rows) = at(p);
-                    room = cap - written;
+                    let segment = self.out_buffer(next, ow)?;
+                    full.push((std::mem::replace(&mut out, segment), written));
+                    in_full += written;
+                    self.gpu.memset8(w.count.word.ptr(), 0, 8)?;
+                    (cap, written) = (next, 0);
+                    room = cap;
                 }
                 let to = p.total.min(from + room);
-                // `P_jwrite`'s parameters, and for `P_jwrite_distinct` the cache's.
-                let mut args = vec![
-                    ptr,
-                    p.n as u64,
-                    rows,
-                    p.begins.ptr(),
-                    p.offsets.ptr(),
-                    from as u64,
-                    to as u64,
-                    out_ptr(&out, &mapped),
-                    count.word.ptr(),
-                ];
-                if code.distinct {
-                    args.push(written_cache.as_ref().map_or(0, |c| c.ptr()));
-                    args.push(cache_slots as u64);
-                    args.push(cache_drops.as_ref().map_or(0, |c| c.word.ptr()));
-                }
-                self.gpu
-                    .launch_words(kernel, (to - from).div_ceil(per), block, &args)?;
+                self.write_window(w, p, from, to, out.ptr())?;
                 written += to - from;
                 exact = false;
                 from = to;
             }
             done += p.total;
         }
-        let last = self.read(&count)?;
-        let n = in_full + last;
-        drop(written_cache);
-        drop(parts);
-        code.kept_share
-            .set(Some((n as f64 / total as f64).min(1.0)));
-        if let Some(drops) = &cache_drops {
-            code.written_cache.record(self.read(drops)?, n);
-        }
-        // (The count was read: every write is done.) A mapped range keeps the pieces
-        // its rows touch where they are a few (`Gpu::trimmed`); a last segment mostly
-        // empty (the candidates the write dropped) is given back.
-        let last = match (out, mapped) {
-            (None, Some(buf)) => {
-                let trimmed = self.gpu.trimmed(buf, last, ow)?;
-                DevRows::device(trimmed.buf, trimmed.n)
-            }
-            (Some(buf), _) => {
-                let fitted = self.gpu.fitted(buf, last, ow)?;
-                DevRows::device(fitted.buf, fitted.n)
-            }
-            (None, None) => {
-                return Err(CudaError::Invalid(
-                    "internal error: a join lost its output buffer".into(),
-                ))
-            }
-        };
+        let last = self.read(&w.count)?;
+        let fitted = self.gpu.fitted(out, last, ow)?;
         let segments = full
             .into_iter()
             .map(|(buf, k)| Rc::new(DevRows::device(buf, k)))
-            .chain(std::iter::once(Rc::new(last)))
+            .chain(std::iter::once(Rc::new(DevRows::device(
+                fitted.buf, fitted.n,
+            ))))
             .collect();
-        Ok(CudaBatch::from_shared(ow, segments, n))
+        Ok((segments, in_full + last))
     }
 
     // ---- anti-joins ----------------------------------------------------------------
@@ -633,6 +685,60 @@ fn next_segment_rows(rest: usize, written: usize, seen: usize, per: usize) -> us
     expected.max(written).clamp(1, rest.max(1))
 }
 
+/// One input piece joined with one index run: its candidates' offsets (after the
+/// count and scan) and where each row's matches begin. Positions, not addresses:
+/// making room for the output may move runs to the host, so the write takes the
+/// addresses afresh.
+struct JoinPart {
+    piece: usize,
+    run: usize,
+    n: usize,
+    begins: DevBuf,
+    offsets: DevBuf,
+    total: usize,
+}
+
+/// What a join's write needs besides its output.
+struct JoinWrite<'a> {
+    input: &'a CudaBatch,
+    index: &'a CudaIndex,
+    code: &'a JoinCode,
+    parts: Vec<JoinPart>,
+    /// Candidates over all parts.
+    total: usize,
+    /// Candidates per block of the write kernel.
+    per: usize,
+    written_cache: Option<DevBuf>,
+    cache_slots: usize,
+    cache_drops: Option<Counter>,
+    /// The rows written so far (or, for segments, to the current segment).
+    count: Counter,
+}
+
+impl JoinWrite<'_> {
+    /// The cache of written rows and its counter of drops, where the join uses one.
+    fn start_cache(&mut self, backend: &CudaBackend) -> Result<()> {
+        self.written_cache = backend.written_cache(self.cache_slots)?;
+        if self.cache_slots > 0 {
+            self.cache_drops = Some(backend.counter()?);
+        }
+        Ok(())
+    }
+}
+
+/// Candidates per window of a mapped join output: a `MAPPED_WINDOWS`th of them, and
+/// at least a block's and a piece's worth, so that each window costs one read of the
+/// count at most and maps whole pieces.
+fn mapped_window_rows(total: usize, row: usize, per: usize) -> usize {
+    (total / MAPPED_WINDOWS)
+        .max(per)
+        .max(crate::vmm::PIECE / row.max(1))
+        .max(1)
+}
+
+/// Windows of a mapped join output (see `mapped_window_rows`).
+const MAPPED_WINDOWS: usize = 8;
+
 /// The output buffer of a join's first write (when no earlier write says what share of
 /// the candidates it keeps), in rows; more segments follow as it fills.
 const FIRST_WRITE_ROWS: usize = 1 << 20;
@@ -679,6 +785,22 @@ mod tests {
             let kept = written as f64 / seen.max(1) as f64;
             let want = (rest as f64 * kept * 1.5) as usize + per;
             prop_assert!(next >= want.max(written).min(rest));
+        }
+    }
+
+    proptest! {
+        /// A mapped output's window is at least a block's and a piece's candidates, and
+        /// splits the candidates into at most `MAPPED_WINDOWS` windows and one more
+        /// (rounding), or one where a piece holds them all.
+        #[test]
+        fn a_mapped_window_bounds_the_windows(
+            total in 1usize..1 << 34,
+            row in prop::sample::select(vec![4usize, 8, 12, 16, 32]),
+            per in 1usize..1 << 14,
+        ) {
+            let w = super::mapped_window_rows(total, row, per);
+            prop_assert!(w >= per && w * row >= crate::vmm::PIECE);
+            prop_assert!(total.div_ceil(w) <= super::MAPPED_WINDOWS + 1);
         }
     }
 

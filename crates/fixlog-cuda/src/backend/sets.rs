@@ -29,13 +29,15 @@ pub(crate) fn on_device(arity: usize) -> bool {
 
 /// Bytes of a batch from which `sorted_unique_minus` sorts it in halves
 /// (`Gpu::sort_unique_minus_halves`), where they are also at least
-/// 1/`HALVES_SHARE` of the memory in use: the sort's second buffer is then half
-/// the batch, where it would raise the peak. Sorting in halves costs about 5% of
-/// the operator's time (more launches, a difference pass per half and run, a
-/// merge): SG CA-HepTh's peak fell 1.670 → 1.527 GiB at 4% more time. At 1/8,
-/// TC loc-Brightkite's also fell (1.554 → 1.529) but took 7% more (round 20).
+/// 1/`HALVES_SHARE` of the memory in use and a whole sort would raise the run's peak
+/// of memory in use: the sort's second buffer is then half the batch. Sorting in
+/// halves costs about 5% of the operator's time (more launches, a difference pass
+/// per half and run, a merge), so it is paid only where it lowers the peak. At 1/4
+/// of the memory in use, SG CA-HepTh's peak fell 1.670 → 1.527 GiB at 4% more time;
+/// at 1/8, TC loc-Brightkite's also fell (1.554 → 1.529), but applied to every batch
+/// that large it took 7% more (round 20).
 const HALVES_MIN: usize = 64 << 20;
-const HALVES_SHARE: usize = 4;
+const HALVES_SHARE: usize = 8;
 
 impl CudaBackend {
     /// How runs of `total_rows` rows of `arity` grow: merged freely while the device
@@ -209,8 +211,10 @@ impl CudaBackend {
             let mut rel = self.rel_of(self.contiguous(batch)?, arity)?;
             let olds: Vec<View> = old.runs.iter().map(|r| r.view(arity)).collect();
             let bytes = rel.n * arity * 4;
+            let s = self.gpu.pool_stats();
             if bytes >= HALVES_MIN
-                && bytes.saturating_mul(HALVES_SHARE) >= self.gpu.pool_stats().in_use
+                && bytes.saturating_mul(HALVES_SHARE) >= s.in_use
+                && s.in_use.saturating_add(bytes) > s.peak_in_use
             {
                 match self.gpu.sort_unique_minus_halves(rel, &olds)? {
                     Ok(done) => return Ok(CudaBackend::rows_of(done)),
