@@ -30,7 +30,10 @@
 //! (`PoolCore::reserve_external`). A spare (unmapped, in a parked range, or mapped in
 //! a range taken over but not reached yet) counts as held, not in use, and spares are
 //! released before a pool allocation would take the device memory held past the
-//! limit ([`Pieces::release_spares_for`]), so `--gpu-memory-limit` holds as before.
+//! limit ([`Pieces::release_spares_for`]), so `--gpu-memory-limit` holds as before,
+//! with one exception: the spares mapped in a range a live buffer took over stay
+//! until it reaches, trims or drops them (at most the spare bound, a sixteenth of the
+//! limit, and none under limits below 1 GiB, where the bound is under a piece).
 //! Devices without virtual memory management use ordinary merges.
 
 use crate::error::{CudaError, Result};
