@@ -68,7 +68,7 @@ pub(crate) struct Pieces {
     /// Spare pieces mapped nowhere.
     spare: RefCell<Vec<sys::CUmemGenericAllocationHandle>>,
     /// Ranges of dropped buffers, with the pieces still mapped in them (spares too).
-    parked: RefCell<Vec<Parked>>,
+    parked: RefCell<Vec<Range>>,
     /// Spare pieces mapped in the ranges of live buffers that took a parked range
     /// over, which their writes have not reached (yet).
     idle: Cell<usize>,
@@ -180,8 +180,19 @@ impl Pieces {
     /// it where the spares are at their bound.
     fn put(&self, h: sys::CUmemGenericAllocationHandle) {
         self.pool.borrow_mut().release_external(PIECE);
+        self.keep_spare(h);
+    }
+
+    /// Keeps an unmapped spare piece, or releases it where the spares are at their
+    /// bound.
+    fn keep_spare(&self, h: sys::CUmemGenericAllocationHandle) {
         self.spare.borrow_mut().push(h);
         self.release_spares_beyond(self.spare_bound());
+    }
+
+    /// `n` spares mapped in a live buffer's range are now in use or unmapped.
+    fn idle_less(&self, n: usize) {
+        self.idle.set(self.idle.get().saturating_sub(n));
     }
 
     /// Most bytes of spares kept: a sixteenth of the pool's limit (4.4 GiB of an
@@ -198,7 +209,7 @@ impl Pieces {
     }
 
     fn parked_pieces(&self) -> usize {
-        self.parked.borrow().iter().map(Parked::mapped).sum()
+        self.parked.borrow().iter().map(Range::mapped).sum()
     }
 
     /// Unmaps one piece of a parked range (the last mapped piece of the range parked
@@ -209,9 +220,13 @@ impl Pieces {
         let mut unmapped = false;
         while let Some(range) = parked.last_mut() {
             if !unmapped {
-                if let Some(h) = range.unmap_last() {
-                    self.spare.borrow_mut().push(h);
-                    unmapped = true;
+                if let Some(i) = range.slots.iter().rposition(Option::is_some) {
+                    // (No kernel uses a parked range: its buffer waited for the
+                    // stream when it was dropped.)
+                    if let Some(h) = range.unmap_at(i) {
+                        self.spare.borrow_mut().push(h);
+                        unmapped = true;
+                    }
                 }
             }
             if range.mapped() > 0 {
@@ -224,17 +239,30 @@ impl Pieces {
         unmapped
     }
 
+    /// Keeps a dropped buffer's range with its mapped pieces (spares now) for the
+    /// next buffer, or frees its addresses where nothing is mapped in it.
+    fn park(&self, range: Range) {
+        if range.mapped() == 0 {
+            range.free();
+            return;
+        }
+        self.parked.borrow_mut().push(range);
+        self.release_spares_beyond(self.spare_bound());
+    }
+
     /// Takes over the parked range that fits `count` pieces most closely, if any, with
     /// its mapped pieces beyond the first `count` unmapped into the spares.
-    fn adopt(&self, count: usize) -> Option<Parked> {
+    fn adopt(&self, count: usize) -> Option<Range> {
         let mut parked = self.parked.borrow_mut();
         let i = (0..parked.len())
             .filter(|&i| parked[i].slots.len() >= count)
             .min_by_key(|&i| parked[i].slots.len())?;
         let mut range = parked.swap_remove(i);
         drop(parked);
-        for h in range.unmap_from(count) {
-            self.spare.borrow_mut().push(h);
+        for i in count..range.slots.len() {
+            if let Some(h) = range.unmap_at(i) {
+                self.spare.borrow_mut().push(h);
+            }
         }
         Some(range)
     }
@@ -297,46 +325,43 @@ impl Drop for Pieces {
     }
 }
 
-/// The range of a dropped [`MappedBuf`], kept with its mapped pieces (and their
-/// access granted) for the next buffer.
-struct Parked {
+/// A reserved range of addresses, [`PIECE`] by piece, and the piece mapped at each.
+struct Range {
     va: u64,
-    /// The piece mapped at each [`PIECE`] of the range, if any.
     slots: Vec<Option<sys::CUmemGenericAllocationHandle>>,
 }
 
-impl Parked {
+impl Range {
+    /// Addresses for `count` pieces, nothing mapped.
+    fn reserve(count: usize) -> Result<Range> {
+        let mut va: sys::CUdeviceptr = 0;
+        // SAFETY: reserves addresses only; freed by `free`.
+        check("cuMemAddressReserve", unsafe {
+            sys::cuMemAddressReserve(&mut va, count * PIECE, PIECE, 0, 0)
+        })?;
+        Ok(Range {
+            va,
+            slots: vec![None; count],
+        })
+    }
+
     fn mapped(&self) -> usize {
         self.slots.iter().flatten().count()
     }
 
-    /// Unmaps the last mapped piece, if any.
-    fn unmap_last(&mut self) -> Option<sys::CUmemGenericAllocationHandle> {
-        let i = self.slots.iter().rposition(Option::is_some)?;
-        let h = self.slots[i].take()?;
-        // SAFETY: mapped at this address; no kernel uses a parked range (its buffer
-        // waited for the stream when it was dropped).
+    /// Unmaps the piece at slot `i`, if one is mapped there. The caller must have
+    /// waited for every kernel that uses it.
+    fn unmap_at(&mut self, i: usize) -> Option<sys::CUmemGenericAllocationHandle> {
+        let h = self.slots.get_mut(i)?.take()?;
+        // SAFETY: mapped at this address by `MappedBuf::map`; no kernel uses it (the
+        // caller's contract).
         let _ = unsafe { sys::cuMemUnmap(self.va + (i * PIECE) as u64, PIECE) };
         Some(h)
     }
 
-    /// Unmaps the pieces at slots `from..`.
-    fn unmap_from(&mut self, from: usize) -> Vec<sys::CUmemGenericAllocationHandle> {
-        let mut out = Vec::new();
-        for i in from.min(self.slots.len())..self.slots.len() {
-            if let Some(h) = self.slots[i].take() {
-                // SAFETY: as in `unmap_last`.
-                let _ = unsafe { sys::cuMemUnmap(self.va + (i * PIECE) as u64, PIECE) };
-                out.push(h);
-            }
-        }
-        out
-    }
-
-    /// Frees the addresses of a range with nothing mapped.
+    /// Frees the addresses (the caller unmapped every piece: see `Pieces::park`).
     fn free(self) {
-        debug_assert_eq!(self.mapped(), 0);
-        // SAFETY: reserved by `MappedBuf::reserve`; nothing is mapped in it.
+        // SAFETY: reserved by `Range::reserve`; nothing is mapped in it.
         let _ = unsafe { sys::cuMemAddressFree(self.va, self.slots.len() * PIECE) };
     }
 }
@@ -352,11 +377,7 @@ fn props(ordinal: i32) -> sys::CUmemAllocationProp {
 
 /// A range of device addresses whose pieces are mapped and unmapped separately.
 pub struct MappedBuf {
-    va: u64,
-    /// Bytes of addresses reserved (whole pieces).
-    reserved: usize,
-    /// The physical piece behind each [`PIECE`] of the range, if mapped.
-    mapped: Vec<Option<sys::CUmemGenericAllocationHandle>>,
+    range: Range,
     /// Whether each mapped piece is in use: reached by [`Self::map`] (else a spare
     /// of the parked range this buffer took over).
     active: Vec<bool>,
@@ -374,37 +395,23 @@ impl MappedBuf {
         bytes: usize,
     ) -> Result<Self> {
         let count = bytes.div_ceil(PIECE).max(1);
-        if let Some(range) = pieces.adopt(count) {
-            let idle = range.mapped();
-            pieces.idle.set(pieces.idle.get() + idle);
-            let slots = range.slots.len();
-            return Ok(MappedBuf {
-                va: range.va,
-                reserved: slots * PIECE,
-                mapped: range.slots,
-                active: vec![false; slots],
-                pieces: pieces.clone(),
-                stream,
-            });
-        }
-        let reserved = count * PIECE;
-        let mut va: sys::CUdeviceptr = 0;
-        // SAFETY: reserves addresses only; freed in Drop.
-        check("cuMemAddressReserve", unsafe {
-            sys::cuMemAddressReserve(&mut va, reserved, PIECE, 0, 0)
-        })?;
+        let range = match pieces.adopt(count) {
+            Some(range) => {
+                pieces.idle.set(pieces.idle.get() + range.mapped());
+                range
+            }
+            None => Range::reserve(count)?,
+        };
         Ok(MappedBuf {
-            va,
-            reserved,
-            mapped: vec![None; count],
-            active: vec![false; count],
+            active: vec![false; range.slots.len()],
+            range,
             pieces: pieces.clone(),
             stream,
         })
     }
 
     pub fn ptr(&self) -> u64 {
-        self.va
+        self.range.va
     }
 
     /// Bytes of device memory in use now: the pieces [`Self::map`] reached.
@@ -418,16 +425,14 @@ impl MappedBuf {
             return Ok(());
         }
         let last = (hi - 1) / PIECE;
-        let end = (last + 1).min(self.mapped.len());
+        let end = (last + 1).min(self.range.slots.len());
         let mut i = lo / PIECE;
         while i < end {
-            if self.mapped[i].is_some() {
+            if self.range.slots[i].is_some() {
                 if !self.active[i] {
                     // A spare mapped here already: now in use.
                     self.pieces.pool.borrow_mut().reserve_external(PIECE)?;
-                    self.pieces
-                        .idle
-                        .set(self.pieces.idle.get().saturating_sub(1));
+                    self.pieces.idle_less(1);
                     self.active[i] = true;
                 }
                 i += 1;
@@ -436,7 +441,7 @@ impl MappedBuf {
             // A stretch of unmapped pieces: each is mapped, then access is granted
             // to the whole stretch with one call.
             let first = i;
-            while i < end && self.mapped[i].is_none() {
+            while i < end && self.range.slots[i].is_none() {
                 let h = match self.pieces.take() {
                     Ok(h) => h,
                     Err(e) => {
@@ -445,7 +450,7 @@ impl MappedBuf {
                         return Err(e);
                     }
                 };
-                let at = self.va + (i * PIECE) as u64;
+                let at = self.range.va + (i * PIECE) as u64;
                 // SAFETY: `at` is a piece of this reservation, not mapped; `h` is a
                 // piece not mapped anywhere.
                 let mapped = check("cuMemMap", unsafe { sys::cuMemMap(at, PIECE, 0, h, 0) });
@@ -454,7 +459,7 @@ impl MappedBuf {
                     self.unmap(first..i);
                     return Err(e);
                 }
-                self.mapped[i] = Some(h);
+                self.range.slots[i] = Some(h);
                 self.active[i] = true;
                 i += 1;
             }
@@ -462,7 +467,7 @@ impl MappedBuf {
                 location: props(self.pieces.ordinal).location,
                 flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
             };
-            let at = self.va + (first * PIECE) as u64;
+            let at = self.range.va + (first * PIECE) as u64;
             // SAFETY: `first..i` were just mapped, one piece each.
             if let Err(e) = check("cuMemSetAccess", unsafe {
                 sys::cuMemSetAccess(at, (i - first) * PIECE, &access, 1)
@@ -478,29 +483,24 @@ impl MappedBuf {
     /// Unmaps the pieces that lie wholly below byte `hi`, keeping them as spares. The
     /// caller must have waited for every kernel that reads them.
     pub(crate) fn unmap_below(&mut self, hi: usize) {
-        self.unmap(0..(hi / PIECE).min(self.mapped.len()));
+        self.unmap(0..(hi / PIECE).min(self.range.slots.len()));
     }
 
     /// Unmaps the pieces that lie wholly at or above byte `lo`, keeping them as
     /// spares. The caller must have waited for every kernel that uses them.
     pub(crate) fn unmap_from(&mut self, lo: usize) {
-        self.unmap(lo.div_ceil(PIECE).min(self.mapped.len())..self.mapped.len());
+        let slots = self.range.slots.len();
+        self.unmap(lo.div_ceil(PIECE).min(slots)..slots);
     }
 
     fn unmap(&mut self, pieces: std::ops::Range<usize>) {
         for i in pieces {
-            if let Some(h) = self.mapped[i].take() {
-                // SAFETY: the piece was mapped at this address; no kernel uses it any
-                // more (the caller's contract).
-                let _ = unsafe { sys::cuMemUnmap(self.va + (i * PIECE) as u64, PIECE) };
+            if let Some(h) = self.range.unmap_at(i) {
                 if std::mem::take(&mut self.active[i]) {
                     self.pieces.put(h);
                 } else {
-                    self.pieces
-                        .idle
-                        .set(self.pieces.idle.get().saturating_sub(1));
-                    self.pieces.spare.borrow_mut().push(h);
-                    self.pieces.release_spares_beyond(self.pieces.spare_bound());
+                    self.pieces.idle_less(1);
+                    self.pieces.keep_spare(h);
                 }
             }
         }
@@ -517,23 +517,20 @@ impl Drop for MappedBuf {
         let _ = unsafe { sys::cuStreamSynchronize(self.stream) };
         // Parked with its pieces mapped: no longer in use, spares now.
         let active = self.active.iter().filter(|&&a| a).count();
-        let mapped = self.mapped.iter().flatten().count();
-        if mapped > 0 {
-            self.pieces
-                .pool
-                .borrow_mut()
-                .release_external(active * PIECE);
-            let idle = self.pieces.idle.get();
-            self.pieces.idle.set(idle.saturating_sub(mapped - active));
-            self.pieces.parked.borrow_mut().push(Parked {
-                va: self.va,
-                slots: std::mem::take(&mut self.mapped),
-            });
-            self.pieces.release_spares_beyond(self.pieces.spare_bound());
-            return;
-        }
-        // SAFETY: the range was reserved by `reserve` and nothing is mapped in it.
-        let _ = unsafe { sys::cuMemAddressFree(self.va, self.reserved) };
+        self.pieces
+            .pool
+            .borrow_mut()
+            .release_external(active * PIECE);
+        self.pieces
+            .idle_less(self.range.mapped().saturating_sub(active));
+        let range = std::mem::replace(
+            &mut self.range,
+            Range {
+                va: 0,
+                slots: Vec::new(),
+            },
+        );
+        self.pieces.park(range);
     }
 }
 
@@ -542,9 +539,9 @@ impl std::fmt::Debug for MappedBuf {
         write!(
             f,
             "MappedBuf({:#x}, {} of {} B mapped)",
-            self.va,
+            self.range.va,
             self.mapped_bytes(),
-            self.reserved
+            self.range.slots.len() * PIECE
         )
     }
 }

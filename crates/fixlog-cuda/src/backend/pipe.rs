@@ -297,25 +297,32 @@ impl CudaBackend {
                 (total as f64 * share).ceil() as usize
             })
             .min(total);
+        // Rows for what it should keep and a half more (at least a block's worth).
+        let sized = expected.saturating_add(expected / 2).max(per).min(total);
         // A distinct join of rows of one or two words may also drop the rows any block
         // already wrote (see `WrittenCacheUse`): a device-wide cache of written rows,
         // kept across the windows (and segments) of this write.
         let use_cache = code.distinct && (ow == 1 || ow == 2) && code.written_cache.this_write();
         let cache_slots = if use_cache {
-            written_cache_slots(expected.saturating_add(expected / 2).max(per))
+            written_cache_slots(sized)
         } else {
             0
         };
-        let mut w = JoinWrite {
+        self.make_room_for(cache_slots * 8)?;
+        let w = JoinWrite {
             input,
             index,
             code,
             parts,
             total,
             per,
-            written_cache: None,
+            written_cache: self.written_cache(cache_slots)?,
             cache_slots,
-            cache_drops: None,
+            cache_drops: if use_cache {
+                Some(self.counter()?)
+            } else {
+                None
+            },
             count: self.counter()?,
         };
         // Where the device maps memory piece by piece and the candidates could fill a
@@ -337,20 +344,11 @@ impl CudaBackend {
             None
         };
         let (segments, n) = match mapped {
-            Some(buf) => {
-                self.make_room_for(cache_slots * 8)?;
-                w.start_cache(self)?;
-                self.write_mapped(&w, buf)?
-            }
+            Some(buf) => self.write_mapped(&w, buf)?,
             None => {
-                let cap = if ow == 0 {
-                    total
-                } else {
-                    expected.saturating_add(expected / 2).max(per).min(total)
-                };
-                self.make_room_for(cap * row + cache_slots * 8)?;
+                let cap = if ow == 0 { total } else { sized };
+                self.make_room_for(cap * row)?;
                 let out = self.out_buffer(cap, ow)?;
-                w.start_cache(self)?;
                 self.write_segments(&w, out, cap)?
             }
         };
@@ -713,17 +711,6 @@ struct JoinWrite<'a> {
     cache_drops: Option<Counter>,
     /// The rows written so far (or, for segments, to the current segment).
     count: Counter,
-}
-
-impl JoinWrite<'_> {
-    /// The cache of written rows and its counter of drops, where the join uses one.
-    fn start_cache(&mut self, backend: &CudaBackend) -> Result<()> {
-        self.written_cache = backend.written_cache(self.cache_slots)?;
-        if self.cache_slots > 0 {
-            self.cache_drops = Some(backend.counter()?);
-        }
-        Ok(())
-    }
 }
 
 /// Candidates per window of a mapped join output: a `MAPPED_WINDOWS`th of them, and
