@@ -1719,6 +1719,22 @@ fn subsumptive_clause_errors() {
     assert_points_at(&o, "prog.dl", prog, 3, &["z."]);
 }
 
+/// `.limitsize` of an inline relation is a located warning (it has no loop to stop);
+/// the run goes on with the same result as without it.
+#[test]
+fn limitsize_of_an_inline_relation_is_a_warning() {
+    let prog = ".decl e(x: number)\ne(1). e(2).\n.decl q(x: number) inline\nq(x) :- e(x).\n.limitsize q(n=1)\n.decl p(x: number)\n.output p\np(x) :- q(x).\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_eq!(o.code, Some(0), "stderr:\n{}", o.stderr);
+    assert_points_at(&o, "prog.dl", prog, 5, &[".limitsize"]);
+    assert_mentions(
+        &o,
+        &[&["warning: `.limitsize` of inline relation `q` has no effect"]],
+    );
+    let p = fs::read_to_string(o.dir.path().join("out/p.csv")).unwrap();
+    assert_eq!(p, "1\n2\n");
+}
+
 /// `.limitsize` misuse, each located: an unknown relation, a limit that is not an
 /// integer, a parameter other than `n`.
 #[test]

@@ -549,7 +549,15 @@ fn random_programs_are_the_same_with_a_relation_inlined() {
     });
     let strategy = proptest::collection::vec(any::<u32>(), 0..300).prop_map(generate);
     let inlined = Cell::new(0usize);
-    let check = |g: Generated| -> Result<(), TestCaseError> {
+    let check = |mut g: Generated| -> Result<(), TestCaseError> {
+        // `.limitsize` stops a loop after an iteration, and inlining a relation changes
+        // what each iteration derives, so where the loop stops: it is left out.
+        g.text = g
+            .text
+            .lines()
+            .filter(|l| !l.starts_with(".limitsize"))
+            .map(|l| format!("{l}\n"))
+            .collect();
         let Ok(mut plain) = Fixlog::from_source("random.dl", &g.text) else {
             return Ok(());
         };

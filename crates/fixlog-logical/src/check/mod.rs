@@ -143,6 +143,21 @@ pub fn check_with(
         .iter()
         .map(|r| ck.inline.contains(&r.name))
         .collect();
+    // An inline relation has no loop of its own for `.limitsize` to stop.
+    for (rel, _) in ck.relations.iter().zip(&inline).filter(|(_, &i)| i) {
+        if let Some(limit) = rel.limitsize {
+            ck.warnings.push(
+                Diagnostic::error(
+                    format!(
+                        "`.limitsize` of inline relation `{}` has no effect",
+                        rel.name
+                    ),
+                    limit.span,
+                )
+                .with_note("an inline relation is unfolded into the rules that use it"),
+            );
+        }
+    }
     for a in &ck.autoincs {
         if inline[a.target] {
             ck.errors.push(Diagnostic::error(
