@@ -356,6 +356,11 @@ fn set_ops_large<B: Backend>(be: &B) {
         (1, 100, 200_000, 1 << 18, 1, 4),
         (3, 80_000, 80_000, 50, 2, 3),
         (10, 40_000, 40_000, 3, 2, 2),
+        // Two columns, a union past a million rows of one run and a run at least half
+        // its size (a backend may merge and deduplicate at once): few repeats between
+        // them, then many.
+        (2, 700_000, 500_000, 1 << 16, 1, 1),
+        (2, 700_000, 600_000, 1000, 1, 2),
     ] {
         let a = random_rows(&mut rng, arity, na, domain);
         let b = random_rows(&mut rng, arity, nb, domain);

@@ -566,6 +566,9 @@ impl Backend for CudaBackend {
         let arity = a.arity;
         let run = (|| -> Result<CudaRelation> {
             let b1 = self.single_run(b)?;
+            if let Some(union) = self.union_in_one_run(a, &b1)? {
+                return Ok(union);
+            }
             // `b − a` and its flags beside `b`.
             self.make_room_for(b.len() * (arity + 1) * 4)?;
             let new = self.run_minus(arity, &b1, a)?;
