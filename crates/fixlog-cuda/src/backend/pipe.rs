@@ -719,7 +719,7 @@ struct JoinWrite<'a> {
 fn mapped_window_rows(total: usize, row: usize, per: usize) -> usize {
     (total / MAPPED_WINDOWS)
         .max(per)
-        .max(crate::vmm::PIECE / row.max(1))
+        .max(crate::vmm::PIECE.div_ceil(row.max(1)))
         .max(1)
 }
 
