@@ -554,6 +554,10 @@ impl Backend for CpuBackend {
             rel.runs.push(Run::unit());
             return Ok(rel);
         }
+        if let Some(rel) = batch.one_run {
+            // A relation's only run (a delta scanned as it is): sorted already.
+            return Ok(rel);
+        }
         let (mut data, charge) = if batch.segs.len() == 1 {
             batch
                 .segs
@@ -580,10 +584,7 @@ impl Backend for CpuBackend {
 
     /// The relation's runs read in place (no copy: a spilled run stays in its file).
     fn relation_batch(&self, rel: &CpuRelation) -> ExecResult<CpuBatch> {
-        entry(|| {
-            let segs = rel.runs.iter().map(|r| Seg::of_run(r)).collect();
-            Ok(CpuBatch::from_segs(rel.arity, segs))
-        })
+        entry(|| Ok(CpuBatch::of_relation(rel)))
     }
 
     fn split_batch(&self, batch: CpuBatch, rows: usize) -> ExecResult<(CpuBatch, CpuBatch)> {

@@ -348,13 +348,33 @@ pub struct CpuBatch {
     pub(crate) arity: usize,
     pub(crate) len: usize,
     pub(crate) segs: Vec<Seg>,
+    /// The relation whose only run this batch is, whole (`relation_batch`): its rows
+    /// are sorted and unique already, so sorting them gives the relation back, shared
+    /// (no copy: a delta scanned as it is before it is cut into pieces). A relation of
+    /// several runs is sorted into one, as on the CUDA backend (see its `CudaBatch`).
+    pub(crate) one_run: Option<CpuRelation>,
 }
 
 impl CpuBatch {
     pub(crate) fn from_segs(arity: usize, segs: Vec<Seg>) -> CpuBatch {
         let segs: Vec<Seg> = segs.into_iter().filter(|s| s.rows > 0).collect();
         let len = segs.iter().map(|s| s.rows).sum();
-        CpuBatch { arity, len, segs }
+        CpuBatch {
+            arity,
+            len,
+            segs,
+            one_run: None,
+        }
+    }
+    /// The batch of a relation's runs, read in place (no copy: a spilled run stays in
+    /// its file).
+    pub(crate) fn of_relation(rel: &CpuRelation) -> CpuBatch {
+        let segs = rel.runs.iter().map(|r| Seg::of_run(r)).collect();
+        let mut batch = CpuBatch::from_segs(rel.arity, segs);
+        if rel.arity > 0 && rel.runs.len() == 1 && batch.segs.len() == 1 {
+            batch.one_run = Some(rel.clone());
+        }
+        batch
     }
     /// A batch holding `rows` (row-major) as one segment; `len` tuples (needed for
     /// arity 0).
@@ -393,6 +413,7 @@ impl CpuBatch {
             arity: self.arity,
             len: self.len,
             segs,
+            one_run: None,
         })
     }
     pub fn len(&self) -> usize {

@@ -562,9 +562,17 @@ fn carried_first(ops: &[Op]) -> Option<Vec<Op>> {
         return None;
     };
     let arity = scanned.len();
-    let c = project
-        .iter()
-        .find_map(|e| e.as_col().filter(|&c| c < arity))?;
+    // The scan's first column where the join carries it: then the order is the
+    // scan's own, which for a sorted relation scanned as it is costs no sort (the
+    // planner prefers such a join: `fixlog_plan`'s `best_atom_carrying`).
+    let carried = |c: usize| c < arity && project.iter().any(|e| e.as_col() == Some(c));
+    let c = if carried(0) {
+        0
+    } else {
+        project
+            .iter()
+            .find_map(|e| e.as_col().filter(|&c| c < arity))?
+    };
     // The scan's column c first, the others after it in their order.
     let moved = move |k: usize| match k {
         k if k == c => 0,

@@ -522,6 +522,10 @@ impl Backend for CudaBackend {
         if arity == 0 {
             return self.unit_relation().map_err(exec_error);
         }
+        if let Some(rel) = batch.as_relation() {
+            // A relation's only run (a delta scanned as it is): sorted already.
+            return Ok(rel);
+        }
         let run = self.sorted_unique(batch).map_err(exec_error)?;
         Ok(self.relation_of(arity, run))
     }
@@ -544,11 +548,7 @@ impl Backend for CudaBackend {
     }
 
     fn relation_batch(&self, rel: &CudaRelation) -> ExecResult<CudaBatch> {
-        Ok(CudaBatch::from_shared(
-            rel.arity,
-            rel.runs.clone(),
-            rel.len(),
-        ))
+        Ok(CudaBatch::of_relation(rel))
     }
 
     fn split_batch(&self, batch: CudaBatch, rows: usize) -> ExecResult<(CudaBatch, CudaBatch)> {
