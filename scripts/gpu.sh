@@ -10,6 +10,8 @@
 #       the device layer's primitives and the hand-wired TC driver
 #   bash .carry/ab.sh
 #       A/B of two builds packed by hand as .carry/lab.bin.tgz (see scripts/device/ab.sh)
+#   python3 .carry/probe_cost.py
+#       the cost of an exact membership test inside a join's write (a lab instrument, round 23)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-cuda}
@@ -44,7 +46,7 @@ BUILD_ROOT=$PWD
 BUILD_BIN=$T/fixlog
 P
 cp crates/fixlog-cuda/scripts/cub_sort.py crates/fixlog-cuda/scripts/ncu_summary.py crates/fixlog-cuda/scripts/run.sh .carry/
-cp scripts/device/engine.sh scripts/device/bench_engine.py scripts/device/ab.sh .carry/
+cp scripts/device/engine.sh scripts/device/bench_engine.py scripts/device/ab.sh scripts/device/probe_cost.py .carry/
 # The kernel cache the latest device call brought back (see engine.sh), if any.
 K=$(ls -t ${FIXLOG_DEVICE_FILES:-/work/.device}/*/kernels.tgz 2>/dev/null | head -1 || true)
 [ -n "$K" ] && cp "$K" .carry/kernels.tgz

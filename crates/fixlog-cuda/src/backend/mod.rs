@@ -375,7 +375,11 @@ const BATCH_MIN_SHARE: usize = 64;
 /// relation merged beside its new run (the run policy's cap applies only where
 /// memory is short: `sets::runs_policy`); with join buffers sized for the rows kept
 /// (round 17), bounded by the room under 1.5x the relations: 1.7-2x of TC, 2.4-4x of
-/// SG, and the aim met on one graph of six.
+/// SG, and the aim met on one graph of six; with gathered sets flushed, or join
+/// outputs bounded (all, or only the one absorbed into the new tuples), at a share of
+/// the memory in use (round 23): SG CA-HepTh's peak rose (more flushes and merges;
+/// larger top-level pieces whose first join stopped dropping repeats) and SG
+/// ego-Facebook took 4-8x the time.
 const BATCH_MAX_BYTES: usize = 1 << 30;
 
 fn wrong_code(op: &str, code: &CudaCode) -> ExecError {

@@ -220,6 +220,9 @@ impl CudaBackend {
         let pieces = input.pieces();
         let mut parts = Vec::new();
         let mut total = 0usize;
+        // (The count arrays, 8 bytes per input row, stay until the write is done.
+        // Counting inputs past 2^22 rows in chunks, each counted again before its
+        // write, lowered no peak measured and cost TC about 4%: round 23.)
         for (piece, &(ptr, n)) in pieces.iter().enumerate() {
             for (r, run) in index.runs.iter().enumerate() {
                 if n == 0 || run.rows.n == 0 {

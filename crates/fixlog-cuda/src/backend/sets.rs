@@ -36,6 +36,10 @@ pub(crate) fn on_device(arity: usize) -> bool {
 /// of the memory in use, SG CA-HepTh's peak fell 1.670 → 1.527 GiB at 4% more time;
 /// at 1/8, TC loc-Brightkite's also fell (1.554 → 1.529), but applied to every batch
 /// that large it took 7% more (round 20).
+/// Quarters where halves would still raise the peak (each part compacted in place,
+/// the survivors moved together and sorted again) took SG CA-HepTh's peak from 1.47
+/// to 1.40 GiB for 6% more time, and cost TC 6-9% for nothing (its survivors are
+/// many): dropped (round 23).
 const HALVES_MIN: usize = 64 << 20;
 const HALVES_SHARE: usize = 8;
 
