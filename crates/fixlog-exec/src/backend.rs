@@ -263,7 +263,9 @@ pub trait Backend {
 
     // ---- set operations ---------------------------------------------------------
 
-    /// Sort and remove duplicates.
+    /// Sort and remove duplicates. A batch that is a relation's only run, whole (from
+    /// [`Self::relation_batch`]), is sorted already: a backend may give that relation
+    /// back, sharing its storage (both do: a delta scanned as it is is not copied).
     fn sort_unique(&self, batch: Self::Batch) -> ExecResult<Self::Relation>;
     /// The tuples of `batch` that are not in `old`, sorted and deduplicated: the new
     /// tuples a rule derived. A backend may fuse the two steps.

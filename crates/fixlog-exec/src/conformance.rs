@@ -1186,7 +1186,8 @@ fn join_distinct_fanning<B: Backend>(be: &B) {
     assert_eq!(set.len(), 20 * 50);
 }
 
-/// A join over an input of more than 2^22 rows, against an index of two runs: every
+/// A join over an input larger than the CUDA driver's first piece (2^22 rows), so one
+/// operator call counts and writes millions of rows, against an index of two runs: every
 /// input row `(i, i % K)` meets `(k, 3k)` in one run and `(k, 3k + 1)` in the other, so the
 /// output is known row by row; it is checked by count and by an order-free checksum,
 /// plain and distinct. The input and output take about 130 MB: a backend under a
