@@ -926,6 +926,59 @@ impl Gpu {
         Ok(Ok(self.unique_minus_in_place(merged, &later)?))
     }
 
+    /// `unique(sort(rows)) − b₁ − b₂ − …` of the `n` unsorted rows of two columns at
+    /// `rows`, in place: the rows kept end sorted at `rows`; returns how many. It
+    /// needs a scratch buffer of `n` rows while sorting. Each run of `bs` is
+    /// subtracted in a pass over tiles of the rows ([`Self::diff2_tiles_into`]),
+    /// which reads only the part of the run the rows span; a run more than 16 times
+    /// denser than the rows left (the tile pass's bound) by a binary search per row.
+    pub fn sort_unique_minus_at(&self, rows: u64, n: usize, bs: &[View]) -> Result<usize> {
+        let v = View {
+            ptr: rows,
+            n,
+            arity: 2,
+        };
+        if n > 1 {
+            let vary = self.varying_bits(v)?;
+            let scratch = self.alloc(n * 8)?;
+            if self.onesweep_at(rows, scratch.ptr(), n, 2, &vary)? % 2 == 1 {
+                self.dtod(rows, scratch.ptr(), n * 8)?;
+            }
+        }
+        if bs.iter().any(|b| b.arity != 2) {
+            return Err(CudaError::Invalid(
+                "internal error: two-column difference of another arity".into(),
+            ));
+        }
+        let mut bs: Vec<View> = bs.iter().copied().filter(|b| b.n > 0).collect();
+        bs.sort_by_key(|b| std::cmp::Reverse(b.n));
+        // Unique, with the largest run where the tile pass suits it.
+        let first = bs.first().copied().filter(|b| b.n <= 16 * n);
+        let mut k = self.diff2_tiles_into(v, first.unwrap_or(v.slice(0, 0)), true, rows)?;
+        let mut dense = Vec::new();
+        for b in bs.iter().skip(usize::from(first.is_some())) {
+            if k == 0 {
+                break;
+            }
+            if b.n <= 16 * k {
+                k = self.diff2_tiles_into(v.slice(0, k), *b, false, rows)?;
+            } else {
+                dense.push(*b);
+            }
+        }
+        if k > 0 && !dense.is_empty() {
+            let flags = self.alloc_u32(k)?;
+            self.fill_u32(flags.ptr(), k, 1)?;
+            for b in dense {
+                self.difference_flags(v.slice(0, k), b, flags.ptr(), true)?;
+            }
+            let kept = self.compact(v.slice(0, k), flags.ptr())?;
+            self.dtod(rows, kept.buf.ptr(), kept.n * 8)?;
+            k = kept.n;
+        }
+        Ok(k)
+    }
+
     /// [`Self::unique`] of a sorted relation the caller gives up, in place where
     /// [`Self::unique_minus_in_place`] is.
     pub fn unique_in_place(&self, rel: Rel) -> Result<Rel> {

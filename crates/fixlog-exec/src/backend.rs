@@ -204,6 +204,16 @@ impl Default for PieceBudget {
     }
 }
 
+/// What [`Backend::join_absorbed`] gives back.
+#[derive(Debug)]
+pub enum Absorbed<Batch, Relation> {
+    /// The join's rows, for the caller to deduplicate and subtract `old` from.
+    Rows(Batch),
+    /// What that gives: the join's rows sorted, deduplicated and without those of
+    /// `old`. `made`: the rows the join made before that (for statistics).
+    New { tuples: Relation, made: usize },
+}
+
 pub trait Backend {
     /// Cloning a relation must be cheap (shared storage): the driver clones `full` into
     /// the first delta of a recursive stratum.
@@ -327,6 +337,23 @@ pub trait Backend {
         code: &Self::Code,
         ctx: &EvalContext,
     ) -> ExecResult<Self::Batch>;
+    /// [`Self::join`] whose result the caller adds to a relation's new tuples after
+    /// deduplicating it and subtracting `old` (the last join of a rule's pipeline in a
+    /// recursive stratum, whose tuples the full relation mostly holds already: 94% of
+    /// same-generation's). A backend may do that itself as it writes, so the rows of
+    /// `old` never sit in memory all at once, and give back the new tuples
+    /// ([`Absorbed::New`]); by default, the rows of `join` ([`Absorbed::Rows`]).
+    fn join_absorbed(
+        &self,
+        input: &Self::Batch,
+        inner: &Self::Index,
+        code: &Self::Code,
+        ctx: &EvalContext,
+        old: &Self::Relation,
+    ) -> ExecResult<Absorbed<Self::Batch, Self::Relation>> {
+        let _ = old;
+        self.join(input, inner, code, ctx).map(Absorbed::Rows)
+    }
     /// `code` from an [`OpSpec::Intersect`]; `atoms[i]` is the index of the spec's
     /// atom `i`.
     fn intersect(

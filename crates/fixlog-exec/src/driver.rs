@@ -49,7 +49,7 @@
 //!   another join is sorted and deduplicated first.
 
 use crate::backend::{
-    internal, Backend, EvalContext, ExecError, ExecResult, IntersectAtomSpec, OpSpec,
+    internal, Absorbed, Backend, EvalContext, ExecError, ExecResult, IntersectAtomSpec, OpSpec,
 };
 use crate::maintain::Maintained;
 use crate::runs::{push_run, RunPolicy};
@@ -1234,8 +1234,26 @@ impl<B: Backend> Driver<'_, B> {
             };
             let n = b.batch_len(&piece);
             let t = Instant::now();
-            let outcome = self.run_op(op, Some(&piece), n > 1).and_then(|out| {
+            let outcome = if rest.is_empty() && only_new {
+                self.run_absorbed_op(op, &piece, n > 1, head)
+            } else {
+                self.run_op(op, Some(&piece), n > 1).map(Absorbed::Rows)
+            };
+            let outcome = outcome.and_then(|out| {
                 self.stats.phases.join += t.elapsed();
+                let out = match out {
+                    Absorbed::Rows(out) => out,
+                    Absorbed::New { tuples, made } => {
+                        // (Deduplicated and subtracted as it was made: counted as
+                        // joining.)
+                        self.stats.derived += made;
+                        let kept = b.relation_len(&tuples);
+                        if kept > 0 {
+                            self.push_whole(acc, tuples)?;
+                        }
+                        return Ok(kept);
+                    }
+                };
                 let made = b.batch_len(&out);
                 let below = if rest.is_empty() {
                     // (`absorb` counts its own time, as deduplication.)
@@ -1466,6 +1484,34 @@ impl<B: Backend> Driver<'_, B> {
     /// caller runs it again over smaller pieces of `input` when it answers
     /// [`ExecError::BatchTooLarge`].
     fn run_op(&self, op: &POp, input: Option<&B::Batch>, can_split: bool) -> ExecResult<B::Batch> {
+        self.run_op_with(op, input, can_split, None)
+            .and_then(|out| match out {
+                Absorbed::Rows(rows) => Ok(rows),
+                Absorbed::New { .. } => Err(internal("a join gave new tuples unasked")),
+            })
+    }
+
+    /// [`Self::run_op`] of the last operator of a rule's pipeline, whose output is
+    /// absorbed into `head`'s new tuples, subtracting its full relation: a join may
+    /// give back those new tuples itself ([`Backend::join_absorbed`]).
+    fn run_absorbed_op(
+        &self,
+        op: &POp,
+        input: &B::Batch,
+        can_split: bool,
+        head: RelId,
+    ) -> ExecResult<Absorbed<B::Batch, B::Relation>> {
+        self.run_op_with(op, Some(input), can_split, Some(head))
+    }
+
+    /// [`Self::run_op`], or with `absorbed_into` [`Self::run_absorbed_op`].
+    fn run_op_with(
+        &self,
+        op: &POp,
+        input: Option<&B::Batch>,
+        can_split: bool,
+        absorbed_into: Option<RelId>,
+    ) -> ExecResult<Absorbed<B::Batch, B::Relation>> {
         let b = self.backend;
         let ctx = &EvalContext {
             symbols: self.ctx.symbols,
@@ -1478,7 +1524,16 @@ impl<B: Backend> Driver<'_, B> {
                 .ok_or_else(|| internal("an operator was not prepared"))
         };
         let input = || input.ok_or_else(|| internal("an operator has no input"));
-        Ok(match op {
+        if let (POp::Join { index, code: c, .. }, Some(head)) = (op, absorbed_into) {
+            return b.join_absorbed(
+                input()?,
+                self.index(*index)?,
+                code(*c)?,
+                ctx,
+                &self.full[head],
+            );
+        }
+        Ok(Absorbed::Rows(match op {
             POp::Unit => b.unit()?,
             POp::Scan {
                 rel,
@@ -1533,7 +1588,7 @@ impl<B: Backend> Driver<'_, B> {
                     }
                 }
             }
-        })
+        }))
     }
 
     fn index(&self, id: usize) -> ExecResult<&B::Index> {

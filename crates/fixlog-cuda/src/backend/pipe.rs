@@ -3,7 +3,7 @@
 //! operators on downloaded batches.
 
 use super::code::{AntiCode, JoinCode, MapCode, MapExec};
-use super::storage::{CudaBatch, CudaIndex, DevRows};
+use super::storage::{CudaBatch, CudaIndex, CudaRelation, DevRows};
 use super::CudaBackend;
 use crate::codegen::{
     RunDesc, JC_BLOCK, JD_BLOCK, JD_ITEMS, JW_BLOCK, JW_ITEMS, MAP_BLOCK, MAP_ITEMS,
@@ -14,6 +14,7 @@ use crate::kernels::MISC;
 use crate::CudaError;
 use fixlog_cpu::eval::CExpr;
 use fixlog_cpu::{CpuBatch, CpuCode};
+use fixlog_exec::Absorbed;
 use fixlog_exec::{Backend, EvalContext};
 use fixlog_logical::Value;
 use rayon::prelude::*;
@@ -176,13 +177,16 @@ impl CudaBackend {
         self.upload_batch(a + k, &out, kept)
     }
 
+    /// A join; with `old` (the relation its output is absorbed into, subtracting
+    /// `old`: `Backend::join_absorbed`) it may give back its new tuples instead.
     pub(crate) fn join_batch(
         &self,
         input: &CudaBatch,
         index: &CudaIndex,
         code: &JoinCode,
         ctx: &EvalContext,
-    ) -> Result<CudaBatch> {
+        old: Option<&CudaRelation>,
+    ) -> Result<Absorbed<CudaBatch, CudaRelation>> {
         check_index(index, &code.order, code.key_len)?;
         if input.arity != code.input_arity {
             return Err(wrong_arity("join", code.input_arity, input.arity));
@@ -195,13 +199,20 @@ impl CudaBackend {
             }
             None => input,
         };
-        let out = self.device_join(input, index, code, ctx)?;
-        match &code.host_after {
-            None => Ok(out),
-            Some(after) => {
+        // Rows the device writes are the join's output only without a host part
+        // after it: only then may it drop rows of `old` as it writes.
+        let old = old.filter(|_| code.host_after.is_none());
+        let out = self.device_join(input, index, code, ctx, old)?;
+        match (&code.host_after, out) {
+            (None, out) => Ok(out),
+            (Some(after), Absorbed::Rows(out)) => {
                 let rows = self.download_batch(&out)?;
                 self.host_filter(out.arity, rows, out.len, after, ctx)
+                    .map(Absorbed::Rows)
             }
+            (Some(_), Absorbed::New { .. }) => Err(CudaError::Invalid(
+                "internal error: a join with a host part gave new tuples".into(),
+            )),
         }
     }
 
@@ -215,7 +226,8 @@ impl CudaBackend {
         index: &CudaIndex,
         code: &JoinCode,
         ctx: &EvalContext,
-    ) -> Result<CudaBatch> {
+        old: Option<&CudaRelation>,
+    ) -> Result<Absorbed<CudaBatch, CudaRelation>> {
         let ow = code.device_out;
         let pieces = input.pieces();
         let mut parts = Vec::new();
@@ -274,7 +286,7 @@ impl CudaBackend {
             }
         }
         if total == 0 {
-            return Ok(CudaBatch::empty(ow));
+            return Ok(Absorbed::Rows(CudaBatch::empty(ow)));
         }
         if ctx.can_split && ow > 0 {
             let limit = (self.batch_budget_bytes() / (ow * 4)).max(1);
@@ -327,6 +339,9 @@ impl CudaBackend {
                 None
             },
             count: self.counter()?,
+            // Rows of two columns: what the mapped write subtracts after each window
+            // (`write_mapped`), where the backend drops (see `absorbed_drops`).
+            old: old.filter(|_| ow == 2 && self.absorbed_drops),
         };
         // Where the device maps memory piece by piece and the candidates could fill a
         // few pieces and a quarter of what is in use, the output is one range of
@@ -346,21 +361,24 @@ impl CudaBackend {
         } else {
             None
         };
-        let (segments, n) = match mapped {
+        // (`written`: the rows the kernels wrote, before a mapped write dropped those
+        // of `old`: what the join's own choices follow.)
+        let (out, written) = match mapped {
             Some(buf) => self.write_mapped(&w, buf)?,
             None => {
                 let cap = if ow == 0 { total } else { sized };
                 self.make_room_for(cap * row)?;
                 let out = self.out_buffer(cap, ow)?;
-                self.write_segments(&w, out, cap)?
+                let (segments, n) = self.write_segments(&w, out, cap)?;
+                (Absorbed::Rows(CudaBatch::from_shared(ow, segments, n)), n)
             }
         };
         code.kept_share
-            .set(Some((n as f64 / total as f64).min(1.0)));
+            .set(Some((written as f64 / total as f64).min(1.0)));
         if let Some(drops) = &w.cache_drops {
-            code.written_cache.record(self.read(drops)?, n);
+            code.written_cache.record(self.read(drops)?, written);
         }
-        Ok(CudaBatch::from_shared(ow, segments, n))
+        Ok(out)
     }
 
     /// Writes the candidates `from..to` of part `p` at `out` (rows counted at `count`).
@@ -408,29 +426,48 @@ impl CudaBackend {
     /// join keeps; then trimmed to the pieces its rows touch (`Gpu::trimmed`). (Mapping
     /// the expected rows and a half at once held 0.18 GiB more than the rows at TC
     /// CA-HepTh's largest join, where the share kept fell from 0.63 to 0.37.)
+    ///
+    /// A join absorbed into a relation (`w.old`: its runs) also sorts each window's
+    /// rows in place once written and drops those of `old` and repeats
+    /// (`Gpu::sort_unique_minus_at`); the next window writes after the survivors, and
+    /// the pieces past them are unmapped. So the output holds the new tuples and one
+    /// window, not every row the join keeps (SG's second joins keep rows that are 94%
+    /// in the full relation already). The survivors, sorted window by window, are
+    /// then sorted as one and deduplicated: the join's new tuples
+    /// ([`Absorbed::New`]), which the driver adds as they are. Sorting them again
+    /// there and subtracting the full relation once more, a pass over all of it per
+    /// join, cost as much as the drops saved (round 24). Where a window could not be
+    /// dropped (`old` moved to host memory meanwhile), the rows as they are
+    /// ([`Absorbed::Rows`]).
+    ///
+    /// Returns the output and the rows the kernels wrote.
     fn write_mapped(
         &self,
         w: &JoinWrite<'_>,
         mut buf: DevBuf,
-    ) -> Result<(Vec<Rc<DevRows>>, usize)> {
+    ) -> Result<(Absorbed<CudaBatch, CudaRelation>, usize)> {
         let ow = w.code.device_out;
         let row = ow * 4;
         let window = mapped_window_rows(w.total, row, w.per);
-        // Rows mapped, and a bound on the rows written (exact after a count is read).
+        let piece = crate::vmm::PIECE;
+        // Rows mapped, and a bound on the rows written (exact after a count is read);
+        // the rows already compacted against `old` (sorted window by window), the rows
+        // the kernels wrote before them, and whether every window was.
         let (mut mapped, mut bound) = (0usize, 0usize);
+        let (mut settled, mut written) = (0usize, 0usize);
+        let (mut runs, mut every_window) = (0usize, w.old.is_some() && row == 8);
         for p in &w.parts {
             let mut from = 0usize;
             while from < p.total {
                 let to = p.total.min(from + window);
                 if bound + (to - from) > mapped {
-                    if bound > 0 {
+                    if bound > settled {
                         bound = self.read(&w.count)?;
                     }
                     let want = (bound + (to - from)).min(w.total);
                     if want > mapped {
                         // Whole pieces: the rows the last piece holds beyond `want`
                         // are mapped too.
-                        let piece = crate::vmm::PIECE;
                         let hi = (want * row).div_ceil(piece) * piece;
                         let want = (hi / row).clamp(want, w.total);
                         self.make_room_for((want - mapped) * row)?;
@@ -443,12 +480,60 @@ impl CudaBackend {
                 self.write_window(w, p, from, to, buf.ptr())?;
                 bound += to - from;
                 from = to;
+                if !every_window {
+                    continue;
+                }
+                // `old`'s addresses, taken afresh (making room may have moved runs
+                // to host memory; then this window and the rest are not dropped).
+                let Some(olds) = w
+                    .old
+                    .filter(|rel| rel.runs.iter().all(|r| r.on_device()))
+                    .map(|rel| rel.runs.iter().map(|r| r.view(2)).collect::<Vec<_>>())
+                else {
+                    every_window = false;
+                    continue;
+                };
+                let n = self.read(&w.count)?;
+                written += n - settled;
+                let fresh = buf.ptr() + (settled * row) as u64;
+                let kept = self.gpu.sort_unique_minus_at(fresh, n - settled, &olds)?;
+                runs += usize::from(kept > 0);
+                settled += kept;
+                if settled != n {
+                    self.gpu.htod(w.count.word.ptr(), &[settled as u64])?;
+                }
+                bound = settled;
+                // (Every kernel that used the rows past the survivors is done: the
+                // count was read after them.)
+                if let Some(m) = buf.mapped_mut() {
+                    m.unmap_from(settled * row);
+                    mapped = mapped.min((settled * row).div_ceil(piece) * piece / row);
+                }
             }
         }
         let n = self.read(&w.count)?;
+        written += n - settled;
         // (The count was read: every write is done.)
-        let out = self.gpu.trimmed(buf, n, ow)?;
-        Ok((vec![Rc::new(DevRows::device(out.buf, out.n))], n))
+        let mut out = self.gpu.trimmed(buf, n, ow)?;
+        if !every_window {
+            let rows = Rc::new(DevRows::device(out.buf, out.n));
+            return Ok((
+                Absorbed::Rows(CudaBatch::from_shared(ow, vec![rows], n)),
+                written,
+            ));
+        }
+        if runs > 1 {
+            self.gpu.sort(&mut out)?;
+            out = self.gpu.unique_in_place(out)?;
+        }
+        let tuples = self.relation_of(ow, DevRows::device(out.buf, out.n));
+        Ok((
+            Absorbed::New {
+                tuples,
+                made: written,
+            },
+            written,
+        ))
     }
 
     /// The write into segments: the first holds `cap` rows; the candidates are written
@@ -714,6 +799,9 @@ struct JoinWrite<'a> {
     cache_drops: Option<Counter>,
     /// The rows written so far (or, for segments, to the current segment).
     count: Counter,
+    /// The relation the output is absorbed into, whose rows a mapped write drops
+    /// window by window.
+    old: Option<&'a CudaRelation>,
 }
 
 /// Candidates per window of a mapped join output: a `MAPPED_WINDOWS`th of them, and
