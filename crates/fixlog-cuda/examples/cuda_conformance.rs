@@ -34,8 +34,10 @@ fn main() {
         gpu.sm_count(),
         limit
     );
+    // With the drops of absorbed joins on, so `join_absorbed` checks them (`fixlog
+    // run` turns them on only under `--gpu-memory-limit`).
     let backend = match CudaBackend::new(std::rc::Rc::new(gpu), None) {
-        Ok(b) => b,
+        Ok(b) => b.with_absorbed_drops(true),
         Err(e) => {
             eprintln!("cannot start the backend: {e}");
             std::process::exit(2);

@@ -933,6 +933,11 @@ impl Gpu {
     /// which reads only the part of the run the rows span; a run more than 16 times
     /// denser than the rows left (the tile pass's bound) by a binary search per row.
     pub fn sort_unique_minus_at(&self, rows: u64, n: usize, bs: &[View]) -> Result<usize> {
+        if bs.iter().any(|b| b.arity != 2) {
+            return Err(CudaError::Invalid(
+                "internal error: two-column difference of another arity".into(),
+            ));
+        }
         let v = View {
             ptr: rows,
             n,
@@ -944,11 +949,6 @@ impl Gpu {
             if self.onesweep_at(rows, scratch.ptr(), n, 2, &vary)? % 2 == 1 {
                 self.dtod(rows, scratch.ptr(), n * 8)?;
             }
-        }
-        if bs.iter().any(|b| b.arity != 2) {
-            return Err(CudaError::Invalid(
-                "internal error: two-column difference of another arity".into(),
-            ));
         }
         let mut bs: Vec<View> = bs.iter().copied().filter(|b| b.n > 0).collect();
         bs.sort_by_key(|b| std::cmp::Reverse(b.n));

@@ -1484,34 +1484,6 @@ impl<B: Backend> Driver<'_, B> {
     /// caller runs it again over smaller pieces of `input` when it answers
     /// [`ExecError::BatchTooLarge`].
     fn run_op(&self, op: &POp, input: Option<&B::Batch>, can_split: bool) -> ExecResult<B::Batch> {
-        self.run_op_with(op, input, can_split, None)
-            .and_then(|out| match out {
-                Absorbed::Rows(rows) => Ok(rows),
-                Absorbed::New { .. } => Err(internal("a join gave new tuples unasked")),
-            })
-    }
-
-    /// [`Self::run_op`] of the last operator of a rule's pipeline, whose output is
-    /// absorbed into `head`'s new tuples, subtracting its full relation: a join may
-    /// give back those new tuples itself ([`Backend::join_absorbed`]).
-    fn run_absorbed_op(
-        &self,
-        op: &POp,
-        input: &B::Batch,
-        can_split: bool,
-        head: RelId,
-    ) -> ExecResult<Absorbed<B::Batch, B::Relation>> {
-        self.run_op_with(op, Some(input), can_split, Some(head))
-    }
-
-    /// [`Self::run_op`], or with `absorbed_into` [`Self::run_absorbed_op`].
-    fn run_op_with(
-        &self,
-        op: &POp,
-        input: Option<&B::Batch>,
-        can_split: bool,
-        absorbed_into: Option<RelId>,
-    ) -> ExecResult<Absorbed<B::Batch, B::Relation>> {
         let b = self.backend;
         let ctx = &EvalContext {
             symbols: self.ctx.symbols,
@@ -1524,16 +1496,7 @@ impl<B: Backend> Driver<'_, B> {
                 .ok_or_else(|| internal("an operator was not prepared"))
         };
         let input = || input.ok_or_else(|| internal("an operator has no input"));
-        if let (POp::Join { index, code: c, .. }, Some(head)) = (op, absorbed_into) {
-            return b.join_absorbed(
-                input()?,
-                self.index(*index)?,
-                code(*c)?,
-                ctx,
-                &self.full[head],
-            );
-        }
-        Ok(Absorbed::Rows(match op {
+        Ok(match op {
             POp::Unit => b.unit()?,
             POp::Scan {
                 rel,
@@ -1588,7 +1551,34 @@ impl<B: Backend> Driver<'_, B> {
                     }
                 }
             }
-        }))
+        })
+    }
+
+    /// [`Self::run_op`] of the last operator of a rule's pipeline, whose output is
+    /// absorbed into `head`'s new tuples, subtracting its full relation: a join may
+    /// give back those new tuples itself ([`Backend::join_absorbed`]).
+    fn run_absorbed_op(
+        &self,
+        op: &POp,
+        input: &B::Batch,
+        can_split: bool,
+        head: RelId,
+    ) -> ExecResult<Absorbed<B::Batch, B::Relation>> {
+        let POp::Join { index, code, .. } = op else {
+            return self.run_op(op, Some(input), can_split).map(Absorbed::Rows);
+        };
+        let code = self
+            .prepared
+            .codes
+            .get(*code)
+            .ok_or_else(|| internal("an operator was not prepared"))?;
+        let ctx = EvalContext {
+            symbols: self.ctx.symbols,
+            can_split,
+        };
+        let full = &self.full[head];
+        self.backend
+            .join_absorbed(input, self.index(*index)?, code, &ctx, full)
     }
 
     fn index(&self, id: usize) -> ExecResult<&B::Index> {

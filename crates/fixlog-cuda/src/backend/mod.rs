@@ -69,13 +69,13 @@ pub fn run(
     let gpu = thread_gpu(cuda.device).map_err(exec_error)?;
     gpu.set_pool_limit(cuda.memory_limit.unwrap_or(gpu.default_limit()));
     gpu.reset_memory_peaks();
-    let mut backend = CudaBackend::new(gpu, cuda.host_threads)?;
     // Joins drop the rows of the relation they are absorbed into where the user bounds
     // device memory: a sort and a difference per window of the output cost time where
     // memory is plenty (SG 20-35%, TC up to 50%), and under a bound saved more than
     // they cost (SG CA-HepTh under 1 GiB 0.38 s, not 0.9-1.2 s; TC CA-HepTh under 0.8
     // GiB 0.16 s, not 0.25): docs/gpu-results.md, round 24.
-    backend.absorbed_drops = cuda.memory_limit.is_some();
+    let backend =
+        CudaBackend::new(gpu, cuda.host_threads)?.with_absorbed_drops(cuda.memory_limit.is_some());
     let mut result = driver::run(&backend, program, plan, initial, symbols, options)?;
     let (held, used) = backend.gpu.memory_peaks();
     result.stats.device = format!(
@@ -149,9 +149,7 @@ pub struct CudaBackend {
     /// The pool's refusals when `make_room` last looked.
     refusals_seen: std::cell::Cell<u64>,
     /// Whether a join absorbed into a relation drops that relation's rows as it
-    /// writes (`CudaBackend::write_mapped`): where the user bounds device memory
-    /// (`run`); always for a backend made with [`CudaBackend::new`], so the
-    /// conformance suite checks the drops.
+    /// writes (`CudaBackend::write_mapped`); see [`CudaBackend::with_absorbed_drops`].
     pub(crate) absorbed_drops: bool,
 }
 
@@ -233,8 +231,16 @@ impl CudaBackend {
             op_times: std::cell::RefCell::new(Vec::new()),
             depth: std::cell::Cell::new(0),
             refusals_seen: std::cell::Cell::new(gpu_refusals),
-            absorbed_drops: true,
+            absorbed_drops: false,
         })
+    }
+
+    /// The backend with joins absorbed into a relation dropping its rows as they write
+    /// (`on`) or not (the default): `run` turns them on where the user bounds device
+    /// memory, the conformance suite to check them.
+    pub fn with_absorbed_drops(mut self, on: bool) -> CudaBackend {
+        self.absorbed_drops = on;
+        self
     }
 
     /// Notes a run of a relation or index, so that it can be moved to host memory

@@ -455,7 +455,7 @@ impl CudaBackend {
         // the kernels wrote before them, and whether every window was.
         let (mut mapped, mut bound) = (0usize, 0usize);
         let (mut settled, mut written) = (0usize, 0usize);
-        let (mut runs, mut every_window) = (0usize, w.old.is_some() && row == 8);
+        let (mut runs, mut every_window) = (0usize, w.old.is_some());
         for p in &w.parts {
             let mut from = 0usize;
             while from < p.total {
