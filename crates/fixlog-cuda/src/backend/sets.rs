@@ -343,6 +343,42 @@ impl CudaBackend {
         }
     }
 
+    /// Before a merge of `a` and `b` that may give its inputs' memory back as it goes
+    /// (both on the device, held by the merge alone, at least
+    /// `MERGE_RELEASING_MIN` together): an input of at least two pieces held in a
+    /// pool block, which would stay whole until the merge ends, is copied into
+    /// mapped pieces first, where the merge as it is would raise the peak of memory
+    /// in use. The copy needs the input's size beside it for a moment; the merge
+    /// without it needs that size and its own chunks until the end. TC CA-HepTh's
+    /// peak, a merge of its full relation's runs beside a 227 MiB block: 0.895 →
+    /// 0.833 GiB in use, same time; copying before every such merge cost the large
+    /// graphs 2-4% (TC usroads, fe_ocean) for no lower peak (docs/gpu-results.md,
+    /// round 26).
+    fn into_pieces_for_merge(&self, arity: usize, a: &Rc<DevRows>, b: &Rc<DevRows>) -> Result<()> {
+        let row = arity * 4;
+        let s = self.gpu.pool_stats();
+        if !self.gpu.maps_pieces()
+            || !on_device(arity)
+            || (a.n + b.n) * row < crate::ops::MERGE_RELEASING_MIN
+            || Rc::strong_count(a) != 1
+            || Rc::strong_count(b) != 1
+            || !a.on_device()
+            || !b.on_device()
+            || s.in_use.saturating_add(Self::merge_room(arity, a, b)) <= s.peak_in_use
+        {
+            return Ok(());
+        }
+        for r in [a, b] {
+            if r.n * row >= 2 * crate::vmm::PIECE && !r.releasable() {
+                self.make_room_for(r.n * row)?;
+                if r.on_device() {
+                    r.into_pieces(&self.gpu, arity)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Appends a run disjoint from `runs` and restores the geometric invariant. A run
     /// something else still holds (the driver's delta, added to its full relation) is
     /// not merged now but by a later addition ([`push_run_unmerged`]): merged now, its
@@ -358,6 +394,8 @@ impl CudaBackend {
         let total = runs.iter().map(|r| r.n).sum::<usize>() + run.n;
         let policy = self.runs_policy(arity, total);
         let merge = |below: Rc<DevRows>, top: Rc<DevRows>| {
+            self.into_pieces_for_merge(arity, &below, &top)
+                .map_err(super::exec_error)?;
             self.make_room_for(Self::merge_room(arity, &below, &top))
                 .map_err(super::exec_error)?;
             let merged = self
@@ -480,6 +518,8 @@ impl CudaBackend {
             |below, top| {
                 // The hash tables go first: the rows may then be the merge's alone.
                 let (IndexRun { rows: a, .. }, IndexRun { rows: b, .. }) = (below, top);
+                self.into_pieces_for_merge(arity, &a, &b)
+                    .map_err(super::exec_error)?;
                 self.make_room_for(Self::merge_room(arity, &a, &b))
                     .map_err(super::exec_error)?;
                 let merged = Rc::new(
@@ -540,6 +580,7 @@ impl CudaBackend {
             return Ok(Vec::new());
         };
         while let Some(next) = runs.pop() {
+            self.into_pieces_for_merge(arity, &next, &acc)?;
             self.make_room_for(Self::merge_room(arity, &next, &acc))?;
             if !next.on_device() || !acc.on_device() {
                 // Moved to make room: the device is too short for this; the host

@@ -112,6 +112,28 @@ impl DevRows {
         }
     }
 
+    /// Copies rows held in a pool block into a range mapped piece by piece (the block
+    /// goes back to the pool), so that a merge can give their memory back as it
+    /// passes them ([`Self::release_below`]); `false` where they are not in a pool
+    /// block on the device or the device cannot map pieces. For the rows' sole owner.
+    pub(crate) fn into_pieces(&self, gpu: &Gpu, arity: usize) -> Result<bool> {
+        let bytes = self.n * arity * 4;
+        if bytes == 0 || !self.on_device() || self.releasable() {
+            return Ok(false);
+        }
+        let Some(mut buf) = gpu.reserve_mapped(bytes)? else {
+            return Ok(false);
+        };
+        if let Some(m) = buf.mapped_mut() {
+            m.map(0, bytes)?;
+        }
+        gpu.dtod(buf.ptr(), self.ptr(), bytes)?;
+        // The block goes back to the pool; work queued after the copy on the same
+        // stream may reuse it only once the copy is done.
+        *self.mem.borrow_mut() = RowsMem::Device(buf);
+        Ok(true)
+    }
+
     /// Moves the rows to mapped host memory, freeing their device memory.
     pub(crate) fn move_to_host(&self, gpu: &Gpu, arity: usize) -> Result<()> {
         if !self.on_device() {
