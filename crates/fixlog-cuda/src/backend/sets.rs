@@ -354,7 +354,7 @@ impl CudaBackend {
     /// 0.833 GiB in use, same time; copying before every such merge cost the large
     /// graphs 2-4% (TC usroads, fe_ocean) for no lower peak (docs/gpu-results.md,
     /// round 26).
-    fn into_pieces_for_merge(&self, arity: usize, a: &Rc<DevRows>, b: &Rc<DevRows>) -> Result<()> {
+    fn pieces_before_merge(&self, arity: usize, a: &Rc<DevRows>, b: &Rc<DevRows>) -> Result<()> {
         let row = arity * 4;
         let s = self.gpu.pool_stats();
         if !self.gpu.maps_pieces()
@@ -372,7 +372,7 @@ impl CudaBackend {
             if r.n * row >= 2 * crate::vmm::PIECE && !r.releasable() {
                 self.make_room_for(r.n * row)?;
                 if r.on_device() {
-                    r.into_pieces(&self.gpu, arity)?;
+                    r.copy_to_pieces(&self.gpu, arity)?;
                 }
             }
         }
@@ -394,7 +394,7 @@ impl CudaBackend {
         let total = runs.iter().map(|r| r.n).sum::<usize>() + run.n;
         let policy = self.runs_policy(arity, total);
         let merge = |below: Rc<DevRows>, top: Rc<DevRows>| {
-            self.into_pieces_for_merge(arity, &below, &top)
+            self.pieces_before_merge(arity, &below, &top)
                 .map_err(super::exec_error)?;
             self.make_room_for(Self::merge_room(arity, &below, &top))
                 .map_err(super::exec_error)?;
@@ -518,7 +518,7 @@ impl CudaBackend {
             |below, top| {
                 // The hash tables go first: the rows may then be the merge's alone.
                 let (IndexRun { rows: a, .. }, IndexRun { rows: b, .. }) = (below, top);
-                self.into_pieces_for_merge(arity, &a, &b)
+                self.pieces_before_merge(arity, &a, &b)
                     .map_err(super::exec_error)?;
                 self.make_room_for(Self::merge_room(arity, &a, &b))
                     .map_err(super::exec_error)?;
@@ -580,7 +580,7 @@ impl CudaBackend {
             return Ok(Vec::new());
         };
         while let Some(next) = runs.pop() {
-            self.into_pieces_for_merge(arity, &next, &acc)?;
+            self.pieces_before_merge(arity, &next, &acc)?;
             self.make_room_for(Self::merge_room(arity, &next, &acc))?;
             if !next.on_device() || !acc.on_device() {
                 // Moved to make room: the device is too short for this; the host

@@ -116,7 +116,7 @@ impl DevRows {
     /// goes back to the pool), so that a merge can give their memory back as it
     /// passes them ([`Self::release_below`]); `false` where they are not in a pool
     /// block on the device or the device cannot map pieces. For the rows' sole owner.
-    pub(crate) fn into_pieces(&self, gpu: &Gpu, arity: usize) -> Result<bool> {
+    pub(crate) fn copy_to_pieces(&self, gpu: &Gpu, arity: usize) -> Result<bool> {
         let bytes = self.n * arity * 4;
         if bytes == 0 || !self.on_device() || self.releasable() {
             return Ok(false);
