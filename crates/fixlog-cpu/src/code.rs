@@ -3,6 +3,7 @@
 //! operator reads (see [`crate::eval`]).
 
 use crate::eval::{compile_expr, CExpr, Pipeline, Src};
+use crate::new_rows::{NewRowsJoin, SecondColumn};
 use fixlog_exec::{EvalContext, ExecError, ExecResult, OpSpec};
 use fixlog_logical::{AggFunc, ColType, Value};
 use fixlog_plan::PExpr;
@@ -66,6 +67,9 @@ pub enum CpuCode {
         pipe: Pipeline,
         out_arity: usize,
         distinct: bool,
+        /// Where, absorbed into a relation, it can give back its new rows from a bitmap
+        /// per group (see [`crate::new_rows`]).
+        new_rows: Option<Box<NewRowsJoin>>,
     },
     Intersect(IntersectCode),
     AntiJoin {
@@ -138,6 +142,16 @@ impl CpuCode {
                         Src::Inner(inv.get(c - a).copied().unwrap_or(0))
                     }
                 };
+                let new_rows = spec.new_rows_shape().map(|shape| {
+                    Box::new(NewRowsJoin {
+                        group: shape.group,
+                        second: match map(shape.second) {
+                            Src::Inner(p) => SecondColumn::Inner(p),
+                            _ => SecondColumn::Input(shape.second),
+                        },
+                        spans: std::sync::Mutex::new(Vec::new()),
+                    })
+                });
                 CpuCode::Join {
                     input_arity: a,
                     order: order.clone(),
@@ -145,6 +159,7 @@ impl CpuCode {
                     pipe: Pipeline::new(filters, project, &map),
                     out_arity: project.len(),
                     distinct: *distinct,
+                    new_rows,
                 }
             }
             OpSpec::Intersect {

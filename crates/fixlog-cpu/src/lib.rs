@@ -28,6 +28,7 @@ pub mod dedup;
 pub mod eval;
 pub mod hisa;
 pub mod leapfrog;
+mod new_rows;
 pub mod rows;
 pub mod spill;
 pub mod storage;
@@ -42,7 +43,9 @@ use fixlog_exec::driver::{
     self, DiskSpillStats, DriverOptions, HostMemoryStats, RunResult, Tuples,
 };
 use fixlog_exec::tuples::RowStore;
-use fixlog_exec::{aggregate, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget};
+use fixlog_exec::{
+    aggregate, Absorbed, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget,
+};
 use fixlog_logical::{Program, SymbolTable, Value};
 use fixlog_plan::Plan;
 use rayon::prelude::*;
@@ -323,7 +326,7 @@ where
 /// Makes room in `out` for `w` more values (charged to the budget): a compare, and an
 /// allocation only when the segment doubles.
 #[inline(always)]
-fn room(out: &mut Vec<Value>, charge: &mut Charge, w: usize) -> ExecResult<()> {
+pub(crate) fn room(out: &mut Vec<Value>, charge: &mut Charge, w: usize) -> ExecResult<()> {
     if out.capacity() - out.len() < w {
         budget::grow(out, charge, w)?;
     }
@@ -661,6 +664,7 @@ impl Backend for CpuBackend {
             pipe,
             out_arity,
             distinct,
+            ..
         } = code
         else {
             return Err(wrong_code("join", code));
@@ -678,6 +682,38 @@ impl Backend for CpuBackend {
             (true, 1 | 2) => join_rows(input, inner, key, pipe, ow, ctx, &PACKED),
             (true, _) => join_rows(input, inner, key, pipe, ow, ctx, &WIDE),
         })
+    }
+
+    fn join_absorbed(
+        &self,
+        input: &CpuBatch,
+        inner: &CpuIndex,
+        code: &CpuCode,
+        ctx: &EvalContext,
+        old: &CpuRelation,
+    ) -> ExecResult<Absorbed<CpuBatch, CpuRelation>> {
+        if let CpuCode::Join {
+            input_arity,
+            order,
+            key,
+            pipe,
+            new_rows: Some(nr),
+            ..
+        } = code
+        {
+            check_arity("a join", *input_arity, input.arity)?;
+            check_order(inner, order)?;
+            let parts = || new_rows::JoinParts { key, pipe, nr };
+            if let Some((rows, made)) =
+                entry(|| new_rows::join_new_rows(input, inner, parts(), old, ctx))?
+            {
+                return Ok(Absorbed::New {
+                    tuples: self.sort_unique(rows)?,
+                    made,
+                });
+            }
+        }
+        self.join(input, inner, code, ctx).map(Absorbed::Rows)
     }
 
     fn intersect(

@@ -1,7 +1,7 @@
 // Kernel templates of the generated operator kernels (see the kernel contract
 // in src/codegen/mod.rs). The generator defines FX_MAP_BLOCK, FX_MAP_ITEMS,
-// FX_JW_BLOCK, FX_JW_ITEMS, FX_JD_BLOCK, FX_JD_ITEMS and FX_JC_BLOCK from the
-// Rust constants, then one struct per operator:
+// FX_JW_BLOCK, FX_JW_ITEMS, FX_JD_BLOCK, FX_JD_ITEMS, FX_JC_BLOCK, FX_JN_BLOCK,
+// FX_JN_ITEMS, FX_JN_WORDS and FX_JN_RUNS from the Rust constants, then one struct per operator:
 //
 //   struct Op {
 //     static constexpr int IN, INNER, KEY, OUT;  // arities, key length
@@ -616,6 +616,127 @@ __device__ __forceinline__ void jwrite_distinct_kernel(const u32* __restrict__ i
     (void)seen_slots;
     (void)seen_drops;
     jwrite_kernel<OP, FX_JD_BLOCK, FX_JD_ITEMS>(in, n, rows, begins, offsets, kbase, total, out, count);
+  }
+}
+
+// ---- P_jnew -------------------------------------------------------------------------
+
+// A join of two output columns absorbed into a relation `old` of two columns, whose
+// output's first column is input column G (`old`: sorted runs of rows (x, y)). Block b
+// takes the candidates of input rows [starts[b], starts[b + 1]) (starts[nblocks] is n),
+// which share x = a[G] (the caller cuts blocks where a[G] changes), and keeps a bitmap
+// of the second output column over [lo, lo + 32 * words) in shared memory: set first
+// from old's rows (x, y), then test-and-set by every candidate that passes the filters;
+// a row is written only where its bit was clear, so what a block writes is not in
+// `old` and not written twice by the block. (Blocks that share x may write the same
+// row: the caller deduplicates.) Rows are reserved as P_jwrite's, and written only
+// below `cap` (the count goes on, so the caller sees that the buffer was short and
+// runs the launch again into a larger one: what a launch writes does not depend on
+// the order of its blocks). count[1] += candidates that passed the filters; count[2]
+// += those whose second column fell outside the bitmap (the caller then must not use
+// the output).
+constexpr u32 JN_WORDS = FX_JN_WORDS;  // (codegen::JN_WORDS: 8192 words, 32 KiB)
+constexpr u32 JN_RUNS = FX_JN_RUNS;    // runs of `old` at most
+
+template <class OP, int G>
+__device__ __forceinline__ void jnew_kernel(const u32* __restrict__ in, u64 n, const u32* __restrict__ rows,
+                                            const u32* __restrict__ begins, const u32* __restrict__ offsets,
+                                            u64 total, const u32* __restrict__ starts, u64 nblocks,
+                                            const u64* __restrict__ olds, u32 nolds, u32 lo, u32 words,
+                                            u32* __restrict__ out, u64 cap, u64* count) {
+  constexpr int B = FX_JN_BLOCK, I = FX_JN_ITEMS, INNER = OP::INNER;
+  static_assert(OP::OUT == 2, "P_jnew writes rows of two words");
+  static_assert(G < OP::IN, "the group column is an input column");
+  static_assert(I <= 32, "a thread's kept candidates are a 32-bit mask");
+  __shared__ u32 bm[JN_WORDS];
+  __shared__ u64 span[JN_RUNS][2];
+  __shared__ u32 sw[B / 32 + 1];
+  __shared__ u64 sbase;
+  const u64 b = blockIdx.x;
+  if (b >= nblocks || words > JN_WORDS || nolds > JN_RUNS) return;
+  const u64 r0 = starts[b], r1 = b + 1 < nblocks ? (u64)starts[b + 1] : n;
+  const u64 K0 = offsets[r0], K1 = r1 < n ? (u64)offsets[r1] : total;
+  if (K0 >= K1) return;  // (the whole block)
+  const u32 x = in[r0 * OP::IN + G];
+  const u32 nbits = words * 32u;
+  for (u32 w = threadIdx.x; w < words; w += B) bm[w] = 0u;
+  if (threadIdx.x < nolds) {
+    // old's rows with first column x: [s, e) of run threadIdx.x.
+    const u32* r = reinterpret_cast<const u32*>(olds[2 * threadIdx.x]);
+    const u64 m = olds[2 * threadIdx.x + 1];
+    u64 l = 0, h = m;
+    while (l < h) {
+      u64 mid = (l + h) >> 1;
+      if (r[2 * mid] < x) l = mid + 1;
+      else h = mid;
+    }
+    const u64 s = l;
+    h = m;
+    while (l < h) {
+      u64 mid = (l + h) >> 1;
+      if (r[2 * mid] <= x) l = mid + 1;
+      else h = mid;
+    }
+    span[threadIdx.x][0] = s;
+    span[threadIdx.x][1] = l;
+  }
+  __syncthreads();
+  for (u32 q = 0; q < nolds; q++) {
+    const u32* r = reinterpret_cast<const u32*>(olds[2 * q]);
+    for (u64 i = span[q][0] + threadIdx.x; i < span[q][1]; i += B) {
+      const u32 d = r[2 * i + 1] - lo;
+      if (d < nbits) atomicOr(&bm[d >> 5], 1u << (d & 31u));
+    }
+  }
+  __syncthreads();
+  u32 passed = 0, outside = 0;
+  Cursor<OP> cur;
+  bool placed = false;
+  for (u64 t0 = K0; t0 < K1; t0 += (u64)B * I) {
+    const u64 k0 = t0 + (u64)threadIdx.x * I;
+    u32 keep = 0;
+    RegSink<2> held[I];
+    if (k0 < K1) {
+      if (!placed) {
+        cur.seek(in, n, begins, offsets, total, k0);
+        placed = true;
+      }
+#pragma unroll
+      for (int j = 0; j < I; j++) {
+        const u64 k = k0 + j;
+        if (k < K1) {
+          cur.advance(in, n, begins, offsets, total, k);
+          RowOf<INNER> bb;
+          bb.load(rows, cur.inner(k));
+          if (OP::emit(cur.a, bb, held[j])) {
+            passed++;
+            const u32 d = held[j].w[1] - lo;
+            if (d >= nbits) {
+              outside++;
+            } else {
+              const u32 bit = 1u << (d & 31u);
+              if (!(atomicOr(&bm[d >> 5], bit) & bit)) keep |= 1u << j;
+            }
+          }
+        }
+      }
+    }
+    const u32 local = block_reserve<B>(__popc(keep), count, sw, &sbase);
+    u64 pos = sbase + local;
+#pragma unroll
+    for (int j = 0; j < I; j++) {
+      if ((keep >> j) & 1u) {
+        if (pos < cap) put_row<2>(out, pos, held[j].w);
+        pos++;
+      }
+    }
+    __syncthreads();  // (sw and sbase are reserved again by the next tile)
+  }
+  const u32 lane = threadIdx.x & 31u;
+  const u32 p = warp_inclusive(passed, lane), o = warp_inclusive(outside, lane);
+  if (lane == 31) {
+    if (p) atomicAdd(&count[1], (u64)p);
+    if (o) atomicAdd(&count[2], (u64)o);
   }
 }
 

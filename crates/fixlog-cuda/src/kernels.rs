@@ -117,7 +117,13 @@ pub const KERNELS: &[KernelModule] = &[
     KernelModule {
         name: MISC,
         source: include_str!("../kernels/misc.cu"),
-        functions: &["rows_number", "rows_permute"],
+        functions: &[
+            "rows_number",
+            "rows_permute",
+            "jnew_flags",
+            "jnew_starts",
+            "col_min_max",
+        ],
     },
 ];
 

@@ -27,7 +27,7 @@
 mod common;
 
 use common::{anti_ref, chunks, join_ref, map_ref, stored, Rng};
-use fixlog_cuda::codegen::{coverage_ops, module_source, DeviceOp};
+use fixlog_cuda::codegen::{coverage_ops, module_source, DeviceOp, JN_WORDS};
 use fixlog_exec::OpSpec;
 use fixlog_logical::SymbolTable;
 use std::collections::HashSet;
@@ -60,15 +60,21 @@ fn op_table(ops: &[DeviceOp]) -> String {
         let _ = match &o.spec {
             OpSpec::Scan { .. } | OpSpec::Filter { .. } => writeln!(
                 t,
-                "  {{0, {dims}, {p}_map, nullptr, nullptr, nullptr, nullptr}},"
+                "  {{0, {dims}, {p}_map, nullptr, nullptr, nullptr, nullptr, nullptr, -1}},"
             ),
-            OpSpec::Join { .. } => writeln!(
-                t,
-                "  {{1, {dims}, nullptr, {p}_jcount, {p}_jwrite, {p}_jwrite_distinct, nullptr}},"
-            ),
+            OpSpec::Join { .. } => {
+                let (jnew, group) = match o.spec.new_rows_shape() {
+                    Some(shape) => (format!("{p}_jnew"), shape.group as i64),
+                    None => ("nullptr".to_string(), -1),
+                };
+                writeln!(
+                    t,
+                    "  {{1, {dims}, nullptr, {p}_jcount, {p}_jwrite, {p}_jwrite_distinct, nullptr, {jnew}, {group}}},"
+                )
+            }
             OpSpec::AntiJoin { .. } => writeln!(
                 t,
-                "  {{2, {dims}, nullptr, nullptr, nullptr, nullptr, {p}_anti}},"
+                "  {{2, {dims}, nullptr, nullptr, nullptr, nullptr, {p}_anti, nullptr, -1}},"
             ),
             OpSpec::Aggregate { .. } | OpSpec::Intersect { .. } => {
                 unreachable!("no aggregates or intersections among the ops")
@@ -99,6 +105,13 @@ enum Expect {
         candidates: u64,
         rows: Vec<Vec<u32>>,
         may_dedup: bool,
+    },
+    /// `P_jnew`: the rows it must write (a set: blocks that share a group may repeat
+    /// one), the candidates that pass and those outside the bitmap.
+    New {
+        rows: HashSet<Vec<u32>>,
+        passed: u64,
+        outside: u64,
     },
 }
 
@@ -190,6 +203,22 @@ fn jobs(ops: &[DeviceOp], syms: &SymbolTable) -> (Vec<u8>, Vec<Job>) {
                         },
                     });
                 }
+                if let Some(shape) = o.spec.new_rows_shape() {
+                    for (n, m, clean, words_max) in [
+                        (200, 40, true, JN_WORDS),
+                        (300, 60, false, JN_WORDS),
+                        (150, 40, true, 1),
+                    ] {
+                        jobs.push(jnew_job(
+                            &mut rng,
+                            &mut input,
+                            (i, o),
+                            shape.group,
+                            (n, m, clean, words_max),
+                            syms,
+                        ));
+                    }
+                }
             }
             OpSpec::AntiJoin {
                 input_arity, order, ..
@@ -218,6 +247,102 @@ fn jobs(ops: &[DeviceOp], syms: &SymbolTable) -> (Vec<u8>, Vec<Job>) {
         }
     }
     (input, jobs)
+}
+
+/// A job of `P_jnew` for operator `op` (a join of `new_rows_shape`, grouped on input
+/// column `group`): `n` input rows sorted on that column (`clean`: small values only,
+/// else edge values too), `m` inner rows, and an `old` of two runs holding about half
+/// of the join's distinct rows and some others; the bitmap spans the rows' second column, at
+/// most `words_max` words (fewer: some candidates fall outside).
+fn jnew_job(
+    rng: &mut Rng,
+    input: &mut Vec<u8>,
+    (i, o): (usize, &DeviceOp),
+    group: usize,
+    (n, m, clean, words_max): (usize, usize, bool, u32),
+    syms: &SymbolTable,
+) -> Job {
+    let OpSpec::Join {
+        input_arity, order, ..
+    } = &o.spec
+    else {
+        unreachable!("a join")
+    };
+    let value = |rng: &mut Rng| {
+        if clean {
+            rng.next() % 24
+        } else {
+            rng.value(24)
+        }
+    };
+    // Few groups, so few blocks (the emulator runs a thread per CUDA thread).
+    let mut rows: Vec<Vec<u32>> = (0..n)
+        .map(|_| {
+            (0..*input_arity)
+                .map(|c| {
+                    if c == group {
+                        value(rng) % 6
+                    } else {
+                        value(rng)
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    rows.sort_by_key(|r| r[group]);
+    let flat: Vec<u32> = rows.iter().flatten().copied().collect();
+    let rel: Vec<Vec<u32>> = (0..m)
+        .map(|_| (0..order.len()).map(|_| value(rng)).collect())
+        .collect();
+    let st = stored(&rel, order);
+    let (candidates, made) = join_ref(&o.spec, &flat, n, &st, syms);
+    let mut distinct = made.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut old: Vec<Vec<u32>> = distinct
+        .into_iter()
+        .filter(|_| rng.next().is_multiple_of(2))
+        .collect();
+    old.extend((0..20).map(|_| vec![value(rng), value(rng)]));
+    old.sort_unstable();
+    old.dedup();
+    let (run_a, run_b): (Vec<Vec<u32>>, Vec<Vec<u32>>) = old
+        .iter()
+        .cloned()
+        .partition(|_| rng.next().is_multiple_of(3));
+    let lo = made.iter().map(|r| r[1]).min().unwrap_or(0);
+    let hi = made.iter().map(|r| r[1]).max().unwrap_or(0);
+    let words = (((hi - lo) / 32 + 1).min(words_max)).max(1);
+    let inside = |r: &Vec<u32>| r[1].wrapping_sub(lo) < words * 32;
+    let old_set: HashSet<&Vec<u32>> = old.iter().collect();
+    let want: HashSet<Vec<u32>> = made
+        .iter()
+        .filter(|r| inside(r) && !old_set.contains(r))
+        .cloned()
+        .collect();
+    let outside = made.iter().filter(|r| !inside(r)).count() as u64;
+    put_u32(input, i as u32 | 0x8000_0000);
+    put_rows(input, &rows);
+    put_rows(input, &st);
+    put_u32(input, 2);
+    put_rows(input, &run_a);
+    put_rows(input, &run_b);
+    put_u32(input, lo);
+    put_u32(input, words);
+    put_u64(input, 64);
+    Job {
+        op: i,
+        what: format!(
+            "{}_jnew, n = {n}, {} candidates, clean: {clean}, {words} words",
+            o.prefix, candidates
+        ),
+        out_arity: 2,
+        expect: Expect::New {
+            rows: want,
+            passed: made.len() as u64,
+            outside,
+        },
+    }
 }
 
 #[test]
@@ -258,9 +383,21 @@ fn generated_kernels_run_on_the_emulator() {
     for (i, o) in ops.iter().enumerate() {
         let writes = jobs.iter().filter(|j| j.op == i).any(|j| match &j.expect {
             Expect::Rows(r) | Expect::Join { rows: r, .. } => !r.is_empty(),
+            Expect::New { .. } => false,
         });
         assert!(writes, "no job makes {} write a row", o.prefix);
+        if o.spec.new_rows_shape().is_some() {
+            let new_rows = jobs.iter().filter(|j| j.op == i).any(|j| match &j.expect {
+                Expect::New { rows, outside, .. } => !rows.is_empty() && *outside == 0,
+                _ => false,
+            });
+            assert!(new_rows, "no job makes {}_jnew write a row", o.prefix);
+        }
     }
+    assert!(
+        ops.iter().any(|o| o.spec.new_rows_shape().is_some()),
+        "no operator has P_jnew"
+    );
     let mut child = Command::new(&exe)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -288,6 +425,32 @@ fn generated_kernels_run_on_the_emulator() {
                         got.len(),
                         want.len(),
                         got.iter().zip(want).position(|(g, w)| g != w)
+                    ));
+                }
+            }
+            Expect::New {
+                rows,
+                passed,
+                outside,
+            } => {
+                let got = a.rows(2, &j.what);
+                let got_passed = a.u64(&j.what);
+                let got_outside = a.u64(&j.what);
+                let again = a.u64(&j.what);
+                let set: HashSet<Vec<u32>> = got.iter().cloned().collect();
+                if &set != rows
+                    || got_passed != *passed
+                    || got_outside != *outside
+                    || again != got.len() as u64
+                {
+                    failures.push(format!(
+                        "{}: jnew wrote {} rows ({} distinct, {} expected), {got_passed} \
+                         passed ({passed} expected), {got_outside} outside ({outside} \
+                         expected), {again} rows counted into a buffer of one",
+                        j.what,
+                        got.len(),
+                        set.len(),
+                        rows.len()
                     ));
                 }
             }

@@ -166,7 +166,38 @@ pub struct IntersectAtomSpec {
     pub key: Vec<PExpr>,
 }
 
+/// A join whose output is two plain columns, the first an input column (`group`), the
+/// second the joined tuple's column `second` (an input column, or inner relation
+/// column `second - input_arity`): absorbed into a relation ([`Backend::join_absorbed`])
+/// over input grouped by `group` (a sorted delta or gathered set), each group's new
+/// tuples can be found apart from the others, in a set of the second column's values
+/// seeded with what the relation holds for that group (the CUDA backend's `P_jnew`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewRowsShape {
+    pub group: usize,
+    pub second: usize,
+}
+
 impl OpSpec {
+    /// [`NewRowsShape`] of a join, or `None` for other operators and shapes.
+    pub fn new_rows_shape(&self) -> Option<NewRowsShape> {
+        let OpSpec::Join {
+            input_arity,
+            order,
+            project,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let [first, second] = project.as_slice() else {
+            return None;
+        };
+        let group = first.as_col().filter(|&g| g < *input_arity)?;
+        let second = second.as_col().filter(|&c| c < input_arity + order.len())?;
+        Some(NewRowsShape { group, second })
+    }
+
     /// Arity of the batch the operator produces.
     pub fn output_arity(&self) -> usize {
         match self {
@@ -434,4 +465,61 @@ pub trait Backend {
         code: &Self::Code,
         ctx: &EvalContext,
     ) -> ExecResult<Self::Batch>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fixlog_logical::{BinOp, ColType};
+
+    fn join(project: Vec<PExpr>) -> OpSpec {
+        OpSpec::Join {
+            input_arity: 2,
+            order: vec![0, 1],
+            key_len: 1,
+            key: vec![PExpr::Col(1)],
+            filters: vec![],
+            project,
+            distinct: true,
+        }
+    }
+
+    #[test]
+    fn new_rows_shapes() {
+        let col = PExpr::Col;
+        // Transitive closure: grouped on input column 0, the second column the inner's.
+        assert_eq!(
+            join(vec![col(0), col(3)]).new_rows_shape(),
+            Some(NewRowsShape {
+                group: 0,
+                second: 3
+            })
+        );
+        // Both columns from the input.
+        assert_eq!(
+            join(vec![col(1), col(0)]).new_rows_shape(),
+            Some(NewRowsShape {
+                group: 1,
+                second: 0
+            })
+        );
+        // The first column from the inner relation, an expression, three columns, a
+        // column past the joined tuple, a scan: no.
+        assert_eq!(join(vec![col(2), col(1)]).new_rows_shape(), None);
+        let plus_one = PExpr::Binary {
+            op: BinOp::Add,
+            ty: ColType::Number,
+            lhs: Box::new(col(3)),
+            rhs: Box::new(PExpr::Const(1)),
+        };
+        assert_eq!(join(vec![col(0), plus_one]).new_rows_shape(), None);
+        assert_eq!(join(vec![col(0), col(3), col(1)]).new_rows_shape(), None);
+        assert_eq!(join(vec![col(0), col(4)]).new_rows_shape(), None);
+        let scan = OpSpec::Scan {
+            arity: 2,
+            filters: vec![],
+            project: vec![col(0), col(1)],
+        };
+        assert_eq!(scan.new_rows_shape(), None);
+    }
 }

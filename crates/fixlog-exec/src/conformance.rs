@@ -43,6 +43,7 @@ pub fn checks<B: Backend>() -> Vec<Check<B>> {
         ("join_distinct_fanning", join_distinct_fanning::<B>),
         ("join_large_input", join_large_input::<B>),
         ("join_absorbed", join_absorbed::<B>),
+        ("join_absorbed_grouped", join_absorbed_grouped::<B>),
         ("intersections", intersections::<B>),
     ]
 }
@@ -1272,8 +1273,6 @@ fn join_large_input<B: Backend>(be: &B) {
 fn join_absorbed<B: Backend>(be: &B) {
     const N: u32 = (1 << 22) + (1 << 20) + 12_345;
     const K: u32 = 1 << 16;
-    let syms = SymbolTable::new();
-    let ctx = EvalContext::new(&syms);
     // Input row i is (i / 2, (i / 2) % K); key k meets (k, 4k + j) for j < 4, two in
     // each run of the index.
     let input: Vec<Value> = (0..N).flat_map(|i| [i / 2, (i / 2) % K]).collect();
@@ -1329,20 +1328,120 @@ fn join_absorbed<B: Backend>(be: &B) {
             be.batch_from_rows(2, input.clone(), N as usize)?,
         ))
     };
-    let (index, old, batch) = match setup() {
-        Err(e) if refused(&e) => return,
-        done => done.unwrap(),
+    match setup() {
+        Err(e) if refused(&e) => {}
+        done => {
+            let (index, old, batch) = done.unwrap();
+            check_absorbed(be, &index, &old, &batch, count, expected);
+        }
+    }
+}
+
+/// `join_absorbed` where the input comes grouped by the output's first column, many
+/// candidates a group, repeated, and second columns spanning 60,000 values (the shape
+/// where the CUDA backend deduplicates in a bitmap per group, `P_jnew`): 600 groups
+/// `x = 3g + 1` of 400 keys each (every input row twice), each key meeting 3 rows in
+/// each of the index's two runs; `old` holds a share of the output (by group and run
+/// row) and rows outside the join's span. Checked by count, order and an order-free
+/// checksum.
+fn join_absorbed_grouped<B: Backend>(be: &B) {
+    const GROUPS: u32 = 600;
+    const KEYS_PER_GROUP: u32 = 400;
+    const KEYS: u32 = 4096;
+    let key = |g: u32, t: u32| (g * 37 + t * 5) % KEYS;
+    let value = |k: u32, j: u32| 13 * k + j;
+    let input: Vec<Value> = (0..GROUPS)
+        .flat_map(|g| (0..KEYS_PER_GROUP * 2).flat_map(move |t| [3 * g + 1, key(g, t / 2)]))
+        .collect();
+    let run = |js: std::ops::Range<u32>| -> Vec<Value> {
+        (0..KEYS)
+            .flat_map(|k| js.clone().flat_map(move |j| [k, value(k, j)]))
+            .collect()
     };
+    let in_old = |g: u32, j: u32| {
+        (g.is_multiple_of(3) && j.is_multiple_of(2)) || (g.is_multiple_of(5) && j == 1)
+    };
+    let old_a: Vec<Value> = (0..GROUPS)
+        .flat_map(|g| {
+            let mut rows = Vec::new();
+            let mut vs: Vec<u32> = (0..KEYS_PER_GROUP)
+                .flat_map(|t| {
+                    (0..6u32)
+                        .filter(move |&j| g.is_multiple_of(3) && j.is_multiple_of(2))
+                        .map(move |j| value(key(g, t), j))
+                })
+                .collect();
+            vs.push(70_000 + g);
+            vs.sort_unstable();
+            for v in vs {
+                rows.extend([3 * g + 1, v]);
+            }
+            rows
+        })
+        .collect();
+    let old_b: Vec<Value> = (0..GROUPS)
+        .filter(|g| g.is_multiple_of(5))
+        .flat_map(|g| {
+            let mut vs: Vec<u32> = (0..KEYS_PER_GROUP).map(|t| value(key(g, t), 1)).collect();
+            vs.sort_unstable();
+            vs.into_iter().flat_map(move |v| [3 * g + 1, v])
+        })
+        .collect();
+    let (mut count, mut expected) = (0usize, 0u64);
+    for g in 0..GROUPS {
+        for t in 0..KEYS_PER_GROUP {
+            for j in 0..6 {
+                if !in_old(g, j) {
+                    count += 1;
+                    expected = expected.wrapping_add(mix(3 * g + 1, value(key(g, t), j)));
+                }
+            }
+        }
+    }
+    let refused = |e: &ExecError| matches!(e, ExecError::OutOfMemory(_));
+    let setup = || -> ExecResult<(B::Index, B::Relation, B::Batch)> {
+        let mut index = be.build_index(&be.relation_from_rows(2, run(0..3))?, &[0, 1], 1)?;
+        be.extend_index(&mut index, &be.relation_from_rows(2, run(3..6))?)?;
+        let old = be.merge_disjoint(
+            be.relation_from_rows(2, old_a.clone())?,
+            &be.relation_from_rows(2, old_b.clone())?,
+        )?;
+        let n = input.len() / 2;
+        Ok((index, old, be.batch_from_rows(2, input.clone(), n)?))
+    };
+    match setup() {
+        Err(e) if refused(&e) => {}
+        done => {
+            let (index, old, batch) = done.unwrap();
+            check_absorbed(be, &index, &old, &batch, count, expected);
+        }
+    }
+}
+
+/// `pairs_join_code`'s join of `batch` with `index` absorbed into `old`, plain and
+/// distinct: its new tuples (given back, or the rows less `old`) must be `count`
+/// tuples, sorted and unique, whose `mix` checksum is `expected`. A refusal
+/// (`ExecError::OutOfMemory`) ends the check.
+fn check_absorbed<B: Backend>(
+    be: &B,
+    index: &B::Index,
+    old: &B::Relation,
+    batch: &B::Batch,
+    count: usize,
+    expected: u64,
+) {
+    let syms = SymbolTable::new();
+    let ctx = EvalContext::new(&syms);
     for distinct in [false, true] {
         let code = pairs_join_code(be, &syms, distinct);
         let new = be
-            .join_absorbed(&batch, &index, &code, &ctx, &old)
+            .join_absorbed(batch, index, &code, &ctx, old)
             .and_then(|out| match out {
-                Absorbed::Rows(rows) => be.sort_unique_minus(rows, &old),
+                Absorbed::Rows(rows) => be.sort_unique_minus(rows, old),
                 Absorbed::New { tuples, .. } => Ok(tuples),
             });
         let new = match new {
-            Err(e) if refused(&e) => return,
+            Err(ExecError::OutOfMemory(_)) => return,
             done => done.unwrap(),
         };
         assert_eq!(be.relation_len(&new), count, "distinct: {distinct}");

@@ -69,6 +69,7 @@ pub fn plan_with(program: &Program, options: &PlanOptions) -> Result<Plan, Diagn
                 bound_order: Vec::new(),
                 join: wcoj::choose(rule, options.join),
                 forced: None,
+                head_first: None,
             };
             // The rule's `.plan`: per version, its atoms' order as body positions.
             let atom_pos: Vec<usize> = rule
@@ -116,6 +117,7 @@ pub fn plan_with(program: &Program, options: &PlanOptions) -> Result<Plan, Diagn
                     bound_order: Vec::new(),
                     join: wcoj::choose(rule, options.join),
                     forced: None,
+                    head_first: None,
                 };
                 subsumptions.push(planner.plan_rule(rule_idx, rule, None)?);
             }
@@ -168,6 +170,9 @@ struct RulePlanner<'a> {
     /// The `.plan` of the variant being planned: its atoms (body positions) in the
     /// order to join them, and the entry as text (for `explain`).
     forced: Option<(Vec<usize>, String)>,
+    /// The variable of the head's first argument, in a delta variant (see
+    /// `Tracker::best_atom_binding`).
+    head_first: Option<VarId>,
 }
 
 /// The operator being built: where each bound variable is in its joined tuple, and the
@@ -203,6 +208,10 @@ impl RulePlanner<'_> {
         // A `.plan` joins pairwise, in its order.
         self.wcoj = self.join.is_some() && self.forced.is_none();
         self.bound_order.clear();
+        self.head_first = delta.and(match head.first() {
+            Some(logical::Expr::Var(v)) => Some(*v),
+            _ => None,
+        });
         let ops = self
             .plan_body(&rule.body, delta, None, &keep, &|env| {
                 head.iter().map(|e| to_pexpr(e, env)).collect()
@@ -511,12 +520,16 @@ impl RulePlanner<'_> {
             } else {
                 // The next join: the next atom of the `.plan`, or else the atom with
                 // the most bound arguments (first in body order among equals; for the
-                // first join after a scan, among equals one that carries the scan's
-                // first column, where one does).
+                // first join after a scan, among equals one that binds the head's
+                // first variable, else one that carries the scan's first column, where
+                // one does).
                 match self.forced.as_ref().filter(|_| top) {
                     Some((order, _)) => order.iter().copied().find(|&i| t.alive[i]),
                     None => match lead.filter(|_| ops.len() == 1) {
-                        Some(v) => t.best_atom_carrying(v),
+                        Some(v) => self
+                            .head_first
+                            .and_then(|h| t.best_atom_binding(h))
+                            .or_else(|| t.best_atom_carrying(v)),
                         None => t.best_atom(),
                     },
                 }
@@ -1018,6 +1031,26 @@ impl<'b> Tracker<'b> {
         self.atoms.first().map(|&(_, i)| i)
     }
 
+    /// Among atoms with as many bound arguments as [`Self::best_atom`]'s, the first in
+    /// body order that binds `var` (unbound so far), if one does. Used with the head's
+    /// first variable for the first join after a delta's scan: in a pipeline of a
+    /// scan and two joins (SG's), the second join's input then comes sorted on that
+    /// variable and its output leads with it, the shape whose new tuples both backends
+    /// find group by group (`fixlog_exec::NewRowsShape`: SG CA-HepTh on the GPU 0.089
+    /// → 0.071 s, loc-Brightkite 0.180 → 0.126; 14 → 11-12 s on two CPU threads for
+    /// ego-Facebook; docs/gpu-results.md, round 27).
+    fn best_atom_binding(&self, var: VarId) -> Option<usize> {
+        if self.bound.contains(&var) {
+            return None;
+        }
+        let &(most, _) = self.atoms.first()?;
+        self.atoms
+            .iter()
+            .take_while(|&&(n, _)| n == most)
+            .map(|&(_, i)| i)
+            .find(|&i| self.vars[i].contains(&var))
+    }
+
     /// [`Self::best_atom`], but among atoms with as many bound arguments the first
     /// one in body order that does not use `var`, where there is one: a join on such
     /// an atom carries `var` into its output. Why: a pipeline of a scan and two joins
@@ -1025,7 +1058,9 @@ impl<'b> Tracker<'b> {
     /// executor's `carried_first`, so that the pieces it cuts make disjoint sets for
     /// the second join); where that column is the scan's first, the scan of a sorted
     /// relation (a delta) is already in that order and is used as it is, not copied
-    /// and sorted again (SG's delta variant: 0.29 GiB less on the device for CA-HepTh).
+    /// and sorted again (SG's delta variant before round 27: 0.29 GiB less on the
+    /// device for CA-HepTh). Where an atom binds the head's first variable, that one
+    /// goes first instead ([`Self::best_atom_binding`]).
     fn best_atom_carrying(&self, var: VarId) -> Option<usize> {
         let &(most, first) = self.atoms.first()?;
         self.atoms
@@ -1277,10 +1312,13 @@ mod tests {
     }
 
     #[test]
-    fn the_first_join_after_a_scan_carries_its_first_column_among_equals() {
+    fn the_first_join_after_a_scan_binds_the_heads_first_variable_among_equals() {
         // SG's delta variant: `edge(a, x)` and `edge(b, y)` both have one bound
-        // argument after Δsg(a, b); the join on `b` carries `a`, the scan's first
-        // column, so it goes first although `edge(a, x)` comes first in the body.
+        // argument after Δsg(a, b); the join on `a` binds x, the head's first
+        // variable, so it goes first (the join on `b` would carry a, the scan's first
+        // column, which decided before): the second join's input, (x, b), comes sorted on
+        // x, and its output's first column is its input's first (a join whose new rows
+        // a backend can find group by group: `fixlog_exec::NewRowsShape`).
         let mut sm = SourceMap::new();
         let p = fixlog_logical::compile_str(
             "t.dl",
@@ -1307,15 +1345,50 @@ mod tests {
             key,
             project: joined,
             ..
+        }, Op::Join { project: last, .. }] = &delta.ops[..]
+        else {
+            panic!("a scan and two joins: {:?}", delta.ops);
+        };
+        // Δsg(a, b) as it is; the first join's key is a (column 0), and x (column 3,
+        // the inner's second) leads its output; the last join writes (x, y) with x its
+        // input's column 0.
+        assert_eq!(scanned, &vec![PExpr::Col(0), PExpr::Col(1)]);
+        assert_eq!(key, &vec![PExpr::Col(0)]);
+        assert_eq!(joined.first(), Some(&PExpr::Col(3)));
+        assert_eq!(last.first(), Some(&PExpr::Col(0)));
+    }
+
+    #[test]
+    fn the_first_join_after_a_scan_carries_its_first_column_where_none_binds_the_head() {
+        // The head's first variable comes from the scan: among `e(b, c)` and `f(b, d)`,
+        // both bound on b, the one that does not use a (the scan's first column)...
+        // neither does; so the first in body order, carrying a.
+        let mut sm = SourceMap::new();
+        let p = fixlog_logical::compile_str(
+            "t.dl",
+            ".decl e(x: number, y: number)\n.input e\n\
+             .decl p(x: number, y: number)\n\
+             p(x, y) :- e(x, y).\n\
+             p(a, d) :- f(b, d), p(a, b), e(b, c), c != d.\n\
+             .decl f(x: number, y: number)\n.input f\n",
+            &mut sm,
+        )
+        .expect("a valid program");
+        let plan = plan(&p).unwrap();
+        let rel = p.relation_id("p").unwrap();
+        let stratum = plan
+            .strata
+            .iter()
+            .find(|s| s.relations.contains(&rel))
+            .unwrap();
+        let delta = &stratum.recursive_rules[0];
+        let [Op::Scan { .. }, Op::Join {
+            project: joined, ..
         }, Op::Join { .. }] = &delta.ops[..]
         else {
             panic!("a scan and two joins: {:?}", delta.ops);
         };
-        // Δsg(a, b) as it is; the first join's key is b (column 1), and a (column 0)
-        // is in its output.
-        assert_eq!(scanned, &vec![PExpr::Col(0), PExpr::Col(1)]);
-        assert_eq!(key, &vec![PExpr::Col(1)]);
-        assert!(joined.contains(&PExpr::Col(0)));
+        assert!(joined.contains(&PExpr::Col(0)), "{:?}", delta.ops);
     }
 
     #[test]

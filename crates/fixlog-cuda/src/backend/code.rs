@@ -76,37 +76,74 @@ pub struct JoinCode {
     /// (`CudaBackend::device_join`). `None` until a write has run.
     pub(crate) kept_share: std::cell::Cell<Option<f64>>,
     /// Whether the next writes use the cache of written rows.
-    pub(crate) written_cache: WrittenCacheUse,
+    pub(crate) written_cache: Backoff,
+    /// Where the join, absorbed into a relation, can give back its new rows from a
+    /// bitmap per group (`P_jnew`, `CudaBackend::join_new_rows`); `None` for other
+    /// shapes.
+    pub(crate) new_rows: Option<Box<NewRowsCode>>,
 }
 
-/// When a distinct join of one or two words uses the device-wide cache of the rows it
-/// wrote (`P_jwrite_distinct`'s `seen`, made by `CudaBackend::device_join`).
+/// A join of [`codegen::NewRowsShape`]: its `P_jnew` kernel and where the output's
+/// columns come from.
+pub(crate) struct NewRowsCode {
+    pub(crate) kernel: CudaFunction,
+    /// The input column that is the output's first (the blocks' groups).
+    pub(crate) group: usize,
+    /// Where the output's second column is read.
+    pub(crate) second: SecondColumn,
+    /// The new rows of the join's last run as a share of its candidates (how large a
+    /// buffer the next run starts with); `None` before the first.
+    pub(crate) share: std::cell::Cell<Option<f64>>,
+    /// Whether the next run tries the bitmap (see [`Backoff`]).
+    pub(crate) tries: Backoff,
+    /// The span of the second column over an index run (keyed by the run's address
+    /// and length), computed once per run: a stale entry can only be too narrow or too
+    /// wide, and a candidate outside the span makes the join run the ordinary way.
+    pub(crate) spans: std::cell::RefCell<Vec<(usize, usize, u32, u32)>>,
+}
+
+/// Where the second output column of a [`NewRowsCode`] join is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SecondColumn {
+    /// Column `c` of the input rows.
+    Input(usize),
+    /// Stored position `p` of the inner (index) rows.
+    Inner(usize),
+}
+
+/// An optional way of running an operator that pays only on some data, tried again
+/// after it did not pay: it sits out 1, 2, 4, ... 64 calls after each failure in a
+/// row, so an operator whose data changes is tried again now and then.
 ///
-/// The cache costs an atomic in L2 for every row the blocks keep and pays only where
-/// many of those rows repeat across blocks: SG's first join on ego-Facebook writes 69M
-/// rows for 4.7M distinct, and with the cache the run's peak fell from 1.11 to 0.46
-/// GiB (SG CA-HepTh 2.70 to 2.06; times 0.034 to 0.038 s and 0.092 to 0.086); on TC,
-/// whose input is sorted by the column the output keeps, the blocks already catch most
-/// repeats and the cache on every write took up to 1.17x the time (1.4x on the 8 ms
-/// of TC ego-Facebook; docs/gpu-results.md, round 18). So a
-/// write uses the cache unless the last write that did dropped fewer rows with it than
-/// it wrote; then the cache sits out that many writes, doubling each time it fails
-/// again (1, 2, 4, ... 64), so an operator whose data changes is tried again.
+/// Used for the device-wide cache of rows a distinct join of one or two words wrote
+/// (`P_jwrite_distinct`'s `seen`, made by `CudaBackend::device_join`). The cache costs
+/// an atomic in L2 for every row the blocks keep and pays only where many of those
+/// rows repeat across blocks: SG's first join on ego-Facebook writes 69M rows for 4.7M
+/// distinct, and with the cache the run's peak fell from 1.11 to 0.46 GiB (SG CA-HepTh
+/// 2.70 to 2.06; times 0.034 to 0.038 s and 0.092 to 0.086); on TC, whose input is
+/// sorted by the column the output keeps, the blocks already catch most repeats and
+/// the cache on every write took up to 1.17x the time (1.4x on the 8 ms of TC
+/// ego-Facebook; docs/gpu-results.md, round 18). So a write uses the cache unless the
+/// last write that did dropped fewer rows with it than it wrote.
+///
+/// And for the bitmap joins (`CudaBackend::join_new_rows`), which count and cut the
+/// first chunk of their input before they know whether its groups are large enough to
+/// pay: a join that ran the ordinary way skips that probe for a while.
 #[derive(Default)]
-pub(crate) struct WrittenCacheUse {
-    /// Writes to sit out before trying the cache again.
+pub(crate) struct Backoff {
+    /// Calls to sit out before trying again.
     skip: std::cell::Cell<u32>,
-    /// How many writes it sits out after failing next.
+    /// How many calls it sits out after failing next.
     backoff: std::cell::Cell<u32>,
 }
 
-impl WrittenCacheUse {
-    /// Most writes the cache sits out.
+impl Backoff {
+    /// Most calls it sits out.
     const BACKOFF_MAX: u32 = 64;
 
-    /// Whether this write uses the cache (a write that does not counts toward the
-    /// writes to sit out).
-    pub(crate) fn this_write(&self) -> bool {
+    /// Whether this call tries (a call that does not counts toward the calls to sit
+    /// out).
+    pub(crate) fn this_time(&self) -> bool {
         match self.skip.get() {
             0 => true,
             k => {
@@ -116,10 +153,9 @@ impl WrittenCacheUse {
         }
     }
 
-    /// What a write with the cache saw: it wrote `kept` rows and the cache dropped
-    /// `dropped` more.
-    pub(crate) fn record(&self, dropped: usize, kept: usize) {
-        if dropped >= kept {
+    /// Whether a call that tried paid.
+    pub(crate) fn record(&self, paid: bool) {
+        if paid {
             self.backoff.set(0);
         } else {
             let b = self.backoff.get().max(1);
@@ -199,6 +235,7 @@ enum Pending {
         distinct: bool,
         device_out: usize,
         host_after: Option<CpuCode>,
+        new_rows: Option<(usize, SecondColumn)>,
     },
     AntiJoin {
         input_arity: usize,
@@ -427,17 +464,29 @@ fn prepare_flat(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<Cud
                     };
                 let device_out = dev_project.len();
                 let distinct = *distinct && host_after.is_none();
+                let spec = OpSpec::Join {
+                    input_arity: dev_in,
+                    order: order.clone(),
+                    key_len: *key_len,
+                    key: dev_key,
+                    filters: dev_filters,
+                    project: dev_project,
+                    distinct,
+                };
+                // (The generator writes `P_jnew` for every join of this shape; the
+                // backend uses it only where the device's rows are the join's output.)
+                let new_rows = spec.new_rows_shape()
+                    .filter(|_| host_key.is_none() && host_after.is_none())
+                    .and_then(|shape| {
+                        let second = match shape.second.checked_sub(dev_in) {
+                            None => SecondColumn::Input(shape.second),
+                            Some(c) => SecondColumn::Inner(order.iter().position(|&o| o == c)?),
+                        };
+                        Some((shape.group, second))
+                    });
                 device.push(DeviceOp {
                     prefix: prefix.clone(),
-                    spec: OpSpec::Join {
-                        input_arity: dev_in,
-                        order: order.clone(),
-                        key_len: *key_len,
-                        key: dev_key,
-                        filters: dev_filters,
-                        project: dev_project,
-                        distinct,
-                    },
+                    spec,
                 });
                 Pending::Join {
                     input_arity: a,
@@ -448,6 +497,7 @@ fn prepare_flat(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<Cud
                     distinct,
                     device_out,
                     host_after,
+                    new_rows,
                 }
             }
             OpSpec::AntiJoin {
@@ -599,6 +649,7 @@ fn prepare_flat(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<Cud
                     distinct,
                     device_out,
                     host_after,
+                    new_rows,
                 } => CudaCode::Join(JoinCode {
                     input_arity,
                     order,
@@ -613,7 +664,18 @@ fn prepare_flat(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<Cud
                     device_out,
                     host_after,
                     kept_share: std::cell::Cell::new(None),
-                    written_cache: WrittenCacheUse::default(),
+                    written_cache: Backoff::default(),
+                    new_rows: match new_rows {
+                        Some((group, second)) => Some(Box::new(NewRowsCode {
+                            kernel: function(&prefix, "jnew")?,
+                            group,
+                            second,
+                            share: std::cell::Cell::new(None),
+                            tries: Backoff::default(),
+                            spans: std::cell::RefCell::new(Vec::new()),
+                        })),
+                        None => None,
+                    },
                 }),
                 Pending::AntiJoin {
                     input_arity,
@@ -640,29 +702,29 @@ mod tests {
     use fixlog_logical::{BinOp, ColType};
 
     #[test]
-    fn the_written_cache_sits_out_writes_it_does_not_pay_for() {
-        let set = WrittenCacheUse::default();
-        assert!(set.this_write());
-        // Useful (dropped at least as many rows as it kept): used again at once.
-        set.record(10, 10);
-        assert!(set.this_write());
-        // Useless again and again: sits out 1, 2, 4, ... writes, at most 64.
+    fn a_backoff_sits_out_calls_that_do_not_pay() {
+        let set = Backoff::default();
+        assert!(set.this_time());
+        // Paid: tried again at once.
+        set.record(true);
+        assert!(set.this_time());
+        // Did not pay, again and again: sits out 1, 2, 4, ... calls, at most 64.
         let mut waits = Vec::new();
         for _ in 0..8 {
-            set.record(1, 10);
+            set.record(false);
             let mut k = 0;
-            while !set.this_write() {
+            while !set.this_time() {
                 k += 1;
             }
             waits.push(k);
         }
         assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 64]);
-        // Useful once more: no wait, and the next failure waits one write again.
-        set.record(10, 1);
-        assert!(set.this_write());
-        set.record(1, 10);
-        assert!(!set.this_write());
-        assert!(set.this_write());
+        // Paid once more: no wait, and the next failure waits one call again.
+        set.record(true);
+        assert!(set.this_time());
+        set.record(false);
+        assert!(!set.this_time());
+        assert!(set.this_time());
     }
 
     #[test]

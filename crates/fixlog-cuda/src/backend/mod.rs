@@ -24,6 +24,7 @@
 //! operator was refused memory (`CudaBackend::make_room`).
 
 mod code;
+mod new_rows;
 mod pipe;
 mod sets;
 mod storage;
@@ -151,6 +152,10 @@ pub struct CudaBackend {
     /// Whether a join absorbed into a relation drops that relation's rows as it
     /// writes (`CudaBackend::write_mapped`); see [`CudaBackend::with_absorbed_drops`].
     pub(crate) absorbed_drops: bool,
+    /// Whether a join absorbed into a relation gives back its new rows from a bitmap
+    /// per group where it can (`CudaBackend::join_new_rows`); see
+    /// [`CudaBackend::with_new_rows_joins`].
+    pub(crate) new_rows_joins: bool,
 }
 
 /// Where the device memory in use reached its peak: the operator, the rows of its
@@ -232,7 +237,16 @@ impl CudaBackend {
             depth: std::cell::Cell::new(0),
             refusals_seen: std::cell::Cell::new(gpu_refusals),
             absorbed_drops: false,
+            new_rows_joins: true,
         })
+    }
+
+    /// The backend with joins absorbed into a relation giving back their new rows
+    /// from a bitmap per group where they can (`on`, the default) or never (the
+    /// conformance suite checks both).
+    pub fn with_new_rows_joins(mut self, on: bool) -> CudaBackend {
+        self.new_rows_joins = on;
+        self
     }
 
     /// The backend with joins absorbed into a relation dropping its rows as they write

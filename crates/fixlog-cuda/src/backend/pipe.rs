@@ -3,7 +3,7 @@
 //! operators on downloaded batches.
 
 use super::code::{AntiCode, JoinCode, MapCode, MapExec};
-use super::storage::{CudaBatch, CudaIndex, CudaRelation, DevRows};
+use super::storage::{CudaBatch, CudaIndex, CudaRelation, DevRows, IndexRun};
 use super::CudaBackend;
 use crate::codegen::{
     RunDesc, JC_BLOCK, JD_BLOCK, JD_ITEMS, JW_BLOCK, JW_ITEMS, MAP_BLOCK, MAP_ITEMS,
@@ -48,7 +48,7 @@ impl CudaBackend {
     }
 
     /// A buffer for up to `rows` rows of `arity` (0 words for arity 0).
-    fn out_buffer(&self, rows: usize, arity: usize) -> Result<DevBuf> {
+    pub(crate) fn out_buffer(&self, rows: usize, arity: usize) -> Result<DevBuf> {
         let bytes = rows
             .checked_mul(arity * 4)
             .ok_or_else(|| CudaError::Invalid(format!("{rows} rows of arity {arity} overflow")))?;
@@ -202,6 +202,13 @@ impl CudaBackend {
         // Rows the device writes are the join's output only without a host part
         // after it: only then may it drop rows of `old` as it writes.
         let old = old.filter(|_| code.host_after.is_none());
+        if let (Some(old), Some(nr)) = (old, &code.new_rows) {
+            if self.new_rows_joins {
+                if let Some(new) = self.join_new_rows(input, index, code, nr, old)? {
+                    return Ok(new);
+                }
+            }
+        }
         let out = self.device_join(input, index, code, ctx, old)?;
         match (&code.host_after, out) {
             (None, out) => Ok(out),
@@ -214,6 +221,51 @@ impl CudaBackend {
                 "internal error: a join with a host part gave new tuples".into(),
             )),
         }
+    }
+
+    /// `P_jcount` of `n` input rows at `ptr` against one run of an index, scanned: the
+    /// candidates' offsets (an exclusive scan of their counts), the index rows where
+    /// each input row's begin, and the candidates in all (below 2^32: the offsets are
+    /// 32-bit; more is an out-of-memory error, which the driver answers by halving).
+    pub(crate) fn count_candidates(
+        &self,
+        code: &JoinCode,
+        ptr: u64,
+        n: usize,
+        run: &IndexRun,
+    ) -> Result<(DevBuf, DevBuf, usize)> {
+        let offsets = self.gpu.alloc_u32(n)?;
+        let begins = self.gpu.alloc_u32(n)?;
+        let (starts, table, mask) = match &run.table {
+            Some(t) => (t.starts.ptr(), t.table.ptr(), t.mask),
+            None => (0, 0, 0),
+        };
+        let gpu = &self.gpu;
+        launch!(
+            gpu,
+            code.kernels.count.clone(),
+            n.div_ceil(JC_BLOCK as usize),
+            JC_BLOCK,
+            ptr,
+            n as u64,
+            run.rows.ptr(),
+            starts,
+            table,
+            mask,
+            run.rows.n as u64,
+            offsets.ptr(),
+            begins.ptr()
+        );
+        let total = self.gpu.exclusive_scan(offsets.ptr(), n, offsets.ptr())? as usize;
+        if total > u32::MAX as usize {
+            return Err(CudaError::OutOfMemory {
+                requested: total.saturating_mul(code.device_out.max(1) * 4),
+                in_use: self.gpu.pool_stats().in_use,
+                limit: self.gpu.pool_stats().limit,
+                device: false,
+            });
+        }
+        Ok((offsets, begins, total))
     }
 
     /// Count, scan and write, per input piece and index run; all writes append to one
@@ -240,39 +292,9 @@ impl CudaBackend {
                 if n == 0 || run.rows.n == 0 {
                     continue;
                 }
-                let counts = self.gpu.alloc_u32(n)?;
-                let begins = self.gpu.alloc_u32(n)?;
-                let (starts, table, mask) = match &run.table {
-                    Some(t) => (t.starts.ptr(), t.table.ptr(), t.mask),
-                    None => (0, 0, 0),
-                };
-                let gpu = &self.gpu;
-                launch!(
-                    gpu,
-                    code.kernels.count.clone(),
-                    n.div_ceil(JC_BLOCK as usize),
-                    JC_BLOCK,
-                    ptr,
-                    n as u64,
-                    run.rows.ptr(),
-                    starts,
-                    table,
-                    mask,
-                    run.rows.n as u64,
-                    counts.ptr(),
-                    begins.ptr()
-                );
-                let t = self.gpu.exclusive_scan(counts.ptr(), n, counts.ptr())? as usize;
+                let (counts, begins, t) = self.count_candidates(code, ptr, n, run)?;
                 if t == 0 {
                     continue;
-                }
-                if t > u32::MAX as usize {
-                    return Err(CudaError::OutOfMemory {
-                        requested: t.saturating_mul(ow * 4),
-                        in_use: self.gpu.pool_stats().in_use,
-                        limit: self.gpu.pool_stats().limit,
-                        device: false,
-                    });
                 }
                 total += t;
                 parts.push(JoinPart {
@@ -315,9 +337,9 @@ impl CudaBackend {
         // Rows for what it should keep and a half more (at least a block's worth).
         let sized = expected.saturating_add(expected / 2).max(per).min(total);
         // A distinct join of rows of one or two words may also drop the rows any block
-        // already wrote (see `WrittenCacheUse`): a device-wide cache of written rows,
+        // already wrote (see `code::Backoff`): a device-wide cache of written rows,
         // kept across the windows (and segments) of this write.
-        let use_cache = code.distinct && (ow == 1 || ow == 2) && code.written_cache.this_write();
+        let use_cache = code.distinct && (ow == 1 || ow == 2) && code.written_cache.this_time();
         let cache_slots = if use_cache {
             written_cache_slots(sized)
         } else {
@@ -376,7 +398,7 @@ impl CudaBackend {
         code.kept_share
             .set(Some((written as f64 / total as f64).min(1.0)));
         if let Some(drops) = &w.cache_drops {
-            code.written_cache.record(self.read(drops)?, written);
+            code.written_cache.record(self.read(drops)? >= written);
         }
         Ok(out)
     }

@@ -14,8 +14,8 @@
 //! `Err`, never a panic: specs come from user programs.
 
 use super::{
-    spec_host_reason, DeviceOp, JC_BLOCK, JD_BLOCK, JD_ITEMS, JW_BLOCK, JW_ITEMS, MAP_BLOCK,
-    MAP_ITEMS,
+    spec_host_reason, DeviceOp, JC_BLOCK, JD_BLOCK, JD_ITEMS, JN_BLOCK, JN_ITEMS, JN_RUNS,
+    JN_WORDS, JW_BLOCK, JW_ITEMS, MAP_BLOCK, MAP_ITEMS,
 };
 use fixlog_exec::OpSpec;
 use fixlog_logical::{BinOp, CmpOp, ColType, Functor, UnaryOp};
@@ -58,6 +58,10 @@ pub fn module_source(ops: &[DeviceOp]) -> Result<String, String> {
         ("FX_JD_BLOCK", JD_BLOCK),
         ("FX_JD_ITEMS", JD_ITEMS),
         ("FX_JC_BLOCK", JC_BLOCK),
+        ("FX_JN_BLOCK", JN_BLOCK),
+        ("FX_JN_ITEMS", JN_ITEMS),
+        ("FX_JN_WORDS", JN_WORDS),
+        ("FX_JN_RUNS", JN_RUNS as u32),
     ] {
         let _ = writeln!(out, "#define {name} {v}");
     }
@@ -286,6 +290,22 @@ fn op_source(op: &DeviceOp) -> Result<String, String> {
                     "fxk::jwrite_distinct_kernel<{op_ty}>({args}, seen, seen_slots, seen_drops)"
                 ),
             );
+            if let Some(shape) = op.spec.new_rows_shape() {
+                kernel(
+                    &mut t,
+                    "FX_JN_BLOCK",
+                    &format!("{p}_jnew"),
+                    "const u32* __restrict__ in, u64 n, const u32* __restrict__ rows, \
+                     const u32* __restrict__ begins, const u32* __restrict__ offsets, u64 total, \
+                     const u32* __restrict__ starts, u64 nblocks, const u64* __restrict__ olds, \
+                     u32 nolds, u32 lo, u32 words, u32* __restrict__ out, u64 cap, u64* count",
+                    &format!(
+                        "fxk::jnew_kernel<{op_ty}, {}>(in, n, rows, begins, offsets, total, starts, \
+                         nblocks, olds, nolds, lo, words, out, cap, count)",
+                        shape.group
+                    ),
+                );
+            }
         }
         Kind::Anti => kernel(
             &mut t,

@@ -46,10 +46,14 @@ fn scan(arity: usize, filters: Vec<Cond>, project: Vec<PExpr>) -> OpSpec {
     }
 }
 
-/// The kernels a spec must get, by the contract.
+/// The kernels a spec must get, by the contract (`P_jnew` for joins of
+/// `new_rows_shape`).
 fn expected_kernels(prefix: &str, spec: &OpSpec) -> Vec<String> {
     let suffixes: &[&str] = match spec {
         OpSpec::Scan { .. } | OpSpec::Filter { .. } => &["map"],
+        OpSpec::Join { .. } if spec.new_rows_shape().is_some() => {
+            &["jcount", "jwrite", "jwrite_distinct", "jnew"]
+        }
         OpSpec::Join { .. } => &["jcount", "jwrite", "jwrite_distinct"],
         OpSpec::AntiJoin { .. } => &["anti"],
         OpSpec::Aggregate { .. } | OpSpec::Intersect { .. } => &[],
@@ -69,8 +73,10 @@ fn transitive_closure_join() {
     let src = module_source(&[op("tc", tc())]).unwrap();
     assert_eq!(
         defined_kernels(&src),
-        vec!["tc_jcount", "tc_jwrite", "tc_jwrite_distinct"]
+        vec!["tc_jcount", "tc_jwrite", "tc_jwrite_distinct", "tc_jnew"]
     );
+    // Grouped on input column 0, the output's first.
+    assert!(src.contains("fxk::jnew_kernel<fxop::op_tc, 0>("), "{src}");
     let s = op_struct(&src, "tc");
     assert!(s.contains("IN = 2, INNER = 2, KEY = 1, OUT = 2;"), "{s}");
     assert!(s.contains("CAN_FAIL = false;"), "{s}");

@@ -52,6 +52,20 @@
 //!   its slot held), and adds the number of rows it dropped so to `*seen_drops`
 //!   (`seen` and `seen_drops` unused when `seen_slots` is 0 or `OUT` > 2). Launch:
 //!   `JD_BLOCK` threads, `ceil((total - kbase) / (JD_BLOCK * JD_ITEMS))` blocks.
+//!   `P_jnew(const u32* in, u64 n, const u32* rows, const u32* begins,
+//!   const u32* offsets, u64 total, const u32* starts, u64 nblocks, const u64* olds,
+//!   u32 nolds, u32 lo, u32 words, u32* out, u64 cap, u64* count)`, only for joins of
+//!   [`OpSpec::new_rows_shape`] (output `(a[G], y)`): the rows of `P_jwrite`'s set that are not
+//!   in `old` (`nolds <= JN_RUNS` runs of rows of two words sorted, `olds[2q]` the rows'
+//!   address and `olds[2q + 1]` their count), each at most once per block: block `b`
+//!   takes the candidates of input rows `[starts[b], starts[b + 1])` (`starts[nblocks]`
+//!   read as `n`), which must share `a[G]`, and deduplicates them in a bitmap of
+//!   `words <= JN_WORDS` words over second columns `[lo, lo + 32 * words)`, first set
+//!   from `old`'s rows with first column `a[G]`. Rows are appended as `P_jwrite`'s,
+//!   written only below `cap` (`count[0]` counts them all); `count[1]` counts the
+//!   candidates that passed the filters, `count[2]` those whose second column fell
+//!   outside the bitmap (not deduplicated: the output must then not be used). Launch:
+//!   `JN_BLOCK` threads, `nblocks` blocks.
 //! - `AntiJoin` (input arity `IN`, key length `KEY`):
 //!   `P_anti(const u32* in, u64 n, const RunDesc* runs, u32 nruns, u32* out, u64* count)`:
 //!   keeps (appends, as `P_map`) every input row whose key fails or is found in no run
@@ -112,6 +126,14 @@ pub const JD_BLOCK: u32 = 512;
 pub const JD_ITEMS: u32 = 8;
 /// Threads per block of `P_jcount`.
 pub const JC_BLOCK: u32 = 256;
+/// Threads per block and candidates per thread (per tile) of `P_jnew`.
+pub const JN_BLOCK: u32 = 256;
+pub const JN_ITEMS: u32 = 4;
+/// Words of `P_jnew`'s bitmap (`fxk::JN_WORDS`): second columns spanning at most
+/// `32 * JN_WORDS` values.
+pub const JN_WORDS: u32 = 8192;
+/// Runs of the relation `P_jnew` subtracts, at most (`fxk::JN_RUNS`).
+pub const JN_RUNS: usize = 32;
 
 /// One run of an index, as `P_anti` reads it (same layout as `struct RunDesc` in
 /// `pipeline.cuh`).

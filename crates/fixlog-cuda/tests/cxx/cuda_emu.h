@@ -60,6 +60,7 @@ static inline u32 __ballot_sync(u32, bool p) {
 }
 static inline u64 atomicAdd(u64* p, u64 v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 static inline u64 atomicExch(u64* p, u64 v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
+static inline u32 atomicOr(u32* p, u32 v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
 static inline u64 atomicCAS(u64* p, u64 cmp, u64 v) {
   __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return cmp;

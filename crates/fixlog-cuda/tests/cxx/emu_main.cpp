@@ -13,6 +13,12 @@
 //         written rows (`seen`) of 64 * candidates + 16 slots, and jwrite_distinct
 //         with a cache of 7 slots: u64 count, count * OUT words (and for
 //         jwrite_distinct u64 rows the set dropped).
+// Job of P_jnew (op | JNEW_JOB): u32 op, u64 n, n * IN words (sorted: groups), u64 m,
+//       m * INNER words (one index run), u32 runs, per run u64 r and r * 2 words (old,
+//       sorted), u32 lo, u32 words, u64 stretch. Blocks start where the group column
+//       changes or a new stretch of candidates begins (as jnew_flags). Answer: u64
+//       count, count * 2 words, u64 passed, u64 outside; then the count of a second
+//       launch into a buffer of one row (it must count the same).
 #include <vector>
 
 struct FxOp {
@@ -23,7 +29,11 @@ struct FxOp {
   void (*jwrite)(const u32*, u64, const u32*, const u32*, const u32*, u64, u64, u32*, u64*);
   void (*jdistinct)(const u32*, u64, const u32*, const u32*, const u32*, u64, u64, u32*, u64*, u64*, u64, u64*);
   void (*anti)(const u32*, u64, const RunDesc*, u32, u32*, u64*);
+  void (*jnew)(const u32*, u64, const u32*, const u32*, const u32*, u64, const u32*, u64, const u64*, u32, u32,
+               u32, u32*, u64, u64*);
+  int group;  // P_jnew's group column (-1: no P_jnew)
 };
+static const u32 JNEW_JOB = 0x80000000u;
 
 @FX_OPS@
 
@@ -70,9 +80,77 @@ static void answer_rows(const std::vector<u32>& out, u64 count, int arity) {
   wr(out.data(), count * arity * 4);
 }
 
+static bool jnew_job(u32 opi) {
+  if (opi >= sizeof(FX_OPS) / sizeof(FX_OPS[0])) exit(4);
+  const FxOp& op = FX_OPS[opi];
+  if (op.jnew == nullptr) exit(5);
+  u64 n, m;
+  if (!rd(&n, 8)) return false;
+  std::vector<u32> input = rd_words(n * op.in);
+  if (!rd(&m, 8)) return false;
+  std::vector<u32> rows = rd_words(m * op.inner);
+  u32 nruns;
+  if (!rd(&nruns, 4)) return false;
+  std::vector<std::vector<u32>> old(nruns);
+  std::vector<u64> olds;
+  for (u32 r = 0; r < nruns; r++) {
+    u64 k;
+    if (!rd(&k, 8)) return false;
+    old[r] = rd_words(k * 2);
+    olds.push_back((u64)(uintptr_t)old[r].data());
+    olds.push_back(k);
+  }
+  olds.push_back(0);
+  u32 lo, words;
+  u64 stretch;
+  if (!rd(&lo, 4) || !rd(&words, 4) || !rd(&stretch, 8)) return false;
+  HostHisa h;
+  if (op.key > 0) h = build_hisa(rows, m, op.inner, op.key);
+  const u32* rp = m == 0 || op.inner == 0 ? nullptr : rows.data();
+  const u32* sp = op.key > 0 ? h.starts.data() : nullptr;
+  const u32* tp = op.key > 0 ? h.table.data() : nullptr;
+  std::vector<u32> counts(n + 1), begins(n + 1), offsets(n + 1), starts;
+  fx_launch(blocks(n, FX_JC_BLOCK), FX_JC_BLOCK,
+            [&] { op.jcount(input.data(), n, rp, sp, tp, h.mask, m, counts.data(), begins.data()); });
+  u64 total = 0;
+  for (u64 i = 0; i < n; i++) {
+    offsets[i] = (u32)total;
+    total += counts[i];
+  }
+  // As jnew_flags / jnew_starts (misc.cu).
+  for (u64 i = 0; i < n; i++) {
+    bool first = i == 0 || input[i * op.in + op.group] != input[(i - 1) * op.in + op.group] ||
+                 offsets[i] / stretch != offsets[i - 1] / stretch;
+    if (first) starts.push_back((u32)i);
+  }
+  u64 nb = starts.size();
+  starts.push_back(0);
+  std::vector<u32> out(total * 2 + 2);
+  u64 count[3] = {0, 0, 0};
+  fx_launch(nb, FX_JN_BLOCK, [&] {
+    op.jnew(input.data(), n, rp, begins.data(), offsets.data(), total, starts.data(), nb, olds.data(), nruns, lo,
+            words, out.data(), total + 1, count);
+  });
+  answer_rows(out, count[0], 2);
+  wr(&count[1], 8);
+  wr(&count[2], 8);
+  u64 again[3] = {0, 0, 0};
+  fx_launch(nb, FX_JN_BLOCK, [&] {
+    op.jnew(input.data(), n, rp, begins.data(), offsets.data(), total, starts.data(), nb, olds.data(), nruns, lo,
+            words, out.data(), 1, again);
+  });
+  wr(&again[0], 8);
+  return true;
+}
+
 int main() {
   u32 opi;
   while (fread(&opi, 4, 1, stdin) == 1) {
+    if (opi & JNEW_JOB) {
+      if (!jnew_job(opi & ~JNEW_JOB)) return 3;
+      fflush(stdout);
+      continue;
+    }
     if (opi >= sizeof(FX_OPS) / sizeof(FX_OPS[0])) return 4;
     const FxOp& op = FX_OPS[opi];
     u64 n;
