@@ -1311,6 +1311,20 @@ mod tests {
         assert!(delta.plan_note.as_deref().unwrap().contains("adjusted"));
     }
 
+    /// The operators of the first delta variant of `rel`'s rules in `src`.
+    fn first_delta_ops(src: &str, rel: &str) -> Vec<Op> {
+        let mut sm = SourceMap::new();
+        let p = fixlog_logical::compile_str("t.dl", src, &mut sm).expect("a valid program");
+        let plan = plan(&p).unwrap();
+        let id = p.relation_id(rel).unwrap();
+        let stratum = plan
+            .strata
+            .iter()
+            .find(|s| s.relations.contains(&id))
+            .unwrap();
+        stratum.recursive_rules[0].ops.clone()
+    }
+
     #[test]
     fn the_first_join_after_a_scan_binds_the_heads_first_variable_among_equals() {
         // SG's delta variant: `edge(a, x)` and `edge(b, y)` both have one bound
@@ -1319,24 +1333,13 @@ mod tests {
         // column, which decided before): the second join's input, (x, b), comes sorted on
         // x, and its output's first column is its input's first (a join whose new rows
         // a backend can find group by group: `fixlog_exec::NewRowsShape`).
-        let mut sm = SourceMap::new();
-        let p = fixlog_logical::compile_str(
-            "t.dl",
+        let ops = first_delta_ops(
             ".decl edge(x: number, y: number)\n.input edge\n\
              .decl sg(x: number, y: number)\n\
              sg(x, y) :- edge(p, x), edge(p, y), x != y.\n\
              sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).\n",
-            &mut sm,
-        )
-        .expect("a valid program");
-        let plan = plan(&p).unwrap();
-        let sg = p.relation_id("sg").unwrap();
-        let stratum = plan
-            .strata
-            .iter()
-            .find(|s| s.relations.contains(&sg))
-            .unwrap();
-        let delta = &stratum.recursive_rules[0];
+            "sg",
+        );
         let [Op::Scan {
             version: Version::Delta,
             project: scanned,
@@ -1345,9 +1348,9 @@ mod tests {
             key,
             project: joined,
             ..
-        }, Op::Join { project: last, .. }] = &delta.ops[..]
+        }, Op::Join { project: last, .. }] = &ops[..]
         else {
-            panic!("a scan and two joins: {:?}", delta.ops);
+            panic!("a scan and two joins: {ops:?}");
         };
         // Δsg(a, b) as it is; the first join's key is a (column 0), and x (column 3,
         // the inner's second) leads its output; the last join writes (x, y) with x its
@@ -1360,35 +1363,24 @@ mod tests {
 
     #[test]
     fn the_first_join_after_a_scan_carries_its_first_column_where_none_binds_the_head() {
-        // The head's first variable comes from the scan: among `e(b, c)` and `f(b, d)`,
-        // both bound on b, the one that does not use a (the scan's first column)...
-        // neither does; so the first in body order, carrying a.
-        let mut sm = SourceMap::new();
-        let p = fixlog_logical::compile_str(
-            "t.dl",
+        // The head's first variable, a, comes from the scan, so no join binds it: the
+        // first join is the first in body order among `f(b, d)` and `e(b, c)` (both
+        // bound on b) that does not use a, the scan's first column, and carries a.
+        let ops = first_delta_ops(
             ".decl e(x: number, y: number)\n.input e\n\
              .decl p(x: number, y: number)\n\
              p(x, y) :- e(x, y).\n\
              p(a, d) :- f(b, d), p(a, b), e(b, c), c != d.\n\
              .decl f(x: number, y: number)\n.input f\n",
-            &mut sm,
-        )
-        .expect("a valid program");
-        let plan = plan(&p).unwrap();
-        let rel = p.relation_id("p").unwrap();
-        let stratum = plan
-            .strata
-            .iter()
-            .find(|s| s.relations.contains(&rel))
-            .unwrap();
-        let delta = &stratum.recursive_rules[0];
+            "p",
+        );
         let [Op::Scan { .. }, Op::Join {
             project: joined, ..
-        }, Op::Join { .. }] = &delta.ops[..]
+        }, Op::Join { .. }] = &ops[..]
         else {
-            panic!("a scan and two joins: {:?}", delta.ops);
+            panic!("a scan and two joins: {ops:?}");
         };
-        assert!(joined.contains(&PExpr::Col(0)), "{:?}", delta.ops);
+        assert!(joined.contains(&PExpr::Col(0)), "{ops:?}");
     }
 
     #[test]
