@@ -15,7 +15,7 @@
 //! It applies where the second column spans at most [`SPAN_MAX`] values.
 
 use crate::code::KeyCode;
-use crate::eval::Pipeline;
+use crate::eval::{Pipeline, Src};
 use crate::storage::{self, CpuBatch, CpuIndex, CpuRelation, Seg};
 use crate::{budget::Charge, room};
 use fixlog_exec::{EvalContext, ExecResult};
@@ -103,6 +103,15 @@ pub(crate) fn join_new_rows(
     let klen = key.len();
     let held: Vec<Arc<storage::RunData>> = inner.runs.iter().map(|ir| ir.run.data()).collect();
     let olds: Vec<Arc<storage::RunData>> = old.runs.iter().map(|r| r.data()).collect();
+    // The output `(a[g], b[p])` without filters: read straight from the rows.
+    let plain = match (pipe.filters.is_empty(), pipe.simple.as_deref(), nr.second) {
+        (true, Some([Src::In(c), Src::Inner(p)]), SecondColumn::Inner(q))
+            if *c == nr.group && *p == q =>
+        {
+            Some(q)
+        }
+        _ => None,
+    };
     let passed = AtomicUsize::new(0);
     let outside = AtomicBool::new(false);
     let segs: Vec<Seg> = units
@@ -147,6 +156,23 @@ pub(crate) fn join_new_rows(
                         for (ir, d) in inner.runs.iter().zip(&held) {
                             let d: &[Value] = d;
                             let (s, e) = inner.range(ir, d, &kbuf);
+                            if let Some(p) = plain {
+                                // (x, b[p]) for every inner row: no filter, nothing to
+                                // evaluate.
+                                made += e - s;
+                                for j in s..e {
+                                    let y = d[j * w + p];
+                                    let v = (y.wrapping_sub(lo)) as u64;
+                                    if v >= span {
+                                        outside.store(true, Ordering::Relaxed);
+                                    } else if mark(bitmap, set, v) {
+                                        room(&mut out, &mut charge, 2)?;
+                                        out.extend_from_slice(&[x, y]);
+                                        n += 1;
+                                    }
+                                }
+                                continue;
+                            }
                             for j in s..e {
                                 room(&mut out, &mut charge, 2)?;
                                 if !pipe.emit(r, &d[j * w..j * w + w], ctx.symbols, &mut out) {
