@@ -10,6 +10,9 @@
 #       the device layer's primitives and the hand-wired TC driver
 #   bash .carry/ab.sh
 #       A/B of two builds packed by hand as .carry/lab.bin.tgz (see scripts/device/ab.sh)
+#   bash .carry/round27.sh
+#       round 27's check of the landed build: A/B against .carry/lab.bin.tgz (see ab.sh),
+#       where SG's peak is, the suites on CUDA (see scripts/device/round27.sh)
 #   python3 .carry/probe_cost.py
 #       the cost of an exact membership test inside a join's write (a lab instrument, round 23)
 set -euo pipefail
@@ -46,7 +49,8 @@ BUILD_ROOT=$PWD
 BUILD_BIN=$T/fixlog
 P
 cp crates/fixlog-cuda/scripts/cub_sort.py crates/fixlog-cuda/scripts/ncu_summary.py crates/fixlog-cuda/scripts/run.sh .carry/
-cp scripts/device/engine.sh scripts/device/bench_engine.py scripts/device/ab.sh scripts/device/probe_cost.py .carry/
+cp scripts/device/engine.sh scripts/device/bench_engine.py scripts/device/ab.sh scripts/device/probe_cost.py \
+    scripts/device/round27.sh .carry/
 # The kernel cache the latest device call brought back (see engine.sh), if any.
 K=$(ls -t ${FIXLOG_DEVICE_FILES:-/work/.device}/*/kernels.tgz 2>/dev/null | head -1 || true)
 [ -n "$K" ] && cp "$K" .carry/kernels.tgz

@@ -3,7 +3,7 @@
 //! operator reads (see [`crate::eval`]).
 
 use crate::eval::{compile_expr, CExpr, Pipeline, Src};
-use crate::new_rows::{NewRowsJoin, SecondColumn};
+use crate::new_rows::NewRowsJoin;
 use fixlog_exec::{EvalContext, ExecError, ExecResult, OpSpec};
 use fixlog_logical::{AggFunc, ColType, Value};
 use fixlog_plan::PExpr;
@@ -145,10 +145,7 @@ impl CpuCode {
                 let new_rows = spec.new_rows_shape().map(|shape| {
                     Box::new(NewRowsJoin {
                         group: shape.group,
-                        second: match map(shape.second) {
-                            Src::Inner(p) => SecondColumn::Inner(p),
-                            _ => SecondColumn::Input(shape.second),
-                        },
+                        second: shape.second,
                         spans: std::sync::Mutex::new(Vec::new()),
                     })
                 });

@@ -18,7 +18,7 @@ use crate::code::KeyCode;
 use crate::eval::{Pipeline, Src};
 use crate::storage::{self, CpuBatch, CpuIndex, CpuRelation, Seg};
 use crate::{budget::Charge, room};
-use fixlog_exec::{EvalContext, ExecResult};
+use fixlog_exec::{EvalContext, ExecResult, SecondColumn};
 use fixlog_logical::Value;
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -33,15 +33,6 @@ pub(crate) const SPAN_MAX: u64 = 1 << 24;
 /// closure of luxembourg_osm, one or two rows per group, took 8.0 s this way against
 /// 3.2 s the ordinary way (2 threads); with the gate, its joins run the ordinary way.
 const ROWS_PER_GROUP_MIN: usize = 8;
-
-/// Where a join's second output column is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SecondColumn {
-    /// Column `c` of the input rows.
-    Input(usize),
-    /// Stored position `p` of the inner (index) rows.
-    Inner(usize),
-}
 
 /// A join of [`fixlog_exec::NewRowsShape`], prepared.
 #[derive(Debug)]

@@ -32,23 +32,24 @@ __device__ __forceinline__ u32 jnew_starts_here(const u32* __restrict__ in, u32 
   return (u32)((u64)offsets[i] / stretch != (u64)offsets[i - 1] / stretch);
 }
 
-// flags[i] = 1 where row i begins a block, else 0.
-extern "C" __global__ void jnew_flags(const u32* __restrict__ in, u64 n, u32 a, u32 g,
-                                      const u32* __restrict__ offsets, u64 stretch, u32* __restrict__ flags) {
-  u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) flags[i] = jnew_starts_here(in, a, g, offsets, stretch, i);
-}
-
-// starts[pos[i]] = i where row i begins a block (`pos`: the exclusive scan of the flags),
-// and *old_rows += the rows of `old` (nolds runs of rows of two words sorted, olds[2q]
-// their address and olds[2q + 1] their count) whose first column is the block's group
-// value: the rows P_jnew's block marks before its candidates.
-extern "C" __global__ void jnew_starts(const u32* __restrict__ in, u64 n, u32 a, u32 g,
-                                       const u32* __restrict__ offsets, u64 stretch, const u32* __restrict__ pos,
+// Two passes over the input rows. Without `starts` (0): pos[i] = 1 where row i begins a
+// block, else 0. With it, `pos` being the exclusive scan of those flags:
+// starts[pos[i]] = i where row i begins a block, and *old_rows += the rows of `old`
+// (nolds runs of rows of two words sorted, olds[2q] their address and olds[2q + 1]
+// their count) whose first column is the block's group value: the rows P_jnew's block
+// marks before its candidates.
+extern "C" __global__ void jnew_blocks(const u32* __restrict__ in, u64 n, u32 a, u32 g,
+                                       const u32* __restrict__ offsets, u64 stretch, u32* __restrict__ pos,
                                        u32* __restrict__ starts, const u64* __restrict__ olds, u32 nolds,
                                        u64* old_rows) {
   u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n || !jnew_starts_here(in, a, g, offsets, stretch, i)) return;
+  if (i >= n) return;
+  const u32 here = jnew_starts_here(in, a, g, offsets, stretch, i);
+  if (starts == nullptr) {
+    pos[i] = here;
+    return;
+  }
+  if (!here) return;
   starts[pos[i]] = (u32)i;
   const u32 x = in[i * a + g];
   u64 rows = 0;

@@ -167,15 +167,24 @@ pub struct IntersectAtomSpec {
 }
 
 /// A join whose output is two plain columns, the first an input column (`group`), the
-/// second the joined tuple's column `second` (an input column, or inner relation
-/// column `second - input_arity`): absorbed into a relation ([`Backend::join_absorbed`])
-/// over input grouped by `group` (a sorted delta or gathered set), each group's new
-/// tuples can be found apart from the others, in a set of the second column's values
-/// seeded with what the relation holds for that group (the CUDA backend's `P_jnew`).
+/// second read from the input row or the inner row (`second`): absorbed into a relation
+/// ([`Backend::join_absorbed`]) over input grouped by `group` (a sorted delta or
+/// gathered set), each group's new tuples can be found apart from the others, in a set
+/// of the second column's values seeded with what the relation holds for that group
+/// (both backends' `new_rows`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NewRowsShape {
     pub group: usize,
-    pub second: usize,
+    pub second: SecondColumn,
+}
+
+/// Where the second output column of a [`NewRowsShape`] join is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecondColumn {
+    /// Column `c` of the input rows.
+    Input(usize),
+    /// Position `p` of the inner rows as the index stores them (in index order).
+    Inner(usize),
 }
 
 impl OpSpec {
@@ -194,7 +203,11 @@ impl OpSpec {
             return None;
         };
         let group = first.as_col().filter(|&g| g < *input_arity)?;
-        let second = second.as_col().filter(|&c| c < input_arity + order.len())?;
+        let c = second.as_col()?;
+        let second = match c.checked_sub(*input_arity) {
+            None => SecondColumn::Input(c),
+            Some(rel_col) => SecondColumn::Inner(order.iter().position(|&o| o == rel_col)?),
+        };
         Some(NewRowsShape { group, second })
     }
 
@@ -487,12 +500,24 @@ mod tests {
     #[test]
     fn new_rows_shapes() {
         let col = PExpr::Col;
-        // Transitive closure: grouped on input column 0, the second column the inner's.
+        // Transitive closure: grouped on input column 0, the second column the inner's
+        // (stored second in order [0, 1]; first in order [1, 0]).
         assert_eq!(
             join(vec![col(0), col(3)]).new_rows_shape(),
             Some(NewRowsShape {
                 group: 0,
-                second: 3
+                second: SecondColumn::Inner(1)
+            })
+        );
+        let mut rev = join(vec![col(0), col(3)]);
+        if let OpSpec::Join { order, .. } = &mut rev {
+            *order = vec![1, 0];
+        }
+        assert_eq!(
+            rev.new_rows_shape(),
+            Some(NewRowsShape {
+                group: 0,
+                second: SecondColumn::Inner(0)
             })
         );
         // Both columns from the input.
@@ -500,7 +525,7 @@ mod tests {
             join(vec![col(1), col(0)]).new_rows_shape(),
             Some(NewRowsShape {
                 group: 1,
-                second: 0
+                second: SecondColumn::Input(0)
             })
         );
         // The first column from the inner relation, an expression, three columns, a

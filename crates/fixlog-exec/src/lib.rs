@@ -19,5 +19,5 @@ pub mod tuples;
 
 pub use backend::{
     internal, Absorbed, Backend, EvalContext, ExecError, ExecResult, IntersectAtomSpec,
-    NewRowsShape, OpSpec, PieceBudget,
+    NewRowsShape, OpSpec, PieceBudget, SecondColumn,
 };

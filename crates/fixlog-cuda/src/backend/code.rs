@@ -29,7 +29,7 @@ use crate::CudaError;
 use cudarc::driver::CudaFunction;
 use fixlog_cpu::eval::{compile_expr, CExpr, Src};
 use fixlog_cpu::{CpuBackend, CpuCode};
-use fixlog_exec::OpSpec;
+use fixlog_exec::{NewRowsShape, OpSpec, SecondColumn};
 use fixlog_plan::{Cond, PExpr};
 
 /// The fewest operators a generated module holds: NVRTC's fixed cost per module (its
@@ -83,7 +83,7 @@ pub struct JoinCode {
     pub(crate) new_rows: Option<Box<NewRowsCode>>,
 }
 
-/// A join of [`codegen::NewRowsShape`]: its `P_jnew` kernel and where the output's
+/// A join of [`fixlog_exec::NewRowsShape`]: its `P_jnew` kernel and where the output's
 /// columns come from.
 pub(crate) struct NewRowsCode {
     pub(crate) kernel: CudaFunction,
@@ -100,15 +100,6 @@ pub(crate) struct NewRowsCode {
     /// and length), computed once per run: a stale entry can only be too narrow or too
     /// wide, and a candidate outside the span makes the join run the ordinary way.
     pub(crate) spans: std::cell::RefCell<Vec<(usize, usize, u32, u32)>>,
-}
-
-/// Where the second output column of a [`NewRowsCode`] join is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SecondColumn {
-    /// Column `c` of the input rows.
-    Input(usize),
-    /// Stored position `p` of the inner (index) rows.
-    Inner(usize),
 }
 
 /// An optional way of running an operator that pays only on some data, tried again
@@ -235,7 +226,7 @@ enum Pending {
         distinct: bool,
         device_out: usize,
         host_after: Option<CpuCode>,
-        new_rows: Option<(usize, SecondColumn)>,
+        new_rows: Option<NewRowsShape>,
     },
     AntiJoin {
         input_arity: usize,
@@ -475,15 +466,9 @@ fn prepare_flat(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<Cud
                 };
                 // (The generator writes `P_jnew` for every join of this shape; the
                 // backend uses it only where the device's rows are the join's output.)
-                let new_rows = spec.new_rows_shape()
-                    .filter(|_| host_key.is_none() && host_after.is_none())
-                    .and_then(|shape| {
-                        let second = match shape.second.checked_sub(dev_in) {
-                            None => SecondColumn::Input(shape.second),
-                            Some(c) => SecondColumn::Inner(order.iter().position(|&o| o == c)?),
-                        };
-                        Some((shape.group, second))
-                    });
+                let new_rows = spec
+                    .new_rows_shape()
+                    .filter(|_| host_key.is_none() && host_after.is_none());
                 device.push(DeviceOp {
                     prefix: prefix.clone(),
                     spec,
@@ -666,7 +651,7 @@ fn prepare_flat(gpu: &Gpu, cpu: &CpuBackend, specs: &[OpSpec]) -> Result<Vec<Cud
                     kept_share: std::cell::Cell::new(None),
                     written_cache: Backoff::default(),
                     new_rows: match new_rows {
-                        Some((group, second)) => Some(Box::new(NewRowsCode {
+                        Some(NewRowsShape { group, second }) => Some(Box::new(NewRowsCode {
                             kernel: function(&prefix, "jnew")?,
                             group,
                             second,

@@ -16,12 +16,15 @@
 //!
 //! It applies where the second column's values span at most `32 * JN_WORDS` values
 //! (node ids of graphs up to 2^18 nodes), `old` has at most `JN_RUNS` runs, and the
-//! groups are large beside the bitmap (checked on the first chunk's blocks: a sparse
-//! graph's transitive closure, whose groups hold a few candidates each, runs the
-//! ordinary way). A candidate whose second column falls outside the bitmap (a stale
-//! span) makes the join run the ordinary way too: the output is never used then.
+//! blocks' candidates outweigh their fixed work, clearing the bitmap and marking
+//! `old`'s rows of their group (checked on the first chunk: a sparse graph's
+//! transitive closure, whose groups hold a few candidates each, runs the ordinary way,
+//! and skips the check for a while, `code::Backoff`). A candidate whose second column
+//! falls outside the bitmap (a stale span) makes the join run the ordinary way too:
+//! the output is never used then. Round 27 measured this on an H100 before the check
+//! counted marked rows (docs/gpu-results.md).
 
-use super::code::{JoinCode, NewRowsCode, SecondColumn};
+use super::code::{JoinCode, NewRowsCode};
 use super::storage::{CudaBatch, CudaIndex, CudaRelation, DevRows};
 use super::CudaBackend;
 use crate::codegen::{JN_BLOCK, JN_RUNS, JN_WORDS};
@@ -30,7 +33,7 @@ use crate::gpu::DevBuf;
 use crate::kernels::MISC;
 use crate::ops::Rel;
 use crate::CudaError;
-use fixlog_exec::Absorbed;
+use fixlog_exec::{Absorbed, SecondColumn};
 use std::rc::Rc;
 
 /// Most input rows a chunk counts at once (its count, begin and block arrays: 12 bytes
@@ -91,7 +94,7 @@ impl CudaBackend {
         let arity = input.arity;
         let chunk_rows = (self.batch_budget_bytes() / 12 / 4).clamp(CHUNK_ROWS_MIN, CHUNK_ROWS_MAX);
         // Rows written, candidates that passed, candidates outside the bitmap, and the
-        // rows of `old` the blocks mark (`jnew_starts`).
+        // rows of `old` the blocks mark (`jnew_blocks`).
         let counts = self.gpu.alloc(32)?;
         self.gpu.memset8(counts.ptr(), 0, 32)?;
         let olds_desc = self.gpu.alloc(JN_RUNS * 16)?;
@@ -129,45 +132,37 @@ impl CudaBackend {
                     // Where blocks start: a new group, or a new stretch of candidates.
                     let stretch = (total / STRETCHES_PER_CHUNK).max(STRETCH_MIN) as u64;
                     let flags = self.gpu.alloc_u32(m)?;
-                    let f = self.gpu.function(MISC, "", "jnew_flags")?;
-                    launch!(
-                        gpu,
-                        f,
-                        m.div_ceil(256),
-                        256u32,
-                        chunk,
-                        m as u64,
-                        arity as u32,
-                        nr.group as u32,
-                        offsets.ptr(),
-                        stretch,
-                        flags.ptr()
-                    );
+                    let blocks = |pos: u64, starts: u64| -> Result<()> {
+                        let f = self.gpu.function(MISC, "", "jnew_blocks")?;
+                        launch!(
+                            gpu,
+                            f,
+                            m.div_ceil(256),
+                            256u32,
+                            chunk,
+                            m as u64,
+                            arity as u32,
+                            nr.group as u32,
+                            offsets.ptr(),
+                            stretch,
+                            pos,
+                            starts,
+                            olds_desc.ptr(),
+                            old.runs.len() as u32,
+                            counts.ptr() + 24
+                        );
+                        Ok(())
+                    };
+                    blocks(flags.ptr(), 0)?;
                     let nblocks = self.gpu.flag_scan(flags.ptr(), m, flags.ptr())? as usize;
                     let block_starts = self.gpu.alloc_u32(nblocks.max(1))?;
                     self.write_runs(&olds_desc, old)?;
-                    let f = self.gpu.function(MISC, "", "jnew_starts")?;
-                    launch!(
-                        gpu,
-                        f,
-                        m.div_ceil(256),
-                        256u32,
-                        chunk,
-                        m as u64,
-                        arity as u32,
-                        nr.group as u32,
-                        offsets.ptr(),
-                        stretch,
-                        flags.ptr(),
-                        block_starts.ptr(),
-                        olds_desc.ptr(),
-                        old.runs.len() as u32,
-                        counts.ptr() + 24
-                    );
+                    blocks(flags.ptr(), block_starts.ptr())?;
                     drop(flags);
                     if !checked_density {
                         // Whether the blocks' fixed work (clearing the bitmap, marking
-                        // `old`'s rows of their group) is small beside their candidates.
+                        // `old`'s rows of their group, which `jnew_blocks` counted) is
+                        // small beside their candidates.
                         checked_density = true;
                         let marked = self.gpu.dtoh::<u64>(counts.ptr() + 24, 1)?[0] as usize;
                         let fixed = nblocks

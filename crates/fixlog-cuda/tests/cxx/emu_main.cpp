@@ -16,7 +16,7 @@
 // Job of P_jnew (op | JNEW_JOB): u32 op, u64 n, n * IN words (sorted: groups), u64 m,
 //       m * INNER words (one index run), u32 runs, per run u64 r and r * 2 words (old,
 //       sorted), u32 lo, u32 words, u64 stretch. Blocks start where the group column
-//       changes or a new stretch of candidates begins (as jnew_flags). Answer: u64
+//       changes or a new stretch of candidates begins (as jnew_blocks). Answer: u64
 //       count, count * 2 words, u64 passed, u64 outside; then the count of a second
 //       launch into a buffer of one row (it must count the same).
 #include <vector>
@@ -117,7 +117,7 @@ static bool jnew_job(u32 opi) {
     offsets[i] = (u32)total;
     total += counts[i];
   }
-  // As jnew_flags / jnew_starts (misc.cu).
+  // As jnew_blocks (misc.cu).
   for (u64 i = 0; i < n; i++) {
     bool first = i == 0 || input[i * op.in + op.group] != input[(i - 1) * op.in + op.group] ||
                  offsets[i] / stretch != offsets[i - 1] / stretch;
