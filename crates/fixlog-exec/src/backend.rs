@@ -51,6 +51,11 @@ pub struct EvalContext<'a> {
     /// making a batch larger than its backend's [`PieceBudget::max_batch_rows`];
     /// otherwise it makes the batch whatever its size.
     pub can_split: bool,
+    /// Where the driver wants batches smaller than the backend's budget (pieces that
+    /// derive disjoint tuples, which repeat no work when cut smaller): with
+    /// `can_split`, an operator that counts first answers
+    /// [`ExecError::BatchTooLarge`] past this many rows too.
+    pub max_rows: Option<usize>,
 }
 
 impl<'a> EvalContext<'a> {
@@ -59,6 +64,7 @@ impl<'a> EvalContext<'a> {
         EvalContext {
             symbols,
             can_split: false,
+            max_rows: None,
         }
     }
 }

@@ -72,7 +72,46 @@ pub struct DriverOptions {
     /// Which relations to compute (by relation id); `None`: all. A stratum none of
     /// whose relations is needed is not run (its relations keep their facts only).
     pub needed: Option<Vec<bool>>,
+    /// When delta variants run their [`fixlog_plan::FullFirst`] plans.
+    pub full_first: FullFirstUse,
 }
+
+/// When the driver runs a delta variant's [`fixlog_plan::FullFirst`] plan instead of
+/// its delta-first one (both derive the same tuples).
+///
+/// Never by default here; the `fixlog` crate runs them by size on the GPU under a
+/// device memory limit. Measured on an H100 (docs/gpu-results.md, round 28), `BySize`
+/// cut same generation's peak device memory by 24-40% without a limit (CA-HepTh 1.48
+/// → 1.13 GiB, ego-Facebook 0.43 → 0.26) but took 1.6x the time on CA-HepTh and 5x on
+/// ego-Facebook, whose joins make many pieces per iteration (each with its own
+/// launches and synchronisations); under `--gpu-memory-limit`, where the delta-first
+/// plan moves relations to host memory, it ran CA-HepTh 4.6-8x faster (1 GiB: 1.98 →
+/// 0.43 s) and loc-Brightkite 1.7x, and ego-Facebook at 256 MiB 1.6x slower.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FullFirstUse {
+    /// Where the plan's outer relation has at most as many tuples as the delta (the
+    /// joins make the same rows either way, and the smaller side is probed from).
+    BySize,
+    /// Wherever a variant has one (for tests).
+    Always,
+    /// Never: every delta variant starts at its delta.
+    #[default]
+    Never,
+}
+
+/// Batches of a pipeline whose pieces derive disjoint tuples (a full-first plan's) are
+/// bounded by this share of the head relation's tuples (at least
+/// `DISJOINT_BATCH_MIN_ROWS`, at most the backend's budget): cutting them smaller
+/// repeats no work, and a share of the relation keeps what one iteration holds beside
+/// it (a piece's join output, its sort, the gathered set of the next join's input)
+/// near the relation's size. The least is the CUDA backend's least batch (32 MiB of
+/// two columns): at 1M rows SG ego-Facebook ran hundreds of pieces an iteration
+/// (round 28).
+const DISJOINT_BATCH_SHARE: usize = 8;
+const DISJOINT_BATCH_MIN_ROWS: usize = 1 << 22;
+/// The first piece of such a pipeline (pieces then grow while their batches stay
+/// small): one row of the outer relation can make thousands.
+const DISJOINT_FIRST_PIECE_ROWS: usize = 1 << 10;
 
 #[derive(Clone, Debug, Default)]
 pub struct StratumStats {
@@ -214,6 +253,9 @@ enum POp {
         /// Sort and deduplicate the input first (a join's output feeding this join, in
         /// a pipeline whose result is a set).
         sort_input: bool,
+        /// Through the index over the delta (a [`fixlog_plan::FullFirst`] plan), built
+        /// afresh each iteration.
+        delta: bool,
     },
     Intersect {
         indexes: Vec<usize>,
@@ -246,6 +288,10 @@ pub struct Prepared<C> {
     codes: Vec<C>,
     /// Per stratum: init pipelines, recursive pipelines, subsumption pipelines.
     strata: LoweredStrata,
+    /// Per index of the plan: whether some operator reads it over a full relation
+    /// (those over a recursive stratum's relations follow `full` as it grows; an index
+    /// read only over deltas is built from each iteration's delta instead).
+    over_full: Vec<bool>,
 }
 
 struct Lowering<'p> {
@@ -303,9 +349,6 @@ impl Lowering<'_> {
                     filters,
                     project,
                 } => {
-                    if *version == Version::Delta {
-                        return Err(internal("the planner scans deltas; it never joins them"));
-                    }
                     let ix = self.index(*index)?;
                     let spec = OpSpec::Join {
                         input_arity: need_input()?,
@@ -323,6 +366,7 @@ impl Lowering<'_> {
                             index: *index,
                             code,
                             sort_input,
+                            delta: *version == Version::Delta,
                         },
                         project.len(),
                     )
@@ -496,10 +540,38 @@ pub fn prepare<B: Backend>(
             "the backend prepared a different number of operators",
         ));
     }
-    Ok(Prepared { codes, strata })
+    let mut over_full = vec![false; plan.indexes.len()];
+    let mut used = Vec::new();
+    for (init, recursive, subsumptions) in &strata {
+        for rule in init.iter().chain(recursive).chain(subsumptions) {
+            collect_indexes(&rule.ops, &mut used);
+            if let Some((_, ops)) = &rule.full_first {
+                collect_indexes(ops, &mut used);
+            }
+        }
+    }
+    for (id, delta) in used {
+        if !delta {
+            if let Some(f) = over_full.get_mut(id) {
+                *f = true;
+            }
+        }
+    }
+    Ok(Prepared {
+        codes,
+        strata,
+        over_full,
+    })
 }
 
-type LoweredStrata = Vec<(Vec<Vec<POp>>, Vec<Vec<POp>>, Vec<Vec<POp>>)>;
+/// A rule (variant) lowered: its pipeline, and for a delta variant with a
+/// [`fixlog_plan::FullFirst`] plan, that plan's outer relation and pipeline.
+struct LoweredRule {
+    ops: Vec<POp>,
+    full_first: Option<(RelId, Vec<POp>)>,
+}
+
+type LoweredStrata = Vec<(Vec<LoweredRule>, Vec<LoweredRule>, Vec<LoweredRule>)>;
 
 fn op_specs(plan: &Plan) -> ExecResult<(Vec<OpSpec>, LoweredStrata)> {
     let mut lowering = Lowering {
@@ -508,18 +580,36 @@ fn op_specs(plan: &Plan) -> ExecResult<(Vec<OpSpec>, LoweredStrata)> {
     };
     let mut strata = Vec::with_capacity(plan.strata.len());
     for stratum in &plan.strata {
-        let mut lower = |rules: &[RulePlan]| -> ExecResult<Vec<Vec<POp>>> {
+        let mut lower = |rules: &[RulePlan]| -> ExecResult<Vec<LoweredRule>> {
             rules
                 .iter()
-                .map(|r| match carried_first(&r.ops) {
-                    Some(ops) => {
-                        let mut lowered = lowering.pipeline(&ops, None, true)?;
-                        if let Some(POp::Scan { sort_output, .. }) = lowered.first_mut() {
-                            *sort_output = true;
+                .map(|r| {
+                    let ops = match carried_first(&r.ops) {
+                        Some(ops) => {
+                            let mut lowered = lowering.pipeline(&ops, None, true)?;
+                            if let Some(POp::Scan { sort_output, .. }) = lowered.first_mut() {
+                                *sort_output = true;
+                            }
+                            lowered
                         }
-                        Ok(lowered)
-                    }
-                    None => lowering.pipeline(&r.ops, None, true),
+                        None => lowering.pipeline(&r.ops, None, true)?,
+                    };
+                    let full_first = match &r.full_first {
+                        Some(ff) => {
+                            // Scanned sorted on the head's first variable (its first
+                            // column), so that pieces derive disjoint tuples.
+                            let mut lowered = lowering.pipeline(&ff.ops, None, true)?;
+                            match lowered.first_mut() {
+                                Some(POp::Scan { sort_output, .. }) => *sort_output = true,
+                                _ => {
+                                    return Err(internal("a full-first plan starts without a scan"))
+                                }
+                            }
+                            Some((ff.outer, lowered))
+                        }
+                        None => None,
+                    };
+                    Ok(LoweredRule { ops, full_first })
                 })
                 .collect()
         };
@@ -639,6 +729,10 @@ enum Level {
         first_piece_rows: usize,
         max_batch_rows: usize,
         sort_on_cut: bool,
+        /// The pieces derive disjoint tuples (a full-first plan's, sorted on the head's
+        /// first column): the next join's gathered input is flushed at
+        /// `max_batch_rows`, and operators are asked to keep their batches under it.
+        disjoint: bool,
     },
     /// Further down: a batch runs whole unless its operator asks for smaller pieces or
     /// runs out of memory.
@@ -682,6 +776,8 @@ pub fn run<B: Backend>(
         full: Vec::new(),
         delta: (0..plan.relations.len()).map(|_| None).collect(),
         indexes: (0..plan.indexes.len()).map(|_| None).collect(),
+        delta_indexes: (0..plan.indexes.len()).map(|_| None).collect(),
+        full_first: options.full_first,
         stats: RunStats {
             backend: backend.name().to_string(),
             ..RunStats::default()
@@ -779,6 +875,7 @@ pub fn run<B: Backend>(
     // are out, so that the peak is not the whole database twice.
     let t = Instant::now();
     driver.indexes.clear();
+    driver.delta_indexes.clear();
     driver.delta.clear();
     let full = std::mem::take(&mut driver.full);
     let mut stats = driver.stats;
@@ -817,6 +914,10 @@ struct Driver<'a, B: Backend> {
     full: Vec<B::Relation>,
     delta: Vec<Option<B::Relation>>,
     indexes: Vec<Option<B::Index>>,
+    /// Indexes over the deltas (joined by [`fixlog_plan::FullFirst`] plans), by the
+    /// same ids as `indexes`; dropped whenever the deltas change.
+    delta_indexes: Vec<Option<B::Index>>,
+    full_first: FullFirstUse,
     stats: RunStats,
     progress: Progress,
     /// Per relation: the host state of an eqrel or choice-domain relation.
@@ -978,7 +1079,7 @@ impl<B: Backend> Driver<'_, B> {
 
         // Indexes over this stratum's relations must follow `full` from now on.
         for (id, spec) in self.plan.indexes.iter().enumerate() {
-            if stratum.relations.contains(&spec.rel) {
+            if stratum.relations.contains(&spec.rel) && prepared.over_full[id] {
                 self.ensure_index(id)?;
             }
         }
@@ -986,6 +1087,7 @@ impl<B: Backend> Driver<'_, B> {
             // Everything is new at the start.
             self.delta[rel] = Some(self.full[rel].clone());
         }
+        self.delta_indexes.iter_mut().for_each(|i| *i = None);
 
         let mut iterations = 0;
         loop {
@@ -1003,6 +1105,7 @@ impl<B: Backend> Driver<'_, B> {
             for &rel in &stratum.relations {
                 self.delta[rel] = None;
             }
+            self.delta_indexes.iter_mut().for_each(|i| *i = None);
             for (rel, new) in news {
                 let delta = self.add_to_full(rel, new)?;
                 self.delta[rel] = Some(delta);
@@ -1034,6 +1137,7 @@ impl<B: Backend> Driver<'_, B> {
         for &rel in &stratum.relations {
             self.delta[rel] = None;
         }
+        self.delta_indexes.iter_mut().for_each(|i| *i = None);
         Ok(iterations)
     }
 
@@ -1042,17 +1146,17 @@ impl<B: Backend> Driver<'_, B> {
     fn run_rules(
         &mut self,
         rules: &[RulePlan],
-        pipelines: &[Vec<POp>],
+        pipelines: &[LoweredRule],
         relations: &[RelId],
         only_new: bool,
     ) -> ExecResult<Vec<(RelId, B::Relation)>> {
         let mut per_rel: Vec<Vec<B::Relation>> = relations.iter().map(|_| Vec::new()).collect();
-        for (rule, ops) in rules.iter().zip(pipelines) {
+        for (rule, lowered) in rules.iter().zip(pipelines) {
             let slot = relations
                 .iter()
                 .position(|&r| r == rule.head)
                 .ok_or_else(|| internal("a rule's head is outside its stratum"))?;
-            self.run_rule(rule, ops, &mut per_rel[slot], only_new)?;
+            self.run_rule(rule, lowered, &mut per_rel[slot], only_new)?;
         }
         let mut out = Vec::new();
         for (&rel, runs) in relations.iter().zip(per_rel) {
@@ -1089,31 +1193,46 @@ impl<B: Backend> Driver<'_, B> {
     fn run_rule(
         &mut self,
         rule: &RulePlan,
-        ops: &[POp],
+        lowered: &LoweredRule,
         acc: &mut Vec<B::Relation>,
         only_new: bool,
     ) -> ExecResult<()> {
+        let b = self.backend;
+        // A delta variant with an empty delta derives nothing.
+        let delta_len = match lowered.ops.first() {
+            Some(POp::Scan {
+                rel,
+                version: Version::Delta,
+                ..
+            }) => match &self.delta[*rel] {
+                Some(d) if b.relation_len(d) > 0 => Some(b.relation_len(d)),
+                _ => return Ok(()),
+            },
+            _ => None,
+        };
+        let full_first = match (&lowered.full_first, delta_len) {
+            (Some((outer, ops)), Some(d)) => match self.full_first {
+                FullFirstUse::Always => Some(ops),
+                FullFirstUse::BySize if b.relation_len(&self.full[*outer]) <= d => Some(ops),
+                _ => None,
+            },
+            _ => None,
+        };
+        let ops = full_first.map_or(&lowered.ops[..], |ops| &ops[..]);
         // Build the indexes this pipeline needs before running it.
         let mut needed = Vec::new();
         collect_indexes(ops, &mut needed);
-        for id in needed {
-            self.ensure_index(id)?;
-        }
-        if let Some(POp::Scan {
-            rel,
-            version: Version::Delta,
-            ..
-        }) = ops.first()
-        {
-            match &self.delta[*rel] {
-                Some(d) if self.backend.relation_len(d) > 0 => {}
-                _ => return Ok(()),
+        for (id, delta) in needed {
+            if delta {
+                self.ensure_delta_index(id)?;
+            } else {
+                self.ensure_index(id)?;
             }
         }
         let t = Instant::now();
         let (first, rest) = ops.split_at(1.min(ops.len()));
         let remaining = match first.first() {
-            Some(op) => self.run_op(op, None, false),
+            Some(op) => self.run_op(op, None, false, None),
             None => Err(internal("empty pipeline")),
         }
         .map_err(|e| self.deriving(rule.head, e))?;
@@ -1129,16 +1248,37 @@ impl<B: Backend> Driver<'_, B> {
         };
         // Asked per pipeline: a backend's budget may follow the memory it holds.
         let budget = self.backend.piece_budget();
-        let top = Level::Top {
-            first_piece_rows: budget.first_piece_rows.max(1),
-            max_batch_rows: budget.max_batch_rows.max(1),
-            sort_on_cut: matches!(
-                first.first(),
-                Some(POp::Scan {
-                    sort_output: true,
-                    ..
-                })
-            ),
+        let sort_on_cut = matches!(
+            first.first(),
+            Some(POp::Scan {
+                sort_output: true,
+                ..
+            })
+        );
+        // A full-first plan's pieces, cut from its scan sorted on the head's first
+        // column, derive disjoint tuples; not where the scan is too large to sort.
+        let disjoint = full_first.is_some() && b.batch_len(&remaining) <= budget.max_sort_rows;
+        let top = if disjoint {
+            let rows = b.relation_len(&self.full[rule.head]) / DISJOINT_BATCH_SHARE;
+            let max_batch_rows = rows
+                .max(DISJOINT_BATCH_MIN_ROWS)
+                .min(budget.max_batch_rows)
+                .max(1);
+            Level::Top {
+                first_piece_rows: DISJOINT_FIRST_PIECE_ROWS
+                    .min(budget.first_piece_rows)
+                    .max(1),
+                max_batch_rows,
+                sort_on_cut,
+                disjoint: true,
+            }
+        } else {
+            Level::Top {
+                first_piece_rows: budget.first_piece_rows.max(1),
+                max_batch_rows: budget.max_batch_rows.max(1),
+                sort_on_cut,
+                disjoint: false,
+            }
         };
         self.run_split(rule.head, rest, remaining, top, acc, only_new)
             .map(|_| ())
@@ -1187,10 +1327,23 @@ impl<B: Backend> Driver<'_, B> {
         // rows it may gather before the rest of the pipeline runs over it.
         let gathers = takes_sorted(rest);
         let mut gathered: Vec<B::Relation> = Vec::new();
-        let gather_limit = if gathers {
-            b.piece_budget().max_batch_rows.max(1)
-        } else {
-            usize::MAX
+        let gather_limit = match level {
+            _ if !gathers => usize::MAX,
+            Level::Top {
+                disjoint: true,
+                max_batch_rows,
+                ..
+            } => max_batch_rows,
+            _ => b.piece_budget().max_batch_rows.max(1),
+        };
+        // (Operators below the top are bounded by the backend's own budget.)
+        let max_rows = match level {
+            Level::Top {
+                disjoint: true,
+                max_batch_rows,
+                ..
+            } => Some(max_batch_rows),
+            _ => None,
         };
         let (mut piece_rows, mut sort_on_cut) = match level {
             Level::Top {
@@ -1235,9 +1388,10 @@ impl<B: Backend> Driver<'_, B> {
             let n = b.batch_len(&piece);
             let t = Instant::now();
             let outcome = if rest.is_empty() && only_new {
-                self.run_absorbed_op(op, &piece, n > 1, head)
+                self.run_absorbed_op(op, &piece, n > 1, max_rows, head)
             } else {
-                self.run_op(op, Some(&piece), n > 1).map(Absorbed::Rows)
+                self.run_op(op, Some(&piece), n > 1, max_rows)
+                    .map(Absorbed::Rows)
             };
             let outcome = outcome.and_then(|out| {
                 self.stats.phases.join += t.elapsed();
@@ -1469,10 +1623,10 @@ impl<B: Backend> Driver<'_, B> {
                 ) => {
                     // (As in `run_split`.)
                     let sorted = b.relation_batch(&b.sort_unique(owned)?)?;
-                    self.run_op(op, Some(&sorted), can_split)?
+                    self.run_op(op, Some(&sorted), can_split, None)?
                 }
-                (_, Some(owned)) => self.run_op(op, Some(&owned), can_split)?,
-                (_, None) => self.run_op(op, Some(input), can_split)?,
+                (_, Some(owned)) => self.run_op(op, Some(&owned), can_split, None)?,
+                (_, None) => self.run_op(op, Some(input), can_split, None)?,
             };
             batch = Some(next);
         }
@@ -1483,11 +1637,18 @@ impl<B: Backend> Driver<'_, B> {
     /// a join marked `sort_input` takes it sorted already). `can_split`: whether the
     /// caller runs it again over smaller pieces of `input` when it answers
     /// [`ExecError::BatchTooLarge`].
-    fn run_op(&self, op: &POp, input: Option<&B::Batch>, can_split: bool) -> ExecResult<B::Batch> {
+    fn run_op(
+        &self,
+        op: &POp,
+        input: Option<&B::Batch>,
+        can_split: bool,
+        max_rows: Option<usize>,
+    ) -> ExecResult<B::Batch> {
         let b = self.backend;
         let ctx = &EvalContext {
             symbols: self.ctx.symbols,
             can_split,
+            max_rows,
         };
         let codes = &self.prepared.codes;
         let code = |i: usize| {
@@ -1512,9 +1673,12 @@ impl<B: Backend> Driver<'_, B> {
                 };
                 b.scan(relation, code(*c)?, ctx)?
             }
-            POp::Join { index, code: c, .. } => {
-                b.join(input()?, self.index(*index)?, code(*c)?, ctx)?
-            }
+            POp::Join {
+                index,
+                code: c,
+                delta,
+                ..
+            } => b.join(input()?, self.join_index(*index, *delta)?, code(*c)?, ctx)?,
             POp::Intersect { indexes, code: c } => {
                 let atoms = indexes
                     .iter()
@@ -1562,10 +1726,16 @@ impl<B: Backend> Driver<'_, B> {
         op: &POp,
         input: &B::Batch,
         can_split: bool,
+        max_rows: Option<usize>,
         head: RelId,
     ) -> ExecResult<Absorbed<B::Batch, B::Relation>> {
-        let POp::Join { index, code, .. } = op else {
-            return self.run_op(op, Some(input), can_split).map(Absorbed::Rows);
+        let POp::Join {
+            index, code, delta, ..
+        } = op
+        else {
+            return self
+                .run_op(op, Some(input), can_split, max_rows)
+                .map(Absorbed::Rows);
         };
         let code = self
             .prepared
@@ -1575,10 +1745,37 @@ impl<B: Backend> Driver<'_, B> {
         let ctx = EvalContext {
             symbols: self.ctx.symbols,
             can_split,
+            max_rows,
         };
         let full = &self.full[head];
         self.backend
-            .join_absorbed(input, self.index(*index)?, code, &ctx, full)
+            .join_absorbed(input, self.join_index(*index, *delta)?, code, &ctx, full)
+    }
+
+    /// The index a join reads: over the full relation, or over its delta.
+    fn join_index(&self, id: usize, delta: bool) -> ExecResult<&B::Index> {
+        if !delta {
+            return self.index(id);
+        }
+        self.delta_indexes
+            .get(id)
+            .and_then(|i| i.as_ref())
+            .ok_or_else(|| internal("a delta index used before it was built"))
+    }
+
+    /// Builds the index `id` over its relation's delta, unless built this iteration.
+    fn ensure_delta_index(&mut self, id: usize) -> ExecResult<()> {
+        if self.delta_indexes[id].is_none() {
+            let rel = self.plan.indexes[id].rel;
+            let delta = self.delta[rel]
+                .as_ref()
+                .ok_or_else(|| internal("a delta joined outside its stratum's loop"))?;
+            let t = Instant::now();
+            let index = self.build_index(id, delta, "the new tuples of ")?;
+            self.delta_indexes[id] = Some(index);
+            self.stats.phases.index += t.elapsed();
+        }
+        Ok(())
     }
 
     fn index(&self, id: usize) -> ExecResult<&B::Index> {
@@ -1590,24 +1787,31 @@ impl<B: Backend> Driver<'_, B> {
 
     fn ensure_index(&mut self, id: usize) -> ExecResult<()> {
         if self.indexes[id].is_none() {
+            let full = &self.full[self.plan.indexes[id].rel];
             let t = Instant::now();
-            let spec = &self.plan.indexes[id];
-            let full = &self.full[spec.rel];
-            let index = self
-                .backend
-                .build_index(full, &spec.order, spec.key_len)
-                .map_err(|e| match e {
-                    ExecError::OutOfMemory(why) => ExecError::OutOfMemory(format!(
-                        "{why}; while indexing `{}` ({} tuples)",
-                        self.plan.relations[spec.rel].name,
-                        self.backend.relation_len(full)
-                    )),
-                    other => other,
-                })?;
+            let index = self.build_index(id, full, "")?;
             self.indexes[id] = Some(index);
             self.stats.phases.index += t.elapsed();
         }
         Ok(())
+    }
+
+    /// Index `id`'s layout over `rel` (its relation's full version or delta: `what`
+    /// says which, in an out-of-memory error).
+    fn build_index(&self, id: usize, rel: &B::Relation, what: &str) -> ExecResult<B::Index> {
+        let spec = &self.plan.indexes[id];
+        let index = self
+            .backend
+            .build_index(rel, &spec.order, spec.key_len)
+            .map_err(|e| match e {
+                ExecError::OutOfMemory(why) => ExecError::OutOfMemory(format!(
+                    "{why}; while indexing {what}`{}` ({} tuples)",
+                    self.plan.relations[spec.rel].name,
+                    self.backend.relation_len(rel)
+                )),
+                other => other,
+            })?;
+        Ok(index)
     }
 
     /// Runs the stratum's subsumptive clauses over full versions and removes the
@@ -1616,7 +1820,7 @@ impl<B: Backend> Driver<'_, B> {
     fn remove_dominated(
         &mut self,
         stratum: &fixlog_plan::StratumPlan,
-        pipelines: &[Vec<POp>],
+        pipelines: &[LoweredRule],
     ) -> ExecResult<()> {
         if stratum.subsumptions.is_empty() {
             return Ok(());
@@ -1631,6 +1835,7 @@ impl<B: Backend> Driver<'_, B> {
             self.full[rel] = self.backend.difference(&self.full[rel], &gone)?;
             if let Some(delta) = self.delta[rel].take() {
                 self.delta[rel] = Some(self.backend.difference(&delta, &gone)?);
+                self.delta_indexes.iter_mut().for_each(|i| *i = None);
             }
             self.stats.phases.merge += t.elapsed();
             self.drop_indexes(rel);
@@ -1719,11 +1924,13 @@ impl<B: Backend> Driver<'_, B> {
 
 /// The batch an operator consumes: the previous operator's output, or the pipeline's
 /// input for the first.
-fn collect_indexes(ops: &[POp], out: &mut Vec<usize>) {
+/// The indexes `ops` read, each with whether it is over the delta.
+fn collect_indexes(ops: &[POp], out: &mut Vec<(usize, bool)>) {
     for op in ops {
         match op {
-            POp::Join { index, .. } | POp::AntiJoin { index, .. } => out.push(*index),
-            POp::Intersect { indexes, .. } => out.extend(indexes),
+            POp::Join { index, delta, .. } => out.push((*index, *delta)),
+            POp::AntiJoin { index, .. } => out.push((*index, false)),
+            POp::Intersect { indexes, .. } => out.extend(indexes.iter().map(|&i| (i, false))),
             POp::Aggregate { sub, .. } => collect_indexes(sub, out),
             _ => {}
         }

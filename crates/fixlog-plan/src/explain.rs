@@ -118,6 +118,19 @@ pub fn explain_with_notes(
                     }
                 }
                 write_ops(&mut out, plan, &rule_plan.ops, 4, note);
+                if let (Some(ff), Some(logical::Literal::Atom(d))) = (
+                    &rule_plan.full_first,
+                    rule_plan.delta_atom.and_then(|d| rule.body.get(d)),
+                ) {
+                    let _ = writeln!(
+                        out,
+                        "    full-first plan (on the GPU under --gpu-memory-limit, in an iteration where Δ{} has at least as many tuples as {}; pieces cut from {} sorted on the head's first variable):",
+                        plan.relations[d.rel].name,
+                        plan.relations[ff.outer].name,
+                        plan.relations[ff.outer].name
+                    );
+                    write_ops(&mut out, plan, &ff.ops, 6, note);
+                }
                 let verb = if std::ptr::eq(rules, &stratum.subsumptions) {
                     "remove from"
                 } else {

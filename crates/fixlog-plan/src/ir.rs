@@ -151,7 +151,8 @@ pub enum Op {
         project: Vec<PExpr>,
     },
     /// For each input tuple, every tuple of `index`'s relation version whose key columns
-    /// (`order[..key_len]`) equal `key` (expressions over the input tuple).
+    /// (`order[..key_len]`) equal `key` (expressions over the input tuple). A delta is
+    /// joined only in a [`FullFirst`] plan (its index is built afresh each iteration).
     Join {
         index: IndexId,
         version: Version,
@@ -168,8 +169,7 @@ pub enum Op {
     /// step first (the key) and the new variable's column next, so within one key's
     /// range the candidate values are sorted, and the values common to all atoms are
     /// found by leapfrogging over the ranges instead of materializing a pairwise join.
-    /// Every atom reads the full relation (deltas are scanned first, never joined).
-    /// `atoms` has at least two entries. Each value is produced once per input tuple.
+    /// Every atom reads the full relation. `atoms` has at least two entries. Each value is produced once per input tuple.
     Intersect {
         atoms: Vec<IntersectAtom>,
         filters: Vec<Cond>,
@@ -275,6 +275,30 @@ pub struct RulePlan {
     /// The rule's `.plan` for this version, if it has one, and whether the plan follows
     /// it (`explain` prints it).
     pub plan_note: Option<String>,
+    /// For a delta variant: the same variant with a full atom scanned first and the
+    /// delta joined next, for the iterations where the delta outnumbers that atom.
+    pub full_first: Option<FullFirst>,
+}
+
+/// A delta variant planned from one of its full atoms: the atom that binds the head's
+/// first variable (and shares a variable with the delta atom) is scanned first, sorted
+/// on that variable, and the delta is joined next (through an index over the delta).
+///
+/// Why: the driver cuts a pipeline's first batch into pieces. Cut from the delta, the
+/// pieces' results share head tuples, so what the later joins make can only be
+/// bounded by repeating work (same generation's `(x, b)` pairs: 0.41 GiB beside a
+/// 0.38 GiB relation at CA-HepTh's largest iteration). Cut from this atom sorted on
+/// the head's first variable, each piece derives tuples of its own range of that
+/// variable, so the driver bounds every batch of the pipeline without repeating any
+/// (`fixlog_exec::driver`). Both orders make the same join rows; this one probes the
+/// delta once per row of the atom instead of the atom once per delta row. The driver
+/// runs it only where asked (`fixlog_exec::driver::FullFirstUse`: measured, it lowers
+/// the peak but costs time on some graphs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FullFirst {
+    /// The relation of the atom scanned first.
+    pub outer: RelId,
+    pub ops: Vec<Op>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

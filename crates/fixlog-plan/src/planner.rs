@@ -70,6 +70,7 @@ pub fn plan_with(program: &Program, options: &PlanOptions) -> Result<Plan, Diagn
                 join: wcoj::choose(rule, options.join),
                 forced: None,
                 head_first: None,
+                full_first: None,
             };
             // The rule's `.plan`: per version, its atoms' order as body positions.
             let atom_pos: Vec<usize> = rule
@@ -118,6 +119,7 @@ pub fn plan_with(program: &Program, options: &PlanOptions) -> Result<Plan, Diagn
                     join: wcoj::choose(rule, options.join),
                     forced: None,
                     head_first: None,
+                    full_first: None,
                 };
                 subsumptions.push(planner.plan_rule(rule_idx, rule, None)?);
             }
@@ -173,6 +175,8 @@ struct RulePlanner<'a> {
     /// The variable of the head's first argument, in a delta variant (see
     /// `Tracker::best_atom_binding`).
     head_first: Option<VarId>,
+    /// While planning a [`FullFirst`] variant: the atom scanned first.
+    full_first: Option<usize>,
 }
 
 /// The operator being built: where each bound variable is in its joined tuple, and the
@@ -238,6 +242,12 @@ impl RulePlanner<'_> {
             },
             None => JoinChoice::Pairwise,
         };
+        let full_first = match delta {
+            Some(d) if !self.wcoj && self.forced.is_none() => {
+                self.plan_full_first(rule, d, &keep)?
+            }
+            _ => None,
+        };
         Ok(RulePlan {
             rule: rule_idx,
             delta_atom: delta,
@@ -245,7 +255,62 @@ impl RulePlanner<'_> {
             ops,
             join,
             plan_note,
+            full_first,
         })
+    }
+
+    /// The [`FullFirst`] plan of the delta variant of `rule` that reads atom `d`, where
+    /// the delta atom does not bind the head's first variable and a full atom does,
+    /// sharing a variable with the delta atom (the first such atom in body order).
+    fn plan_full_first(
+        &mut self,
+        rule: &logical::Rule,
+        d: usize,
+        keep: &HashSet<VarId>,
+    ) -> Result<Option<FullFirst>, Diagnostic> {
+        let Some(h) = self.head_first else {
+            return Ok(None);
+        };
+        let atom_vars = |i: usize| -> Vec<VarId> {
+            match rule.body.get(i) {
+                Some(Literal::Atom(a)) => term_vars(&a.args).collect(),
+                _ => Vec::new(),
+            }
+        };
+        let delta_vars = atom_vars(d);
+        if delta_vars.contains(&h) {
+            return Ok(None);
+        }
+        let Some(outer) = (0..rule.body.len()).find(|&i| {
+            let vars = atom_vars(i);
+            i != d && vars.contains(&h) && vars.iter().any(|v| delta_vars.contains(v))
+        }) else {
+            return Ok(None);
+        };
+        let Some(Literal::Atom(outer_atom)) = rule.body.get(outer) else {
+            return Ok(None);
+        };
+        let head = &rule.head.args;
+        self.full_first = Some(outer);
+        let ops = self.plan_body(&rule.body, Some(d), None, keep, &|env| {
+            head.iter().map(|e| to_pexpr(e, env)).collect()
+        });
+        self.full_first = None;
+        let ops = ops.map_err(|what| internal(rule, what))?;
+        // (The delta is joined as soon as the scan's filters and anti-joins ran.)
+        let joins_delta = ops.iter().any(|op| {
+            matches!(
+                op,
+                Op::Join {
+                    version: Version::Delta,
+                    ..
+                }
+            )
+        });
+        Ok(joins_delta.then_some(FullFirst {
+            outer: outer_atom.rel,
+            ops,
+        }))
     }
 
     /// Plans `body` into a pipeline.
@@ -286,7 +351,11 @@ impl RulePlanner<'_> {
             }
             None => {
                 let forced_first = self.forced.as_ref().and_then(|(o, _)| o.first().copied());
-                let first = delta.or(forced_first).or_else(|| t.first_atom());
+                let first = self
+                    .full_first
+                    .or(delta)
+                    .or(forced_first)
+                    .or_else(|| t.first_atom());
                 match first {
                     Some(i) => {
                         let Some(Literal::Atom(atom)) = body.get(i) else {
@@ -302,7 +371,17 @@ impl RulePlanner<'_> {
                             self.bound_order.extend(term_vars(&atom.args));
                         }
                         absorb(&mut op, &mut t);
-                        let (project, schema) = t.project_live(&op.env);
+                        let (mut project, mut schema) = t.project_live(&op.env);
+                        if self.full_first.is_some() {
+                            // The head's first variable first: the driver sorts the
+                            // scan on its first column (see `FullFirst`).
+                            let h = self
+                                .head_first
+                                .and_then(|h| schema.iter().position(|&v| v == h))
+                                .ok_or("a full-first scan lacks the head's first variable")?;
+                            schema[..=h].rotate_right(1);
+                            project[..=h].rotate_right(1);
+                        }
                         lead = schema.first().copied();
                         ops.push(Op::Scan {
                             rel: atom.rel,
@@ -525,6 +604,13 @@ impl RulePlanner<'_> {
                 // one does).
                 match self.forced.as_ref().filter(|_| top) {
                     Some((order, _)) => order.iter().copied().find(|&i| t.alive[i]),
+                    // A full-first plan joins the delta right after its scan.
+                    None if top
+                        && self.full_first.is_some()
+                        && delta.is_some_and(|d| t.alive[d]) =>
+                    {
+                        delta
+                    }
                     None => match lead.filter(|_| ops.len() == 1) {
                         Some(v) => self
                             .head_first
@@ -1311,18 +1397,15 @@ mod tests {
         assert!(delta.plan_note.as_deref().unwrap().contains("adjusted"));
     }
 
+    /// Same generation.
+    const SG: &str = ".decl edge(x: number, y: number)\n.input edge\n\
+                      .decl sg(x: number, y: number)\n\
+                      sg(x, y) :- edge(p, x), edge(p, y), x != y.\n\
+                      sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).\n";
+
     /// The operators of the first delta variant of `rel`'s rules in `src`.
     fn first_delta_ops(src: &str, rel: &str) -> Vec<Op> {
-        let mut sm = SourceMap::new();
-        let p = fixlog_logical::compile_str("t.dl", src, &mut sm).expect("a valid program");
-        let plan = plan(&p).unwrap();
-        let id = p.relation_id(rel).unwrap();
-        let stratum = plan
-            .strata
-            .iter()
-            .find(|s| s.relations.contains(&id))
-            .unwrap();
-        stratum.recursive_rules[0].ops.clone()
+        first_delta_variant(src, rel).ops
     }
 
     #[test]
@@ -1333,13 +1416,7 @@ mod tests {
         // column, which decided before): the second join's input, (x, b), comes sorted on
         // x, and its output's first column is its input's first (a join whose new rows
         // a backend can find group by group: `fixlog_exec::NewRowsShape`).
-        let ops = first_delta_ops(
-            ".decl edge(x: number, y: number)\n.input edge\n\
-             .decl sg(x: number, y: number)\n\
-             sg(x, y) :- edge(p, x), edge(p, y), x != y.\n\
-             sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).\n",
-            "sg",
-        );
+        let ops = first_delta_ops(SG, "sg");
         let [Op::Scan {
             version: Version::Delta,
             project: scanned,
@@ -1381,6 +1458,77 @@ mod tests {
             panic!("a scan and two joins: {ops:?}");
         };
         assert!(joined.contains(&PExpr::Col(0)), "{ops:?}");
+    }
+
+    /// The first delta variant of `rel`'s rules in `src`.
+    fn first_delta_variant(src: &str, rel: &str) -> RulePlan {
+        let mut sm = SourceMap::new();
+        let p = fixlog_logical::compile_str("t.dl", src, &mut sm).expect("a valid program");
+        let plan = plan(&p).unwrap();
+        let id = p.relation_id(rel).unwrap();
+        plan.strata
+            .iter()
+            .find(|s| s.relations.contains(&id))
+            .unwrap()
+            .recursive_rules[0]
+            .clone()
+    }
+
+    #[test]
+    fn a_delta_that_does_not_bind_the_heads_first_variable_has_a_full_first_plan() {
+        // SG: Δsg(a, b) binds neither x nor y; edge(a, x) binds x and shares a with
+        // the delta, so the full-first plan scans it with x first, joins Δsg on a
+        // next (through an index over the delta), then edge on b.
+        let variant = first_delta_variant(SG, "sg");
+        let ff = variant.full_first.expect("a full-first plan");
+        let [Op::Scan {
+            version: Version::Full,
+            project: scanned,
+            ..
+        }, Op::Join {
+            version: Version::Delta,
+            key,
+            ..
+        }, Op::Join {
+            version: Version::Full,
+            project: last,
+            ..
+        }] = &ff.ops[..]
+        else {
+            panic!("a scan, a delta join and a join: {:?}", ff.ops);
+        };
+        // edge(a, x) as (x, a): x, the head's first variable, is the scan's column 0;
+        // the delta's key is a; the last join writes x, its input's column 0, first.
+        assert_eq!(scanned, &vec![PExpr::Col(1), PExpr::Col(0)]);
+        assert_eq!(key, &vec![PExpr::Col(1)]);
+        assert_eq!(last.first(), Some(&PExpr::Col(0)));
+
+        // Transitive closure's delta binds x itself: no full-first plan.
+        let tc = first_delta_variant(
+            ".decl e(x: number, y: number)\n.input e\n.decl p(x: number, y: number)\n\
+             p(x, y) :- e(x, y).\np(x, z) :- p(x, y), e(y, z).\n",
+            "p",
+        );
+        assert!(tc.full_first.is_none());
+        // Nor where the head's first argument is not a variable, or where the atom
+        // binding it shares nothing with the delta (it would be a product).
+        for src in [
+            ".decl e(x: number, y: number)\n.input e\n.decl p(x: number, y: number)\n\
+             p(x, y) :- e(x, y).\np(x + 1, z) :- e(a, x), p(a, z).\n",
+            ".decl e(x: number, y: number)\n.input e\n.decl p(x: number, y: number)\n\
+             p(x, y) :- e(x, y).\np(x, z) :- e(x, x), p(a, z), e(a, a).\n",
+        ] {
+            assert!(first_delta_variant(src, "p").full_first.is_none(), "{src}");
+        }
+        // A `.plan` is the user's order: no full-first plan beside it.
+        let planned = first_delta_variant(
+            ".decl edge(x: number, y: number)\n.input edge\n\
+             .decl sg(x: number, y: number)\n\
+             sg(x, y) :- edge(p, x), edge(p, y), x != y.\n\
+             sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).\n.plan 0: (2, 1, 3)\n",
+            "sg",
+        );
+        assert!(planned.full_first.is_none());
     }
 
     #[test]

@@ -80,9 +80,15 @@ pub struct RunOptions {
     /// `.printsize` and [`Database::len`]) but not kept, which saves memory. Reading
     /// such a relation with [`Database::relation`] then gives `None`.
     pub outputs_only: bool,
+    /// When recursive rules run their full-first plans ([`FullFirstUse`]: less peak
+    /// memory for same-generation-like rules, slower on some graphs). `None`, the
+    /// default: by size on the GPU under a `gpu_memory_limit` (where they keep the
+    /// relations on the device: SG CA-HepTh at 1 GiB 1.98 → 0.43 s on an H100,
+    /// docs/gpu-results.md round 28), never elsewhere. The results are the same.
+    pub full_first: Option<FullFirstUse>,
 }
 
-pub use fixlog_exec::driver::RunStats;
+pub use fixlog_exec::driver::{FullFirstUse, RunStats};
 
 /// How a program is read: its preprocessing (`-M`, `-I`, `--preprocessor`,
 /// `--no-preprocessor`) and where its user-defined functors are loaded from (`-L`,
@@ -309,6 +315,7 @@ impl Fixlog {
                     .collect()
             }),
             needed,
+            full_first: options.full_first.unwrap_or_default(),
         };
         // The CPU backend's budget, kept after the run: it still counts the results'
         // runs in memory, and reading them (writing the outputs) is charged to it.
@@ -415,9 +422,14 @@ impl Fixlog {
         // The results come to the host charged to the run's budget (`--memory-limit`),
         // spilling to files past it, as on the CPU.
         let host = fixlog_cpu::HostMemory::new(&host_options(options, budget));
+        // Under a device memory limit, full-first plans by size (see `RunOptions`).
+        let mut bounded = driver.clone();
+        if options.full_first.is_none() && options.gpu_memory_limit.is_some() {
+            bounded.full_first = FullFirstUse::BySize;
+        }
         let mut result = {
             let _on = host.enter();
-            fixlog_cuda::run(&self.program, &self.plan, initial, symbols, driver, &cuda)?
+            fixlog_cuda::run(&self.program, &self.plan, initial, symbols, &bounded, &cuda)?
         };
         result.stats.host_memory = Some(host.stats());
         Ok(result)

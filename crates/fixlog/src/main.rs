@@ -515,6 +515,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 missing_inputs_empty: no_warn,
                 only_needed_inputs: true,
                 outputs_only: true,
+                ..RunOptions::default()
             };
             let db = program.run(&options)?;
             if matches!(backend, BackendArg::Auto) && !quiet {

@@ -311,7 +311,8 @@ impl CudaBackend {
             return Ok(Absorbed::Rows(CudaBatch::empty(ow)));
         }
         if ctx.can_split && ow > 0 {
-            let limit = (self.batch_budget_bytes() / (ow * 4)).max(1);
+            let own = (self.batch_budget_bytes() / (ow * 4)).max(1);
+            let limit = ctx.max_rows.map_or(own, |m| m.clamp(1, own));
             if total > limit {
                 return Err(CudaError::Exec(fixlog_exec::ExecError::BatchTooLarge {
                     rows: total,
