@@ -35,7 +35,7 @@
 //! The driver decides *what* runs; the backend decides *how*. Indexes over relations of
 //! earlier strata are built on first use and kept.
 //!
-//! Two decisions bound memory and work without the backend knowing about them:
+//! Three decisions bound memory and work without the backend knowing about them:
 //! - **Piece by piece.** A pipeline's first operator's output is cut into pieces; each
 //!   piece runs through the rest of the pipeline and its result is deduplicated and
 //!   subtracted from `full` at once. The piece size adapts so that no batch of a piece
@@ -47,6 +47,11 @@
 //! - **Set results.** A rule's result is a set, so every join of a rule pipeline may drop
 //!   repeated tuples early (`OpSpec::Join::distinct`), and a join's output that feeds
 //!   another join is sorted and deduplicated first.
+//! - **Full-first plans.** Where [`DriverOptions::full_first`] asks, a delta variant runs
+//!   its [`fixlog_plan::FullFirst`] plan: its first batch is cut from a full atom sorted
+//!   on the head's first variable, and the delta is joined through an index over it
+//!   (built each iteration). Its pieces derive disjoint head tuples, so every batch and
+//!   gathered set is bounded at a share of the head relation without repeating work.
 
 use crate::backend::{
     internal, Absorbed, Backend, EvalContext, ExecError, ExecResult, IntersectAtomSpec, OpSpec,
