@@ -84,8 +84,8 @@ pub struct DriverOptions {
 /// When the driver runs a delta variant's [`fixlog_plan::FullFirst`] plan instead of
 /// its delta-first one (both derive the same tuples).
 ///
-/// Never by default here; the `fixlog` crate runs them by size on the GPU under a
-/// device memory limit. Measured on an H100 (docs/gpu-results.md, round 28), `BySize`
+/// Never by default here; the `fixlog` crate runs them by size on the CPU and on the
+/// GPU under a device memory limit. Measured on an H100 (docs/gpu-results.md, round 28), `BySize`
 /// cut same generation's peak device memory by 24-40% without a limit (CA-HepTh 1.48
 /// → 1.13 GiB, ego-Facebook 0.43 → 0.26) but took 1.6x the time on CA-HepTh and 5x on
 /// ego-Facebook, whose joins make many pieces per iteration (each with its own

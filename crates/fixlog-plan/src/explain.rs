@@ -124,7 +124,7 @@ pub fn explain_with_notes(
                 ) {
                     let _ = writeln!(
                         out,
-                        "    full-first plan (on the GPU under --gpu-memory-limit, in an iteration where Δ{} has at least as many tuples as {}; pieces cut from {} sorted on the head's first variable):",
+                        "    full-first plan (on the CPU, and on the GPU under --gpu-memory-limit, in an iteration where Δ{} has at least as many tuples as {}; pieces cut from {} sorted on the head's first variable):",
                         plan.relations[d.rel].name,
                         plan.relations[ff.outer].name,
                         plan.relations[ff.outer].name

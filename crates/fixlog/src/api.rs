@@ -82,9 +82,11 @@ pub struct RunOptions {
     pub outputs_only: bool,
     /// When recursive rules run their full-first plans ([`FullFirstUse`]: less peak
     /// memory for same-generation-like rules, slower on some graphs). `None`, the
-    /// default: by size on the GPU under a `gpu_memory_limit` (where they keep the
-    /// relations on the device: SG CA-HepTh at 1 GiB 1.98 → 0.43 s on an H100,
-    /// docs/gpu-results.md round 28), never elsewhere. The results are the same.
+    /// default: by size on the CPU (SG on two threads: as fast or faster, peaks
+    /// 15-38% lower on dense graphs, docs/cpu-results.md) and on the GPU under a
+    /// `gpu_memory_limit` (where they keep the relations on the device: SG CA-HepTh at
+    /// 1 GiB 1.98 → 0.43 s on an H100, docs/gpu-results.md round 28); never on the GPU
+    /// without one (1.6-5x the time there). The results are the same.
     pub full_first: Option<FullFirstUse>,
 }
 
@@ -315,7 +317,8 @@ impl Fixlog {
                     .collect()
             }),
             needed,
-            full_first: options.full_first.unwrap_or_default(),
+            // (The CPU's choice; `run_cuda` makes the GPU's.)
+            full_first: options.full_first.unwrap_or(FullFirstUse::BySize),
         };
         // The CPU backend's budget, kept after the run: it still counts the results'
         // runs in memory, and reading them (writing the outputs) is charged to it.
@@ -422,10 +425,13 @@ impl Fixlog {
         // The results come to the host charged to the run's budget (`--memory-limit`),
         // spilling to files past it, as on the CPU.
         let host = fixlog_cpu::HostMemory::new(&host_options(options, budget));
-        // Under a device memory limit, full-first plans by size (see `RunOptions`).
+        // Full-first plans by size only under a device memory limit (see `RunOptions`).
         let mut bounded = driver.clone();
-        if options.full_first.is_none() && options.gpu_memory_limit.is_some() {
-            bounded.full_first = FullFirstUse::BySize;
+        if options.full_first.is_none() {
+            bounded.full_first = match options.gpu_memory_limit {
+                Some(_) => FullFirstUse::BySize,
+                None => FullFirstUse::Never,
+            };
         }
         let mut result = {
             let _on = host.enter();
