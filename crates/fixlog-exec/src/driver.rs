@@ -1092,7 +1092,7 @@ impl<B: Backend> Driver<'_, B> {
             // Everything is new at the start.
             self.delta[rel] = Some(self.full[rel].clone());
         }
-        self.delta_indexes.iter_mut().for_each(|i| *i = None);
+        self.drop_delta_indexes();
 
         let mut iterations = 0;
         loop {
@@ -1110,7 +1110,7 @@ impl<B: Backend> Driver<'_, B> {
             for &rel in &stratum.relations {
                 self.delta[rel] = None;
             }
-            self.delta_indexes.iter_mut().for_each(|i| *i = None);
+            self.drop_delta_indexes();
             for (rel, new) in news {
                 let delta = self.add_to_full(rel, new)?;
                 self.delta[rel] = Some(delta);
@@ -1142,7 +1142,7 @@ impl<B: Backend> Driver<'_, B> {
         for &rel in &stratum.relations {
             self.delta[rel] = None;
         }
-        self.delta_indexes.iter_mut().for_each(|i| *i = None);
+        self.drop_delta_indexes();
         Ok(iterations)
     }
 
@@ -1263,27 +1263,22 @@ impl<B: Backend> Driver<'_, B> {
         // A full-first plan's pieces, cut from its scan sorted on the head's first
         // column, derive disjoint tuples; not where the scan is too large to sort.
         let disjoint = full_first.is_some() && b.batch_len(&remaining) <= budget.max_sort_rows;
-        let top = if disjoint {
-            let rows = b.relation_len(&self.full[rule.head]) / DISJOINT_BATCH_SHARE;
-            let max_batch_rows = rows
-                .max(DISJOINT_BATCH_MIN_ROWS)
-                .min(budget.max_batch_rows)
-                .max(1);
-            Level::Top {
-                first_piece_rows: DISJOINT_FIRST_PIECE_ROWS
-                    .min(budget.first_piece_rows)
-                    .max(1),
-                max_batch_rows,
-                sort_on_cut,
-                disjoint: true,
-            }
+        let (first_piece_rows, max_batch_rows) = if disjoint {
+            let share = b.relation_len(&self.full[rule.head]) / DISJOINT_BATCH_SHARE;
+            (
+                DISJOINT_FIRST_PIECE_ROWS.min(budget.first_piece_rows),
+                share
+                    .max(DISJOINT_BATCH_MIN_ROWS)
+                    .min(budget.max_batch_rows),
+            )
         } else {
-            Level::Top {
-                first_piece_rows: budget.first_piece_rows.max(1),
-                max_batch_rows: budget.max_batch_rows.max(1),
-                sort_on_cut,
-                disjoint: false,
-            }
+            (budget.first_piece_rows, budget.max_batch_rows)
+        };
+        let top = Level::Top {
+            first_piece_rows: first_piece_rows.max(1),
+            max_batch_rows: max_batch_rows.max(1),
+            sort_on_cut,
+            disjoint,
         };
         self.run_split(rule.head, rest, remaining, top, acc, only_new)
             .map(|_| ())
@@ -1332,16 +1327,9 @@ impl<B: Backend> Driver<'_, B> {
         // rows it may gather before the rest of the pipeline runs over it.
         let gathers = takes_sorted(rest);
         let mut gathered: Vec<B::Relation> = Vec::new();
-        let gather_limit = match level {
-            _ if !gathers => usize::MAX,
-            Level::Top {
-                disjoint: true,
-                max_batch_rows,
-                ..
-            } => max_batch_rows,
-            _ => b.piece_budget().max_batch_rows.max(1),
-        };
-        // (Operators below the top are bounded by the backend's own budget.)
+        // A top level whose pieces derive disjoint tuples bounds its operators' batches
+        // and the gathered set by its own size (operators below the top by the
+        // backend's budget).
         let max_rows = match level {
             Level::Top {
                 disjoint: true,
@@ -1349,6 +1337,11 @@ impl<B: Backend> Driver<'_, B> {
                 ..
             } => Some(max_batch_rows),
             _ => None,
+        };
+        let gather_limit = match max_rows {
+            _ if !gathers => usize::MAX,
+            Some(rows) => rows,
+            None => b.piece_budget().max_batch_rows.max(1),
         };
         let (mut piece_rows, mut sort_on_cut) = match level {
             Level::Top {
@@ -1768,6 +1761,12 @@ impl<B: Backend> Driver<'_, B> {
             .ok_or_else(|| internal("a delta index used before it was built"))
     }
 
+    /// Drops the indexes over deltas (the deltas changed: they are built again when a
+    /// pipeline next joins one).
+    fn drop_delta_indexes(&mut self) {
+        self.delta_indexes.iter_mut().for_each(|i| *i = None);
+    }
+
     /// Builds the index `id` over its relation's delta, unless built this iteration.
     fn ensure_delta_index(&mut self, id: usize) -> ExecResult<()> {
         if self.delta_indexes[id].is_none() {
@@ -1840,7 +1839,7 @@ impl<B: Backend> Driver<'_, B> {
             self.full[rel] = self.backend.difference(&self.full[rel], &gone)?;
             if let Some(delta) = self.delta[rel].take() {
                 self.delta[rel] = Some(self.backend.difference(&delta, &gone)?);
-                self.delta_indexes.iter_mut().for_each(|i| *i = None);
+                self.drop_delta_indexes();
             }
             self.stats.phases.merge += t.elapsed();
             self.drop_indexes(rel);
@@ -1927,8 +1926,6 @@ impl<B: Backend> Driver<'_, B> {
     }
 }
 
-/// The batch an operator consumes: the previous operator's output, or the pipeline's
-/// input for the first.
 /// The indexes `ops` read, each with whether it is over the delta.
 fn collect_indexes(ops: &[POp], out: &mut Vec<(usize, bool)>) {
     for op in ops {

@@ -92,6 +92,17 @@ pub struct RunOptions {
 
 pub use fixlog_exec::driver::{FullFirstUse, RunStats};
 
+/// When a run takes full-first plans (see [`RunOptions::full_first`]): as asked, or by
+/// size on the CPU and on the GPU under a device memory limit, never on the GPU
+/// without one.
+fn full_first_use(options: &RunOptions, on_gpu: bool) -> FullFirstUse {
+    match options.full_first {
+        Some(asked) => asked,
+        None if !on_gpu || options.gpu_memory_limit.is_some() => FullFirstUse::BySize,
+        None => FullFirstUse::Never,
+    }
+}
+
 /// How a program is read: its preprocessing (`-M`, `-I`, `--preprocessor`,
 /// `--no-preprocessor`) and where its user-defined functors are loaded from (`-L`,
 /// `-l`).
@@ -318,7 +329,7 @@ impl Fixlog {
             }),
             needed,
             // (The CPU's choice; `run_cuda` makes the GPU's.)
-            full_first: options.full_first.unwrap_or(FullFirstUse::BySize),
+            full_first: full_first_use(options, false),
         };
         // The CPU backend's budget, kept after the run: it still counts the results'
         // runs in memory, and reading them (writing the outputs) is charged to it.
@@ -425,17 +436,13 @@ impl Fixlog {
         // The results come to the host charged to the run's budget (`--memory-limit`),
         // spilling to files past it, as on the CPU.
         let host = fixlog_cpu::HostMemory::new(&host_options(options, budget));
-        // Full-first plans by size only under a device memory limit (see `RunOptions`).
-        let mut bounded = driver.clone();
-        if options.full_first.is_none() {
-            bounded.full_first = match options.gpu_memory_limit {
-                Some(_) => FullFirstUse::BySize,
-                None => FullFirstUse::Never,
-            };
-        }
+        let driver = DriverOptions {
+            full_first: full_first_use(options, true),
+            ..driver.clone()
+        };
         let mut result = {
             let _on = host.enter();
-            fixlog_cuda::run(&self.program, &self.plan, initial, symbols, &bounded, &cuda)?
+            fixlog_cuda::run(&self.program, &self.plan, initial, symbols, &driver, &cuda)?
         };
         result.stats.host_memory = Some(host.stats());
         Ok(result)
