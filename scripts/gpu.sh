@@ -31,6 +31,7 @@ rm -rf .carry && mkdir -p .carry/data/graphs .carry/tests
 for b in gpu_selftest gpu_bench tc cuda_conformance codegen_gpu; do cp "$T/examples/$b" .carry/; done
 cp "$T/fixlog" .carry/
 [ -f "$T/examples/cspa_gen" ] && cp "$T/examples/cspa_gen" .carry/
+cp "$T/examples/full_first" .carry/
 [ -f examples/cspa/cspa.dl ] && cp examples/cspa/cspa.dl .carry/
 python3 - "$PWD/.carry/tests" /tmp/fixlog-tests.json <<'PY'
 import json, shutil, sys
@@ -42,7 +43,7 @@ for line in open(sys.argv[2]):
                                         "patterns", "match_backends", "match_data")):
         shutil.copy(m["executable"], sys.argv[1] + "/" + m["target"]["name"])
 PY
-strip .carry/gpu_selftest .carry/gpu_bench .carry/tc .carry/cuda_conformance .carry/codegen_gpu .carry/fixlog .carry/tests/* 2>/dev/null || true
+strip .carry/gpu_selftest .carry/gpu_bench .carry/tc .carry/cuda_conformance .carry/codegen_gpu .carry/fixlog .carry/full_first .carry/tests/* 2>/dev/null || true
 [ -f .carry/cspa_gen ] && strip .carry/cspa_gen
 cat > .carry/paths <<P
 BUILD_ROOT=$PWD
@@ -50,7 +51,7 @@ BUILD_BIN=$T/fixlog
 P
 cp crates/fixlog-cuda/scripts/cub_sort.py crates/fixlog-cuda/scripts/ncu_summary.py crates/fixlog-cuda/scripts/run.sh .carry/
 cp scripts/device/engine.sh scripts/device/bench_engine.py scripts/device/ab.sh scripts/device/probe_cost.py \
-    scripts/device/round27.sh .carry/
+    scripts/device/round27.sh scripts/device/round29.sh .carry/
 # The kernel cache the latest device call brought back (see engine.sh), if any.
 K=$(ls -t ${FIXLOG_DEVICE_FILES:-/work/.device}/*/kernels.tgz 2>/dev/null | head -1 || true)
 [ -n "$K" ] && cp "$K" .carry/kernels.tgz
@@ -64,7 +65,7 @@ mkdir -p .carry/data/patterns/sunluo && cp -r "$DATA/patterns/sunluo/data_graph"
 [ -d "$DATA/patterns/sunluo/computed_counts" ] && cp -r "$DATA/patterns/sunluo/computed_counts" .carry/data/patterns/sunluo/
 [ -f "$DATA/patterns/sunluo/query_sets/hprd_queries.tar.gz" ] && mkdir -p .carry/data/patterns/sunluo/query_sets && cp "$DATA/patterns/sunluo/query_sets/hprd_queries.tar.gz" .carry/data/patterns/sunluo/query_sets/
 # Binaries travel compressed (64 MiB limit); engine.sh unpacks them.
-tar czf .carry/bin.tgz -C .carry fixlog cuda_conformance tests && rm -rf .carry/fixlog .carry/cuda_conformance .carry/tests
+tar czf .carry/bin.tgz -C .carry fixlog full_first cuda_conformance tests && rm -rf .carry/fixlog .carry/full_first .carry/cuda_conformance .carry/tests
 du -sh .carry
 cat <<'MSG'
 packed .carry/. Now call the device tool, e.g.:

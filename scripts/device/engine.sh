@@ -10,6 +10,9 @@
 #                the ones CI skips as slow included)
 #   lowmem       golden and small real-data suites with the GPU capped at LOWMEM bytes
 #                (default 128 MiB), the larger real-data graphs at LOWMEM_BIG (default 2 GiB)
+#   fullfirst    SG through the `full_first` example: the product's choice of full-first
+#                plans, by size, never, always (FF_GRAPHS, FF_LIMITS: "none 1G ...",
+#                FF_CHOICES, REPS)
 #   engine       TC and SG on the shared graphs through `fixlog run --backend cuda`
 #                (GRAPHS: comma list; REPS, default 1; LIMIT: --gpu-memory-limit;
 #                FIXLOG_BIN: another fixlog binary, e.g. an older build to compare)
@@ -126,6 +129,19 @@ for s in "${STEPS[@]}"; do
         echo "$t (limit $limit) rc=$rc $r"; summary+=("lowmem $t (limit $limit): rc=$rc $r")
         [ $rc -ne 0 ] && grep -E "panicked|FAILED|differs|error" "$OUT/lowmem-$t.log" | head -20
       done;;
+    fullfirst)
+      # SG with full-first plans at the product's choice, by size, never and always
+      # (the `full_first` example, through the library API), without and with limits.
+      printf '.decl edge(x: number, y: number)\n.input edge\n.decl sg(x: number, y: number)\n.printsize sg\nsg(x, y) :- edge(p, x), edge(p, y), x != y.\nsg(x, y) :- edge(a, x), sg(a, b), edge(b, y).\n' > /tmp/SG.dl
+      for g in ${FF_GRAPHS:-CA-HepTh loc-Brightkite ego-Facebook fe_body}; do
+        mkdir -p /tmp/ff/$g; [ -f /tmp/ff/$g/edge.facts ] || zcat "$C/data/graphs/$g.tsv.gz" > /tmp/ff/$g/edge.facts
+        for l in ${FF_LIMITS:-none}; do
+          echo "== SG $g, limit $l"
+          timeout ${T_FF:-120} "$C/full_first" /tmp/SG.dl /tmp/ff/$g --backend cuda --reps ${REPS:-1} \
+            ${FF_CHOICES:+--choices $FF_CHOICES} $([ $l != none ] && echo --gpu-memory-limit $l) 2>&1 | tail -5
+        done
+      done | tee "$OUT/fullfirst.log"
+      summary+=("fullfirst: see tables");;
     engine)
       timeout ${T_ENGINE:-400} python3 "$C/bench_engine.py" "${FIXLOG_BIN:-$C/fixlog}" "$C/data" --backend cuda \
         --reps ${REPS:-1} ${GRAPHS:+--graphs "$GRAPHS"} ${QUERIES:+--queries "$QUERIES"} \

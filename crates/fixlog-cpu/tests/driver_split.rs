@@ -32,6 +32,13 @@ struct Refusing {
     /// Merges so far, and the one (counted from 1) that runs out of memory, once.
     merges: Cell<usize>,
     failing_merge: usize,
+    /// Say how many leading input rows fit when refusing (as the CUDA join does from
+    /// its counts), found here by joining longer and longer prefixes.
+    fits: bool,
+    /// Pieces a refusal's prefix was cut for that were refused again.
+    refused_prefixes: Cell<usize>,
+    /// The input rows that fit, said by the last refusal.
+    last_prefix: std::cell::RefCell<Option<Vec<Value>>>,
 }
 
 impl Refusing {
@@ -52,6 +59,9 @@ impl Refusing {
             aligned: false,
             merges: Cell::new(0),
             failing_merge: 0,
+            fits: false,
+            refused_prefixes: Cell::new(0),
+            last_prefix: std::cell::RefCell::new(None),
         }
     }
 
@@ -183,12 +193,34 @@ impl Backend for Refusing {
     ) -> ExecResult<CpuBatch> {
         let out = self.cpu.join(input, inner, code, ctx)?;
         let rows = self.cpu.batch_len(&out);
+        let n = self.cpu.batch_len(input);
         if rows > self.limit {
             if ctx.can_split {
                 self.refused.set(self.refused.get() + 1);
+                let rows_in = self.cpu.batch_rows(input)?;
+                if self.last_prefix.borrow().as_ref() == Some(&rows_in) {
+                    self.refused_prefixes.set(self.refused_prefixes.get() + 1);
+                }
+                let fits = if self.fits {
+                    let mut k = 0;
+                    while k + 1 < n {
+                        let (prefix, _) = self.cpu.split_batch(input.clone(), k + 1)?;
+                        let made = self.cpu.join(&prefix, inner, code, ctx)?;
+                        if self.cpu.batch_len(&made) > self.limit {
+                            break;
+                        }
+                        k += 1;
+                    }
+                    let (prefix, _) = self.cpu.split_batch(input.clone(), k.max(1))?;
+                    *self.last_prefix.borrow_mut() = Some(self.cpu.batch_rows(&prefix)?);
+                    Some(k)
+                } else {
+                    None
+                };
                 return Err(ExecError::BatchTooLarge {
                     rows,
                     limit: self.limit,
+                    fits,
                 });
             }
             self.unsplittable.set(self.unsplittable.get() + 1);
@@ -313,6 +345,33 @@ fn same_generation(facts: String) -> String {
          sg(x, y) :- e(p, x), e(p, y), x != y.\n\
          sg(x, y) :- e(a, x), sg(a, b), e(b, y).\n{facts}"
     )
+}
+
+/// As [`same_with_refusals`], with refusals that say how many leading rows fit: the
+/// driver cuts there, so no prefix cut for a refusal is refused again.
+fn same_with_exact_refusals(text: &str, limit: usize) {
+    let plain = run(&CpuBackend::new(), text);
+    let refusing = Refusing {
+        fits: true,
+        ..Refusing::new(limit)
+    };
+    let split = run(&refusing, text);
+    assert_eq!(plain.relations, split.relations, "{text}");
+    assert!(refusing.refused.get() > 0, "no join refused: {text}");
+    assert_eq!(refusing.refused_prefixes.get(), 0, "{text}");
+    if refusing.unsplittable.get() == 0 {
+        assert!(refusing.largest.get() <= limit);
+    }
+    // Without the count, the driver's estimate is refused again at times.
+    let estimating = Refusing::new(limit);
+    run(&estimating, text);
+    assert!(refusing.refused.get() <= estimating.refused.get());
+}
+
+#[test]
+fn refusals_that_say_what_fits() {
+    same_with_exact_refusals(&closure(graph_facts(60, 150, 7)), 40);
+    same_with_exact_refusals(&same_generation(graph_facts(40, 90, 11)), 25);
 }
 
 #[test]

@@ -92,3 +92,19 @@ extern "C" __global__ void col_min_max(const u32* __restrict__ rows, u64 n, u32 
     atomicMax(&out[1], hi);
   }
 }
+
+// How many leading rows of a join's input make at most `limit` candidates: *out += the
+// rows i < n where the sum over the nparts offset arrays (exclusive scans of the rows'
+// candidates per index run, parts[q] the address of the q-th) at i is at most limit.
+// The sums grow with i and the first is 0, so rows [0, *out - 1) make at most limit
+// candidates (the caller sets *out to 0 first and knows the whole input makes more).
+extern "C" __global__ void prefix_fit(const u64* __restrict__ parts, u32 nparts, u64 n, u64 limit, u64* out) {
+  u64 fit = 0;
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    u64 s = 0;
+    for (u32 q = 0; q < nparts; q++) s += ((const u32*)parts[q])[i];
+    fit += s <= limit ? 1u : 0u;
+  }
+  for (int d = 16; d > 0; d >>= 1) fit += __shfl_down_sync(0xFFFFFFFFu, fit, d);
+  if ((threadIdx.x & 31u) == 0 && fit > 0) atomicAdd(out, fit);
+}

@@ -117,7 +117,13 @@ pub const KERNELS: &[KernelModule] = &[
     KernelModule {
         name: MISC,
         source: include_str!("../kernels/misc.cu"),
-        functions: &["rows_number", "rows_permute", "jnew_blocks", "col_min_max"],
+        functions: &[
+            "rows_number",
+            "rows_permute",
+            "jnew_blocks",
+            "col_min_max",
+            "prefix_fit",
+        ],
     },
 ];
 

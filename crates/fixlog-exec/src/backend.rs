@@ -77,8 +77,15 @@ pub enum ExecError {
     Backend(String),
     /// An operator would make `rows` rows where its backend's budget is `limit`, and
     /// did nothing ([`EvalContext::can_split`]): the driver runs the pipeline over
-    /// smaller pieces. Never returned when `can_split` is false.
-    BatchTooLarge { rows: usize, limit: usize },
+    /// smaller pieces. `fits`: where the operator knows it, how many leading rows of
+    /// its input make at most `limit` rows (the driver cuts there, not at an estimate
+    /// that uneven fan-out can make wrong again). Never returned when `can_split` is
+    /// false.
+    BatchTooLarge {
+        rows: usize,
+        limit: usize,
+        fits: Option<usize>,
+    },
 }
 
 impl std::fmt::Display for ExecError {
@@ -86,7 +93,7 @@ impl std::fmt::Display for ExecError {
         match self {
             ExecError::OutOfMemory(m) => write!(f, "out of memory: {m}"),
             ExecError::Backend(m) => write!(f, "backend error: {m}"),
-            ExecError::BatchTooLarge { rows, limit } => write!(
+            ExecError::BatchTooLarge { rows, limit, .. } => write!(
                 f,
                 "internal error: an operator asked for smaller pieces ({rows} rows over a budget of {limit}) where its input cannot be split"
             ),

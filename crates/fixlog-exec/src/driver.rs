@@ -740,8 +740,11 @@ enum Level {
         disjoint: bool,
     },
     /// Further down: a batch runs whole unless its operator asks for smaller pieces or
-    /// runs out of memory.
-    Below,
+    /// runs out of memory. `max_rows`: the bound of a disjoint top level, which holds
+    /// below it too (cutting a deduplicated batch repeats no join work either, and a
+    /// bound only at the top left the last join of SG CA-HepTh's full-first plan
+    /// writing 0.4 GiB for a 6M-row gathered set: docs/gpu-results.md round 29).
+    Below { max_rows: Option<usize> },
 }
 
 /// Whether the first of `ops` is a join that takes its input sorted and deduplicated
@@ -1336,7 +1339,8 @@ impl<B: Backend> Driver<'_, B> {
                 max_batch_rows,
                 ..
             } => Some(max_batch_rows),
-            _ => None,
+            Level::Top { .. } => None,
+            Level::Below { max_rows } => max_rows,
         };
         let gather_limit = match max_rows {
             _ if !gathers => usize::MAX,
@@ -1352,7 +1356,7 @@ impl<B: Backend> Driver<'_, B> {
                 first_piece_rows,
                 sort_on_cut && b.batch_len(&input) <= b.piece_budget().max_sort_rows,
             ),
-            Level::Below => (usize::MAX, false),
+            Level::Below { .. } => (usize::MAX, false),
         };
         let mut peak = 0;
         // Whether the last piece was a single tuple that ran out of memory (it runs
@@ -1360,12 +1364,18 @@ impl<B: Backend> Driver<'_, B> {
         let mut single_retried = false;
         // Pieces still to run, the next on top; the bottom one is the unsplit rest.
         let mut pending = vec![input];
-        while let Some(mut top) = pending.pop() {
+        // A prefix an operator said fits (see below): it runs whole, whatever
+        // `piece_rows` says.
+        let mut fitted: Option<B::Batch> = None;
+        while let Some((mut top, whole)) = match fitted.take() {
+            Some(prefix) => Some((prefix, true)),
+            None => pending.pop().map(|p| (p, false)),
+        } {
             let mut len = b.batch_len(&top);
             if len == 0 {
                 continue;
             }
-            if len > piece_rows && sort_on_cut {
+            if len > piece_rows && sort_on_cut && !whole {
                 // The first cut, so `top` is the whole input: order it first.
                 sort_on_cut = false;
                 top = b
@@ -1374,7 +1384,7 @@ impl<B: Backend> Driver<'_, B> {
                     .map_err(|e| self.deriving_at(level, head, e))?;
                 len = b.batch_len(&top);
             }
-            let piece = if len > piece_rows {
+            let piece = if len > piece_rows && !whole {
                 let (piece, rest_rows) = b
                     .split_batch(top, piece_rows)
                     .map_err(|e| self.deriving_at(level, head, e))?;
@@ -1415,7 +1425,7 @@ impl<B: Backend> Driver<'_, B> {
                     self.gather(out, &mut gathered)?;
                     0
                 } else {
-                    self.run_split(head, rest, out, Level::Below, acc, only_new)?
+                    self.run_split(head, rest, out, Level::Below { max_rows }, acc, only_new)?
                 };
                 Ok(made.max(below))
             });
@@ -1433,14 +1443,30 @@ impl<B: Backend> Driver<'_, B> {
                         }
                     }
                 }
-                Err(ExecError::BatchTooLarge { rows, limit }) if n > 1 => {
+                Err(ExecError::BatchTooLarge { rows, limit, fits }) if n > 1 => {
                     // The operator counted its output before making it: run the piece
                     // again in pieces whose output should fit (a little under, for
-                    // uneven fan-out), and go on with that size.
+                    // uneven fan-out), and go on with that size. Where the operator
+                    // said how many leading rows fit, those run next as one piece
+                    // (not where the input is still to be sorted before its first
+                    // cut: the rows would move).
                     self.stats.pieces_split += 1;
-                    let fit = (n as u128 * limit as u128 / rows.max(1) as u128) * 7 / 8;
-                    piece_rows = (fit as usize).clamp(1, n - 1);
-                    pending.push(piece);
+                    let estimate =
+                        (n as u128 * limit as u128 / rows.max(1) as u128 * 7 / 8) as usize;
+                    match fits.filter(|&k| k > 0 && k < n && !sort_on_cut) {
+                        Some(k) => {
+                            let (prefix, rest_rows) = b
+                                .split_batch(piece, k)
+                                .map_err(|e| self.deriving_at(level, head, e))?;
+                            pending.push(rest_rows);
+                            fitted = Some(prefix);
+                            piece_rows = (k * 7 / 8).max(1);
+                        }
+                        None => {
+                            piece_rows = estimate.clamp(1, n - 1);
+                            pending.push(piece);
+                        }
+                    }
                 }
                 Err(ExecError::OutOfMemory(_)) if n > 1 => {
                     // Run it again in two halves (cut at the top of the loop), and go
@@ -1471,14 +1497,14 @@ impl<B: Backend> Driver<'_, B> {
             let gathered_rows: usize = gathered.iter().map(|r| b.relation_len(r)).sum();
             if gathered_rows > gather_limit {
                 let below = self
-                    .run_gathered(head, rest, &mut gathered, acc, only_new)
+                    .run_gathered(head, rest, &mut gathered, acc, only_new, max_rows)
                     .map_err(|e| self.deriving_at(level, head, e))?;
                 peak = peak.max(below);
             }
         }
         if !gathered.is_empty() {
             let below = self
-                .run_gathered(head, rest, &mut gathered, acc, only_new)
+                .run_gathered(head, rest, &mut gathered, acc, only_new, max_rows)
                 .map_err(|e| self.deriving_at(level, head, e))?;
             peak = peak.max(below);
         }
@@ -1490,7 +1516,8 @@ impl<B: Backend> Driver<'_, B> {
     /// deduplicated, and the level below splits it as its operators ask. Out of
     /// memory, it runs once more over the same set: a backend makes room after an
     /// operator was refused memory (the CUDA backend moves relations to host memory,
-    /// the CPU backend spills), and tuples absorbed twice only cost time.
+    /// the CPU backend spills), and tuples absorbed twice only cost time. `max_rows`:
+    /// the gathering level's bound on batches, if any ([`Level::Below`]).
     fn run_gathered(
         &mut self,
         head: RelId,
@@ -1498,6 +1525,7 @@ impl<B: Backend> Driver<'_, B> {
         gathered: &mut Vec<B::Relation>,
         acc: &mut Vec<B::Relation>,
         only_new: bool,
+        max_rows: Option<usize>,
     ) -> ExecResult<usize> {
         // Merged into one run first, in place of the stack, so that the stack's runs
         // are not held beside their union while the rest of the pipeline runs.
@@ -1507,7 +1535,7 @@ impl<B: Backend> Driver<'_, B> {
         gathered.clear();
         let (result, retried) = once_more(|| {
             let next = self.backend.relation_batch(&set)?;
-            self.run_split(head, ops, next, Level::Below, acc, only_new)
+            self.run_split(head, ops, next, Level::Below { max_rows }, acc, only_new)
         });
         self.stats.memory_retries += retried as usize;
         result
@@ -1566,7 +1594,7 @@ impl<B: Backend> Driver<'_, B> {
     fn deriving_at(&self, level: Level, rel: RelId, e: ExecError) -> ExecError {
         match level {
             Level::Top { .. } => self.deriving(rel, e),
-            Level::Below => e,
+            Level::Below { .. } => e,
         }
     }
 

@@ -165,6 +165,9 @@ struct PeakAt {
     op: &'static str,
     rows: usize,
     in_use_before: usize,
+    /// Of that, the runs of relations and indexes (full relations and deltas, new
+    /// tuples, gathered sets): the rest was batches and operators' work.
+    runs_before: usize,
     peak: usize,
 }
 
@@ -172,9 +175,12 @@ struct PeakAt {
 /// and its time in [`CudaBackend::op_times`].
 pub(crate) struct OperatorWatch<'a> {
     backend: &'a CudaBackend,
-    op: &'static str,
+    /// (A cell: an operator may name what it turned out to be, see
+    /// [`OperatorWatch::ran_as`].)
+    op: std::cell::Cell<&'static str>,
     rows: usize,
     in_use_before: usize,
+    runs_before: usize,
     /// The peak when the operator began.
     peak_before: usize,
     started: std::time::Instant,
@@ -184,32 +190,45 @@ impl Drop for OperatorWatch<'_> {
     fn drop(&mut self) {
         let depth = self.backend.depth.get().saturating_sub(1);
         self.backend.depth.set(depth);
+        let op = self.op.get();
         if depth == 0 {
             let took = self.started.elapsed();
             let mut times = self.backend.op_times.borrow_mut();
-            match times.iter_mut().find(|t| t.name == self.op) {
+            match times.iter_mut().find(|t| t.name == op) {
                 Some(t) => {
                     t.calls += 1;
                     t.rows += self.rows;
                     t.time += took;
                 }
                 None => times.push(OperatorTime {
-                    name: self.op,
+                    name: op,
                     calls: 1,
                     rows: self.rows,
                     time: took,
                 }),
             }
         }
+        // The innermost operator that raised the peak names it (an operator inside
+        // another ends first and is kept).
         let peak = self.backend.gpu.pool_stats().peak_in_use;
-        if peak > self.peak_before {
+        let named = self.backend.peak_at.get().is_some_and(|p| p.peak >= peak);
+        if peak > self.peak_before && !named {
             self.backend.peak_at.set(Some(PeakAt {
-                op: self.op,
+                op,
                 rows: self.rows,
                 in_use_before: self.in_use_before,
+                runs_before: self.runs_before,
                 peak,
             }));
         }
+    }
+}
+
+impl OperatorWatch<'_> {
+    /// Names the operator by what it turned out to be (a join that gave back only
+    /// its new tuples), for `--stats`.
+    pub(crate) fn ran_as(&self, op: &'static str) {
+        self.op.set(op);
     }
 }
 
@@ -270,14 +289,15 @@ impl CudaBackend {
     /// Called at the start of every operator: makes room ([`Self::make_room`]) and
     /// watches whether the operator raises the peak of device memory in use.
     pub(crate) fn enter(&self, op: &'static str, rows: usize) -> ExecResult<OperatorWatch<'_>> {
-        self.make_room().map_err(exec_error)?;
+        let runs_before = self.make_room().map_err(exec_error)?;
         let s = self.gpu.pool_stats();
         self.depth.set(self.depth.get() + 1);
         Ok(OperatorWatch {
             backend: self,
-            op,
+            op: std::cell::Cell::new(op),
             rows,
             in_use_before: s.in_use,
+            runs_before,
             peak_before: s.peak_in_use,
             started: std::time::Instant::now(),
         })
@@ -288,10 +308,12 @@ impl CudaBackend {
         let at = self.peak_at.get()?;
         let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
         Some(format!(
-            "{} of {} rows ({:.2} GiB in use before it, {:.2} GiB at the peak)",
+            "{} of {} rows ({:.2} GiB in use before it, {:.2} GiB of that in relations, \
+             indexes and sets of new tuples; {:.2} GiB at the peak)",
             at.op,
             at.rows,
             gib(at.in_use_before),
+            gib(at.runs_before.min(at.in_use_before)),
             gib(at.peak)
         ))
     }
@@ -309,13 +331,17 @@ impl CudaBackend {
     /// over the bus (under a limit of a relation plus a half, moving runs as soon as
     /// batches passed three quarters cost 7-26x the time: docs/gpu-results.md,
     /// round 15).
-    pub(crate) fn make_room(&self) -> Result<()> {
+    ///
+    /// Gives back the bytes of those runs on the device then (for `--stats`).
+    pub(crate) fn make_room(&self) -> Result<usize> {
         let s = self.gpu.pool_stats();
         let refused = s.refusals > self.refusals_seen.replace(s.refusals);
-        if refused || self.run_bytes_on_device() > s.limit / 4 * 3 {
-            return self.move_runs_until(s.limit / 2);
+        let on_device = self.run_bytes_on_device();
+        if refused || on_device > s.limit / 4 * 3 {
+            self.move_runs_until(s.limit / 2)?;
+            return Ok(self.run_bytes_on_device());
         }
-        Ok(())
+        Ok(on_device)
     }
 
     /// Bytes of the runs of relations and indexes now on the device.
@@ -780,12 +806,17 @@ impl Backend for CudaBackend {
         ctx: &EvalContext,
         old: &CudaRelation,
     ) -> ExecResult<Absorbed<CudaBatch, CudaRelation>> {
-        let _op = self.enter("join", input.len)?;
+        let op = self.enter("join", input.len)?;
         let CudaCode::Join(join) = code else {
             return Err(wrong_code("join", code));
         };
-        self.join_batch(input, inner, join, ctx, Some(old))
-            .map_err(exec_error)
+        let out = self
+            .join_batch(input, inner, join, ctx, Some(old))
+            .map_err(exec_error)?;
+        if matches!(out, Absorbed::New { .. }) {
+            op.ran_as("join_new_tuples");
+        }
+        Ok(out)
     }
 
     fn intersect(

@@ -314,9 +314,11 @@ impl CudaBackend {
             let own = (self.batch_budget_bytes() / (ow * 4)).max(1);
             let limit = ctx.max_rows.map_or(own, |m| m.clamp(1, own));
             if total > limit {
+                let fits = self.rows_that_fit(&parts, pieces.len(), limit)?;
                 return Err(CudaError::Exec(fixlog_exec::ExecError::BatchTooLarge {
                     rows: total,
                     limit,
+                    fits,
                 }));
             }
         }
@@ -402,6 +404,48 @@ impl CudaBackend {
             code.written_cache.record(self.read(drops)? >= written);
         }
         Ok(out)
+    }
+
+    /// How many leading rows of a join's input make at most `limit` candidates, from
+    /// the counts of its `parts` (one per index run; `None` for an input of several
+    /// pieces): the driver cuts the input there when the join asks for smaller pieces,
+    /// instead of at an estimate from the average fan-out, which a skewed input can
+    /// make too large again (SG CA-HepTh's full-first plan: 68 pieces refused twice
+    /// or more, docs/gpu-results.md round 28).
+    fn rows_that_fit(
+        &self,
+        parts: &[JoinPart],
+        pieces: usize,
+        limit: usize,
+    ) -> Result<Option<usize>> {
+        let Some(first) = parts.first() else {
+            return Ok(None);
+        };
+        if pieces != 1 || parts.iter().any(|p| p.piece != 0 || p.n != first.n) {
+            return Ok(None);
+        }
+        let n = first.n;
+        let ptrs: Vec<u64> = parts.iter().map(|p| p.offsets.ptr()).collect();
+        let desc = self.gpu.alloc(ptrs.len() * 8 + 8)?;
+        self.gpu.htod(desc.ptr(), &ptrs)?;
+        let out = desc.ptr() + (ptrs.len() * 8) as u64;
+        self.gpu.memset8(out, 0, 8)?;
+        let f = self.gpu.function(MISC, "", "prefix_fit")?;
+        let gpu = &self.gpu;
+        launch!(
+            gpu,
+            f,
+            n.div_ceil(256).min(1024),
+            256u32,
+            desc.ptr(),
+            ptrs.len() as u32,
+            n as u64,
+            limit as u64,
+            out
+        );
+        let counted = self.gpu.dtoh::<u64>(out, 1)?[0] as usize;
+        // (Row 0's sum is 0: at least one row counts.)
+        Ok(Some(counted.saturating_sub(1)))
     }
 
     /// Writes the candidates `from..to` of part `p` at `out` (rows counted at `count`).
