@@ -10,6 +10,8 @@ C=$PWD/.carry; W=/tmp/r29; mkdir -p $W/old /tmp/fixlog-kernels
 export FIXLOG_KERNEL_CACHE=/tmp/fixlog-kernels
 [ -f $C/kernels.tgz ] && tar xzf $C/kernels.tgz -C /tmp/fixlog-kernels 2>/dev/null
 tar xzf $C/bin.tgz -C $C; tar xzf $C/old.tgz -C $W/old
+# A third build to compare, where packed (.carry/v2.tgz: `fixlog`, the variant).
+V2=""; [ -f $C/v2.tgz ] && { mkdir -p $W/v2; tar xzf $C/v2.tgz -C $W/v2; V2=$W/v2/fixlog; }
 printf '.decl edge(x: number, y: number)\n.input edge\n.decl sg(x: number, y: number)\n.printsize sg\nsg(x, y) :- edge(p, x), edge(p, y), x != y.\nsg(x, y) :- edge(a, x), sg(a, b), edge(b, y).\n' > $W/SG.dl
 printf '.decl edge(x: number, y: number)\n.input edge\n.decl path(x: number, y: number)\n.printsize path\npath(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), edge(y, z).\n' > $W/TC.dl
 one() { # binary, query, graph, limit
@@ -23,15 +25,18 @@ print("%.3f (%.3f-%.3f) / %.3f / %s" % (t[len(t)//2], t[0], t[-1], m[len(m)//2],
 CASES=${CASES:-"SG:CA-HepTh:1G SG:CA-HepTh:800M SG:loc-Brightkite:1G SG:ego-Facebook:256M SG:CA-HepTh: SG:ego-Facebook: TC:CA-HepTh:800M TC:loc-Brightkite:1600M"}
 for c in $CASES; do g=$(echo $c | cut -d: -f2); mkdir -p $W/$g; [ -f $W/$g/edge.facts ] || zcat $C/data/graphs/$g.tsv.gz > $W/$g/edge.facts; done
 one $C/fixlog SG CA-HepTh > /dev/null; one $W/old/fixlog SG CA-HepTh > /dev/null
-echo "| case | limit | old (1218355) | new |"
-echo "|---|---|---|---|"
+echo "| case | limit | old (1218355) | new |${V2:+ variant |}"
+echo "|---|---|---|---|${V2:+---|}"
 for c in $CASES; do
   IFS=: read q g l <<< "$c"
-  : > $W/a; : > $W/b
-  for r in $(seq ${REPS:-3}); do one $W/old/fixlog $q $g $l >> $W/a; one $C/fixlog $q $g $l >> $W/b; done
-  echo "| $q $g | ${l:-none} | $(med < $W/a) | $(med < $W/b) |"
+  : > $W/a; : > $W/b; : > $W/c
+  for r in $(seq ${REPS:-3}); do
+    one $W/old/fixlog $q $g $l >> $W/a; one $C/fixlog $q $g $l >> $W/b
+    [ -n "$V2" ] && one $V2 $q $g $l >> $W/c
+  done
+  echo "| $q $g | ${l:-none} | $(med < $W/a) | $(med < $W/b) |${V2:+ $(med < $W/c) |}"
 done
-for g in CA-HepTh ego-Facebook; do
+for g in ${OPS_GRAPHS-CA-HepTh ego-Facebook}; do
   echo "== full_first SG $g, no limit"
   timeout 60 $C/full_first $W/SG.dl $W/$g --backend cuda --choices never,bysize --operators 2>&1 | cut -c1-200 | tail -30
 done

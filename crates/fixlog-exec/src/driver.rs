@@ -740,11 +740,11 @@ enum Level {
         disjoint: bool,
     },
     /// Further down: a batch runs whole unless its operator asks for smaller pieces or
-    /// runs out of memory. `max_rows`: the bound of a disjoint top level, which holds
-    /// below it too (cutting a deduplicated batch repeats no join work either, and a
-    /// bound only at the top left the last join of SG CA-HepTh's full-first plan
-    /// writing 0.4 GiB for a 6M-row gathered set: docs/gpu-results.md round 29).
-    Below { max_rows: Option<usize> },
+    /// runs out of memory. (The bound of a disjoint top level held below it too in
+    /// round 29: SG CA-HepTh by size without a limit peaked at 0.96 GiB, not 1.13, but
+    /// under 1 GiB it took 0.76-0.80 s, not 0.44-0.56: most likely its last joins,
+    /// cut smaller, each read the relation moved to host memory; docs/gpu-results.md.)
+    Below,
 }
 
 /// Whether the first of `ops` is a join that takes its input sorted and deduplicated
@@ -1339,8 +1339,7 @@ impl<B: Backend> Driver<'_, B> {
                 max_batch_rows,
                 ..
             } => Some(max_batch_rows),
-            Level::Top { .. } => None,
-            Level::Below { max_rows } => max_rows,
+            _ => None,
         };
         let gather_limit = match max_rows {
             _ if !gathers => usize::MAX,
@@ -1356,7 +1355,7 @@ impl<B: Backend> Driver<'_, B> {
                 first_piece_rows,
                 sort_on_cut && b.batch_len(&input) <= b.piece_budget().max_sort_rows,
             ),
-            Level::Below { .. } => (usize::MAX, false),
+            Level::Below => (usize::MAX, false),
         };
         let mut peak = 0;
         // Whether the last piece was a single tuple that ran out of memory (it runs
@@ -1425,7 +1424,7 @@ impl<B: Backend> Driver<'_, B> {
                     self.gather(out, &mut gathered)?;
                     0
                 } else {
-                    self.run_split(head, rest, out, Level::Below { max_rows }, acc, only_new)?
+                    self.run_split(head, rest, out, Level::Below, acc, only_new)?
                 };
                 Ok(made.max(below))
             });
@@ -1497,14 +1496,14 @@ impl<B: Backend> Driver<'_, B> {
             let gathered_rows: usize = gathered.iter().map(|r| b.relation_len(r)).sum();
             if gathered_rows > gather_limit {
                 let below = self
-                    .run_gathered(head, rest, &mut gathered, acc, only_new, max_rows)
+                    .run_gathered(head, rest, &mut gathered, acc, only_new)
                     .map_err(|e| self.deriving_at(level, head, e))?;
                 peak = peak.max(below);
             }
         }
         if !gathered.is_empty() {
             let below = self
-                .run_gathered(head, rest, &mut gathered, acc, only_new, max_rows)
+                .run_gathered(head, rest, &mut gathered, acc, only_new)
                 .map_err(|e| self.deriving_at(level, head, e))?;
             peak = peak.max(below);
         }
@@ -1516,8 +1515,7 @@ impl<B: Backend> Driver<'_, B> {
     /// deduplicated, and the level below splits it as its operators ask. Out of
     /// memory, it runs once more over the same set: a backend makes room after an
     /// operator was refused memory (the CUDA backend moves relations to host memory,
-    /// the CPU backend spills), and tuples absorbed twice only cost time. `max_rows`:
-    /// the gathering level's bound on batches, if any ([`Level::Below`]).
+    /// the CPU backend spills), and tuples absorbed twice only cost time.
     fn run_gathered(
         &mut self,
         head: RelId,
@@ -1525,7 +1523,6 @@ impl<B: Backend> Driver<'_, B> {
         gathered: &mut Vec<B::Relation>,
         acc: &mut Vec<B::Relation>,
         only_new: bool,
-        max_rows: Option<usize>,
     ) -> ExecResult<usize> {
         // Merged into one run first, in place of the stack, so that the stack's runs
         // are not held beside their union while the rest of the pipeline runs.
@@ -1535,7 +1532,7 @@ impl<B: Backend> Driver<'_, B> {
         gathered.clear();
         let (result, retried) = once_more(|| {
             let next = self.backend.relation_batch(&set)?;
-            self.run_split(head, ops, next, Level::Below { max_rows }, acc, only_new)
+            self.run_split(head, ops, next, Level::Below, acc, only_new)
         });
         self.stats.memory_retries += retried as usize;
         result
@@ -1594,7 +1591,7 @@ impl<B: Backend> Driver<'_, B> {
     fn deriving_at(&self, level: Level, rel: RelId, e: ExecError) -> ExecError {
         match level {
             Level::Top { .. } => self.deriving(rel, e),
-            Level::Below { .. } => e,
+            Level::Below => e,
         }
     }
 

@@ -52,6 +52,10 @@ const STRETCHES_PER_CHUNK: usize = 1024;
 const CANDIDATES_PER_BLOCK_MIN: usize = 256;
 /// Rows of the first output buffer where no earlier run says what share is new.
 const FIRST_OUTPUT_ROWS: usize = 1 << 20;
+/// Output buffers from this size on are mapped ranges that grow in place (see
+/// `CudaBackend::new_rows_output`): two of the device's pieces, as for other joins'
+/// mapped outputs (mapping costs driver calls and a wait when the range is dropped).
+const NEW_ROWS_MAPPED_MIN: usize = 2 * crate::vmm::PIECE;
 
 /// The blocks' fixed work (a quarter of the bitmap's words, at least
 /// `CANDIDATES_PER_BLOCK_MIN`, and the rows of `old` they mark) may be at most this
@@ -99,7 +103,8 @@ impl CudaBackend {
         self.gpu.memset8(counts.ptr(), 0, 32)?;
         let olds_desc = self.gpu.alloc(JN_RUNS * 16)?;
         let mut out: Option<DevBuf> = None;
-        let (mut cap, mut used, mut passed) = (0usize, 0usize, 0usize);
+        // Rows the output buffer holds (mapped), and may hold (its address range).
+        let (mut cap, mut reserved, mut used, mut passed) = (0usize, 0usize, 0usize, 0usize);
         let mut checked_density = false;
         // The chunk's address, taken afresh before each launch: making room may move
         // the runs the input is cut from to host memory.
@@ -178,7 +183,9 @@ impl CudaBackend {
                         let share = nr.share.get().unwrap_or(0.0);
                         cap = ((total as f64 * share * 1.5) as usize).max(FIRST_OUTPUT_ROWS);
                         self.make_room_for(cap * 8)?;
-                        out = Some(self.out_buffer(cap, 2)?);
+                        let (buf, rows) = self.new_rows_output(cap)?;
+                        out = Some(buf);
+                        reserved = rows;
                     }
                     loop {
                         // Addresses taken afresh (making room may move runs to host
@@ -219,16 +226,27 @@ impl CudaBackend {
                             passed += c[1] as usize;
                             break;
                         }
-                        // The buffer was short: a larger one, the rows so far copied,
-                        // and this launch again (it writes the same rows).
+                        // The buffer was short: more rows mapped behind it where it
+                        // is a mapped range, else a larger one with the rows so far
+                        // copied (mapped where it is large); and this launch again (it
+                        // writes the same rows).
                         let grown = now.saturating_add(now / 2).max(cap.saturating_mul(2));
+                        if grown <= reserved {
+                            if let Some(m) = out.as_mut().and_then(|b| b.mapped_mut()) {
+                                self.make_room_for((grown - cap) * 8)?;
+                                m.map(cap * 8, grown * 8)?;
+                                cap = grown;
+                                continue;
+                            }
+                        }
                         self.make_room_for(grown * 8)?;
-                        let bigger = self.out_buffer(grown, 2)?;
+                        let (bigger, rows) = self.new_rows_output(grown)?;
                         self.gpu.dtod(bigger.ptr(), out_ptr, used * 8)?;
                         // (The smaller buffer goes back to the pool in stream order,
                         // after the copy.)
                         out = Some(bigger);
                         cap = grown;
+                        reserved = rows;
                     }
                 }
             }
@@ -251,6 +269,27 @@ impl CudaBackend {
             tuples,
             made: passed,
         }))
+    }
+
+    /// An output buffer for `rows` rows of two words, and the rows its addresses can
+    /// hold: where it is large and the device maps memory piece by piece, a range of
+    /// addresses for as many rows as the pool could hold, `rows` of them mapped, so
+    /// that the rows can outgrow the first guess without a copy (which held the old
+    /// and the new buffer at once: SG CA-HepTh's bitmap join made 0.69 GiB over the
+    /// 0.79 in use before it, docs/gpu-results.md round 29); else a buffer of the
+    /// pool.
+    fn new_rows_output(&self, rows: usize) -> Result<(DevBuf, usize)> {
+        let bytes = rows.saturating_mul(8);
+        if bytes >= NEW_ROWS_MAPPED_MIN {
+            let room = self.gpu.pool_stats().limit.max(bytes);
+            if let Some(mut buf) = self.gpu.reserve_mapped(room)? {
+                if let Some(m) = buf.mapped_mut() {
+                    m.map(0, bytes)?;
+                }
+                return Ok((buf, room / 8));
+            }
+        }
+        Ok((self.out_buffer(rows, 2)?, rows))
     }
 
     /// The addresses and lengths of `old`'s runs at `desc` (as `P_jnew` reads them).
