@@ -1374,8 +1374,9 @@ impl<B: Backend> Driver<'_, B> {
             if len == 0 {
                 continue;
             }
-            if len > piece_rows && sort_on_cut && !whole {
-                // The first cut, so `top` is the whole input: order it first.
+            if len > piece_rows && sort_on_cut {
+                // The first cut, so `top` is the whole input (never a fitted prefix:
+                // those come after it): order it first.
                 sort_on_cut = false;
                 top = b
                     .sort_unique(top)

@@ -16,7 +16,7 @@
 //! Each choice runs `--reps` times (default 1); the table shows the fastest run's
 //! figures. Used for docs/gpu-results.md (round 29) and docs/cpu-results.md.
 
-use fixlog::{BackendKind, Fixlog, FullFirstUse, RunOptions};
+use fixlog::{parse_bytes, BackendKind, Fixlog, FullFirstUse, RunOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -28,25 +28,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn bytes(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => t.split_at(i),
-        None => (t, ""),
-    };
-    let n: usize = digits.parse().map_err(|_| format!("not a size: {text}"))?;
-    let shift = match unit.to_ascii_uppercase().as_str() {
-        "" | "B" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return Err(format!("not a size: {text}")),
-    };
-    n.checked_mul(1usize << shift)
-        .ok_or_else(|| format!("too large: {text}"))
 }
 
 fn run() -> Result<(), String> {
@@ -72,8 +53,8 @@ fn run() -> Result<(), String> {
                     other => return Err(format!("unknown backend {other}")),
                 }
             }
-            "--gpu-memory-limit" => options.gpu_memory_limit = Some(bytes(&value()?)?),
-            "--memory-limit" => options.memory_limit = Some(bytes(&value()?)?),
+            "--gpu-memory-limit" => options.gpu_memory_limit = Some(parse_bytes(&value()?)?),
+            "--memory-limit" => options.memory_limit = Some(parse_bytes(&value()?)?),
             "--jobs" => options.jobs = Some(value()?.parse().map_err(|e| format!("--jobs: {e}"))?),
             "--reps" => reps = value()?.parse().map_err(|e| format!("--reps: {e}"))?,
             "--choices" => choices = value()?,

@@ -103,6 +103,33 @@ fn full_first_use(options: &RunOptions, on_gpu: bool) -> FullFirstUse {
     }
 }
 
+/// A size in bytes as the command line takes it (`--gpu-memory-limit`,
+/// `--memory-limit`): `123`, `64K`, `512M`, `4G`, `1T` (powers of 1024; `KiB`, `MB`
+/// etc. accepted too); zero is not a usable size.
+pub fn parse_bytes(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let n: usize = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size in bytes (e.g. 4G, 512M, 1000000)"))?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown unit `{unit}` (use K, M, G or T)"
+            ))
+        }
+    };
+    n.checked_mul(1usize << shift)
+        .filter(|&b| b > 0)
+        .ok_or_else(|| format!("`{text}` is not a usable size"))
+}
+
 /// How a program is read: its preprocessing (`-M`, `-I`, `--preprocessor`,
 /// `--no-preprocessor`) and where its user-defined functors are loaded from (`-L`,
 /// `-l`).
@@ -711,5 +738,22 @@ impl Database {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn sizes_in_bytes() {
+        assert_eq!(parse_bytes("123"), Ok(123));
+        assert_eq!(parse_bytes("64K"), Ok(64 << 10));
+        assert_eq!(parse_bytes(" 512mib "), Ok(512 << 20));
+        assert_eq!(parse_bytes("4G"), Ok(4 << 30));
+        assert_eq!(parse_bytes("1TB"), Ok(1 << 40));
+        for bad in ["", "0", "lots", "4X", "-1", "99999999999999999999T"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -37,8 +37,8 @@ pub mod io;
 pub mod ordered;
 
 pub use api::{
-    BackendChoice, BackendKind, CompileOptions, Database, Datum, Fixlog, FullFirstUse, RunOptions,
-    RunStats, WriteStats,
+    parse_bytes, BackendChoice, BackendKind, CompileOptions, Database, Datum, Fixlog, FullFirstUse,
+    RunOptions, RunStats, WriteStats,
 };
 pub use error::Error;
 pub use fixlog_logical::CheckOptions;

@@ -2,7 +2,8 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use fixlog::{
-    BackendKind, Error, Fixlog, JoinStrategy, PlanOptions, RunOptions, RunStats, WriteStats,
+    parse_bytes, BackendKind, Error, Fixlog, JoinStrategy, PlanOptions, RunOptions, RunStats,
+    WriteStats,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -239,31 +240,6 @@ impl From<BackendArg> for BackendKind {
             BackendArg::Cuda => BackendKind::Cuda,
         }
     }
-}
-
-/// `123`, `64K`, `512M`, `4G`, `1T` (powers of 1024; `KiB`, `MB` etc. accepted too).
-fn parse_bytes(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(digits);
-    let n: usize = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size in bytes (e.g. 4G, 512M, 1000000)"))?;
-    let shift = match unit.trim().to_ascii_uppercase().as_str() {
-        "" | "B" => 0,
-        "K" | "KB" | "KIB" => 10,
-        "M" | "MB" | "MIB" => 20,
-        "G" | "GB" | "GIB" => 30,
-        "T" | "TB" | "TIB" => 40,
-        _ => {
-            return Err(format!(
-                "`{text}`: unknown unit `{unit}` (use K, M, G or T)"
-            ))
-        }
-    };
-    n.checked_mul(1usize << shift)
-        .filter(|&b| b > 0)
-        .ok_or_else(|| format!("`{text}` is not a usable size"))
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -407,8 +407,8 @@ impl CudaBackend {
     }
 
     /// How many leading rows of a join's input make at most `limit` candidates, from
-    /// the counts of its `parts` (one per index run; `None` for an input of several
-    /// pieces): the driver cuts the input there when the join asks for smaller pieces,
+    /// the counts of its `parts` (one per index run with candidates; `None` for an
+    /// input of several pieces): the driver cuts the input there when the join asks for smaller pieces,
     /// instead of at an estimate from the average fan-out, which a skewed input can
     /// make too large again (SG CA-HepTh's full-first plan: 68 pieces refused twice
     /// or more, docs/gpu-results.md round 28).
@@ -418,12 +418,10 @@ impl CudaBackend {
         pieces: usize,
         limit: usize,
     ) -> Result<Option<usize>> {
-        let Some(first) = parts.first() else {
+        // (One input piece: every part counts its `n` rows.)
+        let (Some(first), 1) = (parts.first(), pieces) else {
             return Ok(None);
         };
-        if pieces != 1 || parts.iter().any(|p| p.piece != 0 || p.n != first.n) {
-            return Ok(None);
-        }
         let n = first.n;
         let ptrs: Vec<u64> = parts.iter().map(|p| p.offsets.ptr()).collect();
         let desc = self.gpu.alloc(ptrs.len() * 8 + 8)?;
