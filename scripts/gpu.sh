@@ -13,6 +13,10 @@
 #   bash .carry/round27.sh
 #       round 27's check of the landed build: A/B against .carry/lab.bin.tgz (see ab.sh),
 #       where SG's peak is, the suites on CUDA (see scripts/device/round27.sh)
+#   bash .carry/round30.sh
+#       round 30: the packed build against the landed one packed by hand as
+#       .carry/landed.tgz (`fixlog`, `full_first`): SG and TC cases, full-first plans
+#       (see scripts/device/round30.sh)
 #   python3 .carry/probe_cost.py
 #       the cost of an exact membership test inside a join's write (a lab instrument, round 23)
 set -euo pipefail
@@ -51,7 +55,7 @@ BUILD_BIN=$T/fixlog
 P
 cp crates/fixlog-cuda/scripts/cub_sort.py crates/fixlog-cuda/scripts/ncu_summary.py crates/fixlog-cuda/scripts/run.sh .carry/
 cp scripts/device/engine.sh scripts/device/bench_engine.py scripts/device/ab.sh scripts/device/probe_cost.py \
-    scripts/device/round27.sh scripts/device/round29.sh .carry/
+    scripts/device/round27.sh scripts/device/round30.sh .carry/
 # The kernel cache the latest device call brought back (see engine.sh), if any.
 K=$(ls -t ${FIXLOG_DEVICE_FILES:-/work/.device}/*/kernels.tgz 2>/dev/null | head -1 || true)
 [ -n "$K" ] && cp "$K" .carry/kernels.tgz
