@@ -1,0 +1,206 @@
+//! Reading fact files and writing outputs in Soufflé's formats.
+//!
+//! - `.input r` reads `FACTS_DIR/r.facts`: one tuple a line, fields separated by a tab
+//!   (or the directive's `delimiter`), a trailing `\r` ignored, blank lines skipped,
+//!   fields after the last column ignored; fields are read as Soufflé reads them
+//!   ([`parse_field`]). Errors say `file:line:column`.
+//!   `filename="..."` is relative to `FACTS_DIR` unless absolute. Gzip files are
+//!   recognised by their magic bytes and decompressed on the fly, whatever their name;
+//!   when `r.facts` does not exist but `r.facts.gz` does, that is read.
+//! - `.output r` writes `OUT_DIR/r.csv` (or `filename`), tab-separated, in output order
+//!   (typed order, see `fixlog_logical::value::output_order`). Each file is written to a
+//!   temporary file in the same directory and renamed into place, so a failed run never
+//!   leaves a half-written file. `IO=stdout` or `-D -` prints to stdout instead. The
+//!   rows are read in output order part by part and formatted in batches, within the
+//!   run's memory limit ([`crate::ordered`]), so an output larger than memory is
+//!   written without being read into memory.
+//!
+//! Its files, one job each:
+//! - `input`: reading fact files (gzip included) and parsing their lines and fields;
+//! - `format`: a relation's rows in output order and their text in Soufflé's format;
+//! - `commit`: writing outputs all or nothing (temporary files, renamed or removed);
+//!
+//! this one holds the checks of the directives' parameters and where an input is read from.
+
+mod commit;
+mod format;
+mod input;
+
+use fixlog_logical::{IoDirective, Program, Relation};
+use fixlog_syntax::{Diagnostic, Diagnostics, SourceMap, Span};
+use std::path::{Path, PathBuf};
+
+pub use crate::ordered::ReadMemory;
+pub use commit::{
+    check_output_dir, check_output_target, commit_outputs, output_target, remove_stale_temporaries,
+    remove_temporaries_on_signals, write_atomically, write_output, write_output_file,
+    write_output_stdout, write_temporary, TempOutput, TEMP_PREFIX,
+};
+pub use format::{for_each_in_output_order, format_tuples, format_tuples_into, output_rows};
+pub use input::{parse_facts, parse_field, read_input};
+
+fn delimiter(directive: &IoDirective) -> String {
+    match directive.params.get("delimiter") {
+        Some(d) => unescape(d),
+        None => "\t".to_string(),
+    }
+}
+
+/// `\t`, `\n` and `\\` in a delimiter parameter, as Soufflé accepts them.
+fn unescape(s: &str) -> String {
+    s.replace("\\t", "\t")
+        .replace("\\n", "\n")
+        .replace("\\\\", "\\")
+}
+
+fn io_kind(directive: &IoDirective) -> &str {
+    directive
+        .params
+        .get("IO")
+        .map(String::as_str)
+        .unwrap_or("file")
+}
+
+/// Which parameters a directive may have and what values each may take; anything else
+/// is an error at check time, located at the parameter (`file:line:column`), before
+/// any fact is read or any rule evaluated.
+fn check_param(output: bool, key: &str, value: &str) -> Result<(), String> {
+    let is_bool = |v: &str| v == "true" || v == "false";
+    match key {
+        "IO" => match (output, value) {
+            (_, "file") | (true, "stdout") => Ok(()),
+            (false, _) => Err(format!(
+                "IO={value} is not supported in `.input` (Fixlog reads IO=file)"
+            )),
+            (true, _) => Err(format!(
+                "IO={value} is not supported in `.output` (Fixlog writes IO=file and IO=stdout)"
+            )),
+        },
+        "filename" if value.is_empty() => Err("`filename` is empty".into()),
+        "filename" => Ok(()),
+        "delimiter" if unescape(value).is_empty() => Err("`delimiter` is empty".into()),
+        "delimiter" => Ok(()),
+        "headers" if !is_bool(value) => Err(format!(
+            "headers={value}: the value must be `true` or `false`"
+        )),
+        "headers" if output && value == "true" => {
+            Err("headers=true is not supported in `.output`".into())
+        }
+        "headers" => Ok(()),
+        // Gzip input is recognised by its magic bytes whatever this says.
+        "compress" if !is_bool(value) => Err(format!(
+            "compress={value}: the value must be `true` or `false`"
+        )),
+        "compress" if output && value == "true" => {
+            Err("compress=true is not supported in `.output` (outputs are not compressed)".into())
+        }
+        "compress" => Ok(()),
+        "rfc4180" if !is_bool(value) => Err(format!(
+            "rfc4180={value}: the value must be `true` or `false`"
+        )),
+        "rfc4180" if value == "true" => {
+            Err("rfc4180=true (quoted CSV fields) is not supported".into())
+        }
+        "rfc4180" => Ok(()),
+        _ => Err(format!(
+            "unknown parameter `{key}` (Fixlog understands IO, filename, delimiter, headers, compress and rfc4180)"
+        )),
+    }
+}
+
+/// The span of parameter `key` in a directive's text (`key` followed by `=`), or the
+/// whole directive when it cannot be found (the `output` qualifier of a `.decl`).
+fn param_span(sources: &SourceMap, directive: Span, key: &str) -> Span {
+    let text = sources.snippet(directive);
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    let found = text.match_indices(key).find(|&(at, _)| {
+        let before_ok = !text[..at].chars().next_back().is_some_and(ident);
+        let after = text[at + key.len()..].trim_start();
+        before_ok && after.starts_with('=')
+    });
+    match found {
+        Some((at, _)) => {
+            let start = directive.start as usize + at;
+            Span::new(directive.file, start, start + key.len())
+        }
+        None => directive,
+    }
+}
+
+/// Checks every `.input` and `.output` directive's parameters (see `check_param`);
+/// each bad parameter is a diagnostic pointing at it.
+pub fn check_directives(program: &Program, sources: &SourceMap) -> Result<(), Diagnostics> {
+    let mut errors = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for relation in &program.relations {
+        let all = relation
+            .inputs
+            .iter()
+            .map(|d| (false, d))
+            .chain(relation.outputs.iter().map(|d| (true, d)));
+        for (output, directive) in all {
+            for (key, value) in &directive.params {
+                let Err(why) = check_param(output, key, value) else {
+                    continue;
+                };
+                let span = param_span(sources, directive.span, key);
+                // `.output a, b(IO=x)` gives both relations the same directive.
+                if seen.insert((span, key.clone())) {
+                    let kind = if output { "output" } else { "input" };
+                    errors.push(Diagnostic::error(
+                        format!("`.{kind} {}`: {why}", relation.name),
+                        span,
+                    ));
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Diagnostics(errors))
+    }
+}
+
+/// Where an `.input` directive reads from.
+pub fn input_path(relation: &Relation, directive: &IoDirective, facts_dir: &Path) -> PathBuf {
+    let name = directive
+        .params
+        .get("filename")
+        .cloned()
+        .unwrap_or_else(|| format!("{}.facts", relation.name));
+    let path = Path::new(&name);
+    let path = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        facts_dir.join(path)
+    };
+    if !path.exists() {
+        let gz = PathBuf::from(format!("{}.gz", path.display()));
+        if gz.exists() {
+            return gz;
+        }
+    }
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_checked() {
+        assert!(check_param(true, "IO", "stdout").is_ok());
+        assert!(check_param(false, "IO", "stdout").is_err());
+        assert!(check_param(true, "IO", "sqlite").is_err());
+        assert!(check_param(false, "headers", "true").is_ok());
+        assert!(check_param(true, "headers", "true").is_err());
+        assert!(check_param(false, "headers", "yes").is_err());
+        assert!(check_param(false, "delimiter", "").is_err());
+        assert!(check_param(false, "delimiter", "\\t").is_ok());
+        assert!(check_param(false, "compress", "true").is_ok());
+        assert!(check_param(true, "compress", "true").is_err());
+        assert!(check_param(true, "rfc4180", "true").is_err());
+        assert!(check_param(true, "filname", "x").is_err());
+    }
+}
