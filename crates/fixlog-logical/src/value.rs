@@ -144,21 +144,34 @@ pub fn value_cmp(ty: ColType, a: Value, b: Value, strings: &[Arc<str>]) -> Order
     }
 }
 
-/// The order in which output tuples are written: column by column, each by
-/// [`value_cmp`] of its type. Takes one snapshot of the symbols (only if some column is
-/// a symbol), so the comparator does not lock.
-pub fn output_order(
+/// What ordering or printing columns of `types` needs of the symbol table, taken once
+/// so that no value locks it: its strings where a column is a symbol or a record (whose
+/// fields may be symbols), its records where a column is a record; nothing otherwise.
+pub fn symbol_views(
     types: &[ColType],
     symbols: &SymbolTable,
-) -> impl Fn(&[Value], &[Value]) -> Ordering + Send + Sync {
-    let types = types.to_vec();
+) -> (Vec<Arc<str>>, Option<RecordView>) {
     let has_records = types.iter().any(|t| matches!(t, ColType::Record(_)));
     let strings = if has_records || types.contains(&ColType::Symbol) {
         symbols.snapshot()
     } else {
         Vec::new()
     };
-    let records = has_records.then(|| RecordView::new(symbols.records()));
+    (
+        strings,
+        has_records.then(|| RecordView::new(symbols.records())),
+    )
+}
+
+/// The order in which output tuples are written: column by column, each by
+/// [`value_cmp`] of its type. Takes one snapshot of the symbols ([`symbol_views`]), so
+/// the comparator does not lock.
+pub fn output_order(
+    types: &[ColType],
+    symbols: &SymbolTable,
+) -> impl Fn(&[Value], &[Value]) -> Ordering + Send + Sync {
+    let types = types.to_vec();
+    let (strings, records) = symbol_views(&types, symbols);
     move |a: &[Value], b: &[Value]| {
         let base = |t: ColType, x: Value, y: Value| value_cmp(t, x, y, &strings);
         for (i, &ty) in types.iter().enumerate() {

@@ -7,7 +7,6 @@ use fixlog_cpu::budget::Charge;
 use fixlog_exec::driver::Tuples;
 use fixlog_exec::merge::{Merge, Part};
 use fixlog_exec::ExecError;
-use fixlog_logical::records::RecordView;
 use fixlog_logical::{value, ColType, SymbolTable, Value};
 use rayon::prelude::*;
 
@@ -114,13 +113,7 @@ pub fn format_tuples_into(
     if tuples.arity == 0 {
         return sink(&"()\n".repeat(tuples.len));
     }
-    let has_records = types.iter().any(|t| matches!(t, ColType::Record(_)));
-    let strings = if has_records || types.contains(&ColType::Symbol) {
-        symbols.snapshot()
-    } else {
-        Vec::new()
-    };
-    let records = has_records.then(|| RecordView::new(symbols.records()));
+    let (strings, records) = value::symbol_views(types, symbols);
     let a = tuples.arity;
     let sorted = ordered::in_output_order(tuples, types, symbols, memory).map_err(exec_io)?;
     let mut merge = sorted.merge().map_err(exec_io)?;
