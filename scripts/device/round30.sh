@@ -3,11 +3,12 @@
 # refusals say (its input ordered first, its first piece the backend's), against the
 # landed build. Runs from the repository root after scripts/gpu.sh packed .carry/
 # (the build under test) and .carry/landed.tgz holds the landed build's `fixlog` and
-# `full_first`. The variant is scripts/device/round30-variant.patch (not landed: no
-# device time to measure it). To pack both, from a clean checkout of main:
+# `full_first`. The variant (scripts/device/round30-variant.patch, in git history at
+# a287ce7) was measured in round 31 and dropped; the script compares any packed build
+# with a landed one. To pack both, from a clean checkout of main:
 #   cargo build --release -p fixlog --features cuda --bin fixlog --example full_first
 #   mkdir -p /tmp/landed && cp $T/fixlog $T/examples/full_first /tmp/landed && strip /tmp/landed/*
-#   git apply scripts/device/round30-variant.patch && scripts/gpu.sh
+#   (change the tree to the build under test) && scripts/gpu.sh
 #   tar czf .carry/landed.tgz -C /tmp/landed fixlog full_first
 # ($T: the cargo target directory's release folder, /work/target-cuda/release by default
 # in scripts/gpu.sh; build both there so the second build reuses the first's crates.)
