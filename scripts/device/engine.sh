@@ -28,8 +28,16 @@
 #                against CPU (BIG_BACKENDS), edges per second
 #   matchprof    the GPU matcher on that graph (MATCHPROF_QUERY: tri or clique4) under
 #                Nsight Compute: kernel time by name
-# Step time limits: T_CONF (240 s), T_TESTS (400 s), T_ENGINE (400 s), T_CSPA (300 s).
+# Step time limits: T_CONF (240 s), T_TESTS (400 s), T_ENGINE (400 s), T_CSPA (300 s),
+# each cut to what is left of DEADLINE_S (default 570 s from the start, inside the
+# device's 600 s a call): a step that would outrun the call is cut short, later steps
+# are skipped, and the summary and the kernel cache are still written (round 31's first
+# call lost both when the device's limit struck mid-step).
 set -u
+END=$(( $(date +%s) + ${DEADLINE_S:-570} ))
+# The seconds a step may take: its own limit, or what is left before END (15 s kept for
+# the summary and the kernel cache), whichever is less.
+lim() { local l=$(( END - $(date +%s) - 15 )); [ $l -lt 1 ] && l=1; [ "$1" -lt $l ] && echo "$1" || echo $l; }
 ROOT=$PWD
 C=$ROOT/.carry
 OUT=${OUT:-/tmp/fixlog-out}; mkdir -p "$OUT"
@@ -104,18 +112,19 @@ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,no
 summary=()
 for s in "${STEPS[@]}"; do
   echo "=== $s"; t0=$(date +%s)
+  [ $(( END - t0 )) -lt 30 ] && { echo "skipped: DEADLINE_S reached"; summary+=("$s: skipped (DEADLINE_S)"); continue; }
   case "$s" in
     conformance)
-      timeout ${T_CONF:-240} "$C/cuda_conformance" > "$OUT/conformance.log" 2>&1; echo "rc=$?"
+      timeout $(lim ${T_CONF:-240}) "$C/cuda_conformance" > "$OUT/conformance.log" 2>&1; echo "rc=$?"
       grep -E "^(FAIL|PASS)|conformance on" "$OUT/conformance.log"
-      timeout ${T_CONF:-240} "$C/cuda_conformance" --memory-limit $((64<<20)) > "$OUT/conformance-64m.log" 2>&1; echo "rc (64 MiB)=$?"
+      timeout $(lim ${T_CONF:-240}) "$C/cuda_conformance" --memory-limit $((64<<20)) > "$OUT/conformance-64m.log" 2>&1; echo "rc (64 MiB)=$?"
       grep -E "^FAIL|conformance on" "$OUT/conformance-64m.log"
       summary+=("conformance: $(tail -1 "$OUT/conformance.log" | cut -c1-60) | 64 MiB: $(tail -1 "$OUT/conformance-64m.log" | cut -c1-60)");;
     tests)
       for t in ${SUITES:-golden backends differential scale real_data patterns match_backends match_data}; do
         [ -x "$C/tests/$t" ] || { echo "no test binary $t"; continue; }
         extra=""; [ $t = real_data ] && extra=--include-ignored
-        FIXLOG_TEST_BACKEND=cuda FIXLOG_DIFF_CASES=${FIXLOG_DIFF_CASES:-80} timeout ${T_TESTS:-400} "$C/tests/$t" $extra --test-threads ${TEST_THREADS:-2} > "$OUT/test-$t.log" 2>&1
+        FIXLOG_TEST_BACKEND=cuda FIXLOG_DIFF_CASES=${FIXLOG_DIFF_CASES:-80} timeout $(lim ${T_TESTS:-400}) "$C/tests/$t" $extra --test-threads ${TEST_THREADS:-2} > "$OUT/test-$t.log" 2>&1
         rc=$?; r=$(grep -E "^test result" "$OUT/test-$t.log" | tail -1)
         echo "$t rc=$rc $r"; summary+=("tests $t (cuda): rc=$rc $r")
         [ $rc -ne 0 ] && grep -E "panicked|FAILED|failed|differs|error" "$OUT/test-$t.log" | head -20
@@ -124,7 +133,7 @@ for s in "${STEPS[@]}"; do
       for t in golden real_data real_data_big; do
         bin=$t; limit=${LOWMEM:-$((128<<20))}; extra=""
         [ $t = real_data_big ] && { bin=real_data; limit=${LOWMEM_BIG:-$((2<<30))}; extra=--ignored; }
-        FIXLOG_TEST_BACKEND=cuda FIXLOG_TEST_GPU_MEMORY_LIMIT=$limit timeout ${T_TESTS:-400} "$C/tests/$bin" $extra --test-threads 1 > "$OUT/lowmem-$t.log" 2>&1
+        FIXLOG_TEST_BACKEND=cuda FIXLOG_TEST_GPU_MEMORY_LIMIT=$limit timeout $(lim ${T_TESTS:-400}) "$C/tests/$bin" $extra --test-threads 1 > "$OUT/lowmem-$t.log" 2>&1
         rc=$?; r=$(grep -E "^test result" "$OUT/lowmem-$t.log" | tail -1)
         echo "$t (limit $limit) rc=$rc $r"; summary+=("lowmem $t (limit $limit): rc=$rc $r")
         [ $rc -ne 0 ] && grep -E "panicked|FAILED|differs|error" "$OUT/lowmem-$t.log" | head -20
@@ -137,28 +146,28 @@ for s in "${STEPS[@]}"; do
         mkdir -p /tmp/ff/$g; [ -f /tmp/ff/$g/edge.facts ] || zcat "$C/data/graphs/$g.tsv.gz" > /tmp/ff/$g/edge.facts
         for l in ${FF_LIMITS:-none}; do
           echo "== SG $g, limit $l"
-          timeout ${T_FF:-120} "$C/full_first" /tmp/SG.dl /tmp/ff/$g --backend cuda --reps ${REPS:-1} \
+          timeout $(lim ${T_FF:-120}) "$C/full_first" /tmp/SG.dl /tmp/ff/$g --backend cuda --reps ${REPS:-1} \
             ${FF_CHOICES:+--choices $FF_CHOICES} $([ $l != none ] && echo --gpu-memory-limit $l) 2>&1 | tail -5
         done
       done | tee "$OUT/fullfirst.log"
       summary+=("fullfirst: see tables");;
     engine)
-      timeout ${T_ENGINE:-400} python3 "$C/bench_engine.py" "${FIXLOG_BIN:-$C/fixlog}" "$C/data" --backend cuda \
+      timeout $(lim ${T_ENGINE:-400}) python3 "$C/bench_engine.py" "${FIXLOG_BIN:-$C/fixlog}" "$C/data" --backend cuda \
         --reps ${REPS:-1} ${GRAPHS:+--graphs "$GRAPHS"} ${QUERIES:+--queries "$QUERIES"} \
         ${LIMIT:+--limit "$LIMIT"} > "$OUT/engine.log" 2>&1; echo "rc=$?"
       summary+=("engine: see table");;
     output)
-      timeout ${T_ENGINE:-400} python3 "$C/bench_engine.py" "$C/fixlog" "$C/data" --backend cuda --queries TC \
+      timeout $(lim ${T_ENGINE:-400}) python3 "$C/bench_engine.py" "$C/fixlog" "$C/data" --backend cuda --queries TC \
         --graphs "${OUTPUT_GRAPHS:-SF.cedge,fe_body,p2p-Gnutella31}" --output > "$OUT/output.log" 2>&1; echo "rc=$?";;
     cpu)
-      timeout ${T_ENGINE:-400} python3 "$C/bench_engine.py" "$C/fixlog" "$C/data" --backend cpu \
+      timeout $(lim ${T_ENGINE:-400}) python3 "$C/bench_engine.py" "$C/fixlog" "$C/data" --backend cpu \
         --graphs "${CPU_GRAPHS:-cal.cedge,ego-Facebook,SF.cedge}" > "$OUT/cpu.log" 2>&1; echo "rc=$?";;
     cspa)
       for p in ${CSPA_PRESETS:-httpd}; do
         d=/tmp/cspa-$p; mkdir -p $d/out-gpu $d/out-cpu
         "$C/cspa_gen" --preset $p --out $d > /dev/null || { echo "cspa_gen failed"; continue; }
-        /usr/bin/time -v timeout ${T_CSPA:-300} "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-gpu --backend cuda --stats > "$OUT/cspa-$p-gpu.log" 2>&1; echo "gpu rc=$?"
-        /usr/bin/time -v timeout ${T_CSPA:-300} "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-cpu --backend cpu --stats > "$OUT/cspa-$p-cpu.log" 2>&1; echo "cpu rc=$?"
+        /usr/bin/time -v timeout $(lim ${T_CSPA:-300}) "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-gpu --backend cuda --stats > "$OUT/cspa-$p-gpu.log" 2>&1; echo "gpu rc=$?"
+        /usr/bin/time -v timeout $(lim ${T_CSPA:-300}) "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-cpu --backend cpu --stats > "$OUT/cspa-$p-cpu.log" 2>&1; echo "cpu rc=$?"
         if diff -rq $d/out-gpu $d/out-cpu > /dev/null; then same=identical; else same=DIFFERENT; fi
         echo "cspa $p: outputs $same"; grep -E "^[A-Za-z]+\s[0-9]+$|total|peak|phases|Maximum resident" "$OUT/cspa-$p-gpu.log" "$OUT/cspa-$p-cpu.log"
         summary+=("cspa $p: GPU vs CPU outputs $same")
@@ -174,7 +183,7 @@ for s in "${STEPS[@]}"; do
           for v in A B; do
             bin=$C/fixlog; [ $v = B ] && bin=$B
             rm -rf $d/out-$v; mkdir -p $d/out-$v
-            /usr/bin/time -f "wall %e s, max RSS %M KB" timeout ${T_CSPA:-300} "$bin" run "$C/cspa.dl" -F $d -D $d/out-$v --backend cuda --stats > "$OUT/cspa-$p-$v-$r.log" 2>&1
+            /usr/bin/time -f "wall %e s, max RSS %M KB" timeout $(lim ${T_CSPA:-300}) "$bin" run "$C/cspa.dl" -F $d -D $d/out-$v --backend cuda --stats > "$OUT/cspa-$p-$v-$r.log" 2>&1
             line="cspa $p $v rep $r: rc=$? $(grep -E '^wall' "$OUT/cspa-$p-$v-$r.log") | $(grep -E '^phases' "$OUT/cspa-$p-$v-$r.log") | $(grep -E 'peak device' "$OUT/cspa-$p-$v-$r.log")"
             echo "$line"; summary+=("$line")
           done
@@ -190,12 +199,12 @@ for s in "${STEPS[@]}"; do
       if [ -z "$NSYS" ] && [ -n "$NCU" ]; then
         # No Nsight Systems on the machine: Nsight Compute, one metric (the kernel's
         # duration, one replay pass), summed per kernel name.
-        timeout ${T_CSPA:-300} "$NCU" --metrics gpu__time_duration.sum --csv --print-summary per-kernel \
+        timeout $(lim ${T_CSPA:-300}) "$NCU" --metrics gpu__time_duration.sum --csv --print-summary per-kernel \
           "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-prof --backend cuda --stats > "$OUT/profile-$p.csv" 2> "$OUT/profile-$p.log"; echo "ncu rc=$?"
         grep -E "total|phases" "$OUT/profile-$p.log" | head -5
         ncu_table "$OUT/profile-$p.csv"
       elif [ -z "$NSYS" ]; then echo "no nsys or ncu here"; else
-        timeout ${T_CSPA:-300} "$NSYS" profile -t cuda -o "$OUT/cspa-$p" --force-overwrite true \
+        timeout $(lim ${T_CSPA:-300}) "$NSYS" profile -t cuda -o "$OUT/cspa-$p" --force-overwrite true \
           "$C/fixlog" run "$C/cspa.dl" -F $d -D $d/out-prof --backend cuda --stats > "$OUT/profile-$p.log" 2>&1; echo "nsys rc=$?"
         grep -E "total|phases|join|dedup|merge" "$OUT/profile-$p.log" | head
         "$NSYS" stats -r cuda_gpu_kern_sum --format csv -o "$OUT/kern" "$OUT/cspa-$p.nsys-rep" > /dev/null 2>&1
@@ -221,7 +230,7 @@ PY
         esac
         line="big $q"
         for b in ${BIG_BACKENDS:-cuda cpu}; do
-          r=$(timeout ${T_MATCH:-120} "$C/fixlog" match --edges "$f" --undirected --backend $b --stats "$pat" 2>"$OUT/big-$q-$b.err"); rc=$?
+          r=$(timeout $(lim ${T_MATCH:-120}) "$C/fixlog" match --edges "$f" --undirected --backend $b --stats "$pat" 2>"$OUT/big-$q-$b.err"); rc=$?
           line="$line | $b rc=$rc count=$r $(grep "fixlog match:" "$OUT/big-$q-$b.err" | sed 's/fixlog match: //')"
         done
         echo "$line"; summary+=("$line")
@@ -229,7 +238,7 @@ PY
     matchprof)
       f=$(big_graph); q=${MATCHPROF_QUERY:-tri}; pat=$TRI; [ $q = clique4 ] && pat=$CLIQUE4
       NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
-      timeout ${T_MATCH:-300} "$NCU" --metrics gpu__time_duration.sum --csv --print-summary per-kernel \
+      timeout $(lim ${T_MATCH:-300}) "$NCU" --metrics gpu__time_duration.sum --csv --print-summary per-kernel \
         "$C/fixlog" match --edges "$f" --undirected --backend cuda --stats "$pat" > "$OUT/matchprof-$q.csv" 2> "$OUT/matchprof-$q.log"; echo "ncu rc=$?"
       grep "fixlog match" "$OUT/matchprof-$q.log"
       ncu_table "$OUT/matchprof-$q.csv";;
@@ -250,7 +259,7 @@ PY
           line="$g $q"
           for b in cuda cpu; do
             t0=$(date +%s.%N)
-            r=$(timeout ${T_MATCH:-120} "$C/fixlog" match --edges "$f" --undirected --backend $b --stats "$pat" 2>"$OUT/match-$g-$q-$b.err")
+            r=$(timeout $(lim ${T_MATCH:-120}) "$C/fixlog" match --edges "$f" --undirected --backend $b --stats "$pat" 2>"$OUT/match-$g-$q-$b.err")
             rc=$?; t1=$(date +%s.%N)
             m=$(grep -o "match [0-9.]* s" "$OUT/match-$g-$q-$b.err" | head -1)
             line="$line | $b rc=$rc count=$r ${m} process $(awk "BEGIN{printf \"%.3f\", $t1 - $t0}") s"
