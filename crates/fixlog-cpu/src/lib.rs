@@ -44,7 +44,7 @@ use fixlog_exec::driver::{
 };
 use fixlog_exec::tuples::RowStore;
 use fixlog_exec::{
-    aggregate, Absorbed, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget,
+    aggregate, rows_in, Absorbed, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget,
 };
 use fixlog_logical::{Program, SymbolTable, Value};
 use fixlog_plan::Plan;
@@ -467,13 +467,7 @@ impl Backend for CpuBackend {
         if arity == 0 {
             return Ok(CpuRelation::empty(0));
         }
-        if !rows.len().is_multiple_of(arity) {
-            return Err(ExecError::Backend(format!(
-                "{} values do not make rows of arity {arity}",
-                rows.len()
-            )));
-        }
-        let len = rows.len() / arity;
+        let len = rows_in(arity, rows.len(), None)?;
         self.sort_unique(CpuBatch::from_rows(arity, rows, len))
     }
 
@@ -525,12 +519,7 @@ impl Backend for CpuBackend {
     }
 
     fn batch_from_rows(&self, arity: usize, rows: Vec<Value>, len: usize) -> ExecResult<CpuBatch> {
-        if rows.len() != arity * len {
-            return Err(ExecError::Backend(format!(
-                "{} values do not make {len} rows of arity {arity}",
-                rows.len()
-            )));
-        }
+        rows_in(arity, rows.len(), Some(len))?;
         Ok(CpuBatch::from_rows(arity, rows, len))
     }
 

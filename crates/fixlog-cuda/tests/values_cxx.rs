@@ -218,9 +218,7 @@ fn cases() -> Vec<Case> {
         })
     };
     for ty in TYPES {
-        for op in [
-            Add, Sub, Mul, Div, Rem, Pow, BAnd, BOr, BXor, BShl, BShr, LAnd, LOr, Min, Max,
-        ] {
+        for op in BinOp::ALL {
             if op == Pow && ty == ColType::Float {
                 continue; // host only
             }
@@ -231,7 +229,7 @@ fn cases() -> Vec<Case> {
                 vec![bin(op, ty, col(0), col(1))],
             );
         }
-        for op in [UnaryOp::Neg, UnaryOp::BNot, UnaryOp::LNot] {
+        for op in UnaryOp::ALL {
             add(
                 format!("{op:?} {ty:?}"),
                 Some(ty),
@@ -239,14 +237,7 @@ fn cases() -> Vec<Case> {
                 vec![un(op, ty, col(0))],
             );
         }
-        for op in [
-            CmpOp::Eq,
-            CmpOp::Ne,
-            CmpOp::Lt,
-            CmpOp::Le,
-            CmpOp::Gt,
-            CmpOp::Ge,
-        ] {
+        for op in CmpOp::ALL {
             if ty == ColType::Symbol && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
                 continue; // host only
             }

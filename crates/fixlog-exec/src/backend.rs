@@ -110,6 +110,27 @@ pub fn internal(what: &str) -> ExecError {
     ExecError::Backend(format!("internal error: {what}"))
 }
 
+/// How many rows of `arity` columns `values` values make, checked against `expected`
+/// where the caller says how many: an error where they make no whole number of rows or
+/// not that many (rows handed to a backend by the caller, never trusted to fit).
+pub fn rows_in(arity: usize, values: usize, expected: Option<usize>) -> ExecResult<usize> {
+    let whole = if arity == 0 {
+        (values == 0).then(|| expected.unwrap_or(0))
+    } else {
+        values.is_multiple_of(arity).then_some(values / arity)
+    };
+    match (whole, expected) {
+        (Some(n), None) => Ok(n),
+        (Some(n), Some(e)) if n == e => Ok(n),
+        (_, Some(e)) => Err(ExecError::Backend(format!(
+            "{values} values do not make {e} rows of arity {arity}"
+        ))),
+        (None, None) => Err(ExecError::Backend(format!(
+            "{values} values do not make rows of arity {arity}"
+        ))),
+    }
+}
+
 /// One operator of the plan, with everything a backend needs to lower its expressions:
 /// the arity of its input and, for joins, the layout of the inner index. Columns are
 /// numbered as in [`fixlog_plan::Op`] (the joined tuple).
@@ -559,5 +580,29 @@ mod tests {
             project: vec![col(0), col(1)],
         };
         assert_eq!(scan.new_rows_shape(), None);
+    }
+
+    #[test]
+    fn rows_in_counts_whole_rows_or_says_why_not() {
+        assert_eq!(rows_in(2, 6, None), Ok(3));
+        assert_eq!(rows_in(2, 6, Some(3)), Ok(3));
+        assert_eq!(rows_in(0, 0, Some(1)), Ok(1));
+        assert_eq!(rows_in(0, 0, None), Ok(0));
+        let err = |r: ExecResult<usize>| match r {
+            Err(ExecError::Backend(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            err(rows_in(2, 5, None)),
+            "5 values do not make rows of arity 2"
+        );
+        assert_eq!(
+            err(rows_in(2, 6, Some(2))),
+            "6 values do not make 2 rows of arity 2"
+        );
+        assert_eq!(
+            err(rows_in(0, 1, Some(1))),
+            "1 values do not make 1 rows of arity 0"
+        );
     }
 }

@@ -900,24 +900,8 @@ fn arithmetic<B: Backend>(be: &B) {
     }
     let r = rel(be, 2, &rows);
     let set = to_set(2, &rows);
-    let bins = [
-        BinOp::Add,
-        BinOp::Sub,
-        BinOp::Mul,
-        BinOp::Div,
-        BinOp::Rem,
-        BinOp::Pow,
-        BinOp::BAnd,
-        BinOp::BOr,
-        BinOp::BXor,
-        BinOp::BShl,
-        BinOp::BShr,
-        BinOp::LAnd,
-        BinOp::LOr,
-        BinOp::Min,
-        BinOp::Max,
-    ];
-    let unaries = [UnaryOp::Neg, UnaryOp::BNot, UnaryOp::LNot];
+    let bins = BinOp::ALL;
+    let unaries = UnaryOp::ALL;
     let functors = [
         Functor::Ord,
         Functor::ToFloat,

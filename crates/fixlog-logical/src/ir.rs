@@ -271,6 +271,19 @@ pub enum CmpOp {
     Ge,
 }
 
+impl CmpOp {
+    /// Every comparison, for code that must cover them all (the backends' conformance
+    /// checks, the code generator's coverage, random programs).
+    pub const ALL: [CmpOp; 6] = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ];
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Predicate {
     /// `contains(needle, haystack)`: `needle` is a substring of `haystack`.
@@ -321,6 +334,11 @@ pub enum UnaryOp {
     LNot,
 }
 
+impl UnaryOp {
+    /// Every unary operator (see [`CmpOp::ALL`]).
+    pub const ALL: [UnaryOp; 3] = [UnaryOp::Neg, UnaryOp::BNot, UnaryOp::LNot];
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BinOp {
     Add,
@@ -340,6 +358,27 @@ pub enum BinOp {
     LOr,
     Min,
     Max,
+}
+
+impl BinOp {
+    /// Every binary operator (see [`CmpOp::ALL`]).
+    pub const ALL: [BinOp; 15] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Rem,
+        BinOp::Pow,
+        BinOp::BAnd,
+        BinOp::BOr,
+        BinOp::BXor,
+        BinOp::BShl,
+        BinOp::BShr,
+        BinOp::LAnd,
+        BinOp::LOr,
+        BinOp::Min,
+        BinOp::Max,
+    ];
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -560,5 +599,61 @@ impl Program {
             work.extend(reads[r].iter().copied().filter(|&x| !needed[x]));
         }
         needed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Each match names every variant and no wildcard, so a new operator stops the build
+    // here, and the test below then wants it in `ALL` at the position given.
+    fn cmp_position(op: CmpOp) -> usize {
+        match op {
+            CmpOp::Eq => 0,
+            CmpOp::Ne => 1,
+            CmpOp::Lt => 2,
+            CmpOp::Le => 3,
+            CmpOp::Gt => 4,
+            CmpOp::Ge => 5,
+        }
+    }
+
+    fn unary_position(op: UnaryOp) -> usize {
+        match op {
+            UnaryOp::Neg => 0,
+            UnaryOp::BNot => 1,
+            UnaryOp::LNot => 2,
+        }
+    }
+
+    fn binary_position(op: BinOp) -> usize {
+        match op {
+            BinOp::Add => 0,
+            BinOp::Sub => 1,
+            BinOp::Mul => 2,
+            BinOp::Div => 3,
+            BinOp::Rem => 4,
+            BinOp::Pow => 5,
+            BinOp::BAnd => 6,
+            BinOp::BOr => 7,
+            BinOp::BXor => 8,
+            BinOp::BShl => 9,
+            BinOp::BShr => 10,
+            BinOp::LAnd => 11,
+            BinOp::LOr => 12,
+            BinOp::Min => 13,
+            BinOp::Max => 14,
+        }
+    }
+
+    #[test]
+    fn all_lists_every_operator_once() {
+        let cmp: Vec<usize> = CmpOp::ALL.iter().map(|&o| cmp_position(o)).collect();
+        assert_eq!(cmp, (0..6).collect::<Vec<_>>());
+        let unary: Vec<usize> = UnaryOp::ALL.iter().map(|&o| unary_position(o)).collect();
+        assert_eq!(unary, (0..3).collect::<Vec<_>>());
+        let binary: Vec<usize> = BinOp::ALL.iter().map(|&o| binary_position(o)).collect();
+        assert_eq!(binary, (0..15).collect::<Vec<_>>());
     }
 }

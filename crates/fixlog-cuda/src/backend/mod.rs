@@ -36,7 +36,9 @@ use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use fixlog_cpu::CpuBackend;
 use fixlog_exec::driver::{self, DriverOptions, OperatorTime, RunResult, Tuples};
-use fixlog_exec::{Absorbed, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget};
+use fixlog_exec::{
+    rows_in, Absorbed, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget,
+};
 use fixlog_logical::{Program, SymbolTable, Value};
 use fixlog_plan::Plan;
 use std::rc::Rc;
@@ -478,13 +480,7 @@ impl Backend for CudaBackend {
         if arity == 0 {
             return Ok(CudaRelation::empty(0));
         }
-        if !rows.len().is_multiple_of(arity) {
-            return Err(ExecError::Backend(format!(
-                "{} values do not make rows of arity {arity}",
-                rows.len()
-            )));
-        }
-        let n = rows.len() / arity;
+        let n = rows_in(arity, rows.len(), None)?;
         let batch = self.upload_batch(arity, &rows, n).map_err(exec_error)?;
         drop(rows);
         self.sort_unique(batch)
@@ -554,12 +550,7 @@ impl Backend for CudaBackend {
     }
 
     fn batch_from_rows(&self, arity: usize, rows: Vec<Value>, len: usize) -> ExecResult<CudaBatch> {
-        if rows.len() != arity * len {
-            return Err(ExecError::Backend(format!(
-                "{} values do not make {len} rows of arity {arity}",
-                rows.len()
-            )));
-        }
+        rows_in(arity, rows.len(), Some(len))?;
         self.upload_batch(arity, &rows, len).map_err(exec_error)
     }
 

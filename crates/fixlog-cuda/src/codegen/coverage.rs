@@ -18,31 +18,6 @@ const TYPES: [ColType; 4] = [
     ColType::Float,
     ColType::Symbol,
 ];
-const BINOPS: [BinOp; 15] = [
-    BinOp::Add,
-    BinOp::Sub,
-    BinOp::Mul,
-    BinOp::Div,
-    BinOp::Rem,
-    BinOp::Pow,
-    BinOp::BAnd,
-    BinOp::BOr,
-    BinOp::BXor,
-    BinOp::BShl,
-    BinOp::BShr,
-    BinOp::LAnd,
-    BinOp::LOr,
-    BinOp::Min,
-    BinOp::Max,
-];
-const CMPOPS: [CmpOp; 6] = [
-    CmpOp::Eq,
-    CmpOp::Ne,
-    CmpOp::Lt,
-    CmpOp::Le,
-    CmpOp::Gt,
-    CmpOp::Ge,
-];
 
 fn col(c: usize) -> PExpr {
     PExpr::Col(c)
@@ -89,7 +64,7 @@ fn filters(width: usize, salt: usize) -> Vec<Cond> {
     }
     vec![
         cmp(
-            CMPOPS[salt % 6],
+            CmpOp::ALL[salt % CmpOp::ALL.len()],
             ColType::Number,
             col(salt % width),
             if width > 1 {
@@ -116,14 +91,14 @@ fn filters(width: usize, salt: usize) -> Vec<Cond> {
 /// behind one filter that mostly holds: one `Scan` per type.
 fn every_operator(ty: ColType) -> OpSpec {
     let mut project = Vec::new();
-    for op in [UnaryOp::Neg, UnaryOp::BNot, UnaryOp::LNot] {
+    for op in UnaryOp::ALL {
         project.push(PExpr::Unary {
             op,
             ty,
             arg: Box::new(col(0)),
         });
     }
-    for op in BINOPS {
+    for op in BinOp::ALL {
         let e = bin(op, ty, col(0), col(1));
         if expr_host_reason(&e).is_none() {
             project.push(e);

@@ -355,25 +355,7 @@ fn ty() -> impl Strategy<Value = ColType> {
 }
 
 fn binop() -> impl Strategy<Value = BinOp> {
-    (0..15usize).prop_map(|i| {
-        [
-            BinOp::Add,
-            BinOp::Sub,
-            BinOp::Mul,
-            BinOp::Div,
-            BinOp::Rem,
-            BinOp::Pow,
-            BinOp::BAnd,
-            BinOp::BOr,
-            BinOp::BXor,
-            BinOp::BShl,
-            BinOp::BShr,
-            BinOp::LAnd,
-            BinOp::LOr,
-            BinOp::Min,
-            BinOp::Max,
-        ][i]
-    })
+    (0..BinOp::ALL.len()).prop_map(|i| BinOp::ALL[i])
 }
 
 /// Device functors four times as often as host ones.
@@ -412,8 +394,8 @@ fn expr(width: usize) -> impl Strategy<Value = PExpr> {
     ];
     leaf.prop_recursive(4, 24, 3, |inner| {
         prop_oneof![
-            ((0..3usize), ty(), inner.clone()).prop_map(|(o, ty, a)| PExpr::Unary {
-                op: [UnaryOp::Neg, UnaryOp::BNot, UnaryOp::LNot][o],
+            ((0..UnaryOp::ALL.len()), ty(), inner.clone()).prop_map(|(o, ty, a)| PExpr::Unary {
+                op: UnaryOp::ALL[o],
                 ty,
                 arg: Box::new(a),
             }),
@@ -427,9 +409,9 @@ fn expr(width: usize) -> impl Strategy<Value = PExpr> {
 
 fn cond(width: usize) -> impl Strategy<Value = Cond> {
     prop_oneof![
-        8 => ((0..6usize), ty(), expr(width), expr(width)).prop_map(|(o, ty, lhs, rhs)| {
+        8 => ((0..CmpOp::ALL.len()), ty(), expr(width), expr(width)).prop_map(|(o, ty, lhs, rhs)| {
             Cond::Compare {
-                op: [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge][o],
+                op: CmpOp::ALL[o],
                 ty,
                 lhs,
                 rhs,
