@@ -511,14 +511,6 @@ fn reference_join(
 }
 
 const TYPES: [ColType; 3] = [ColType::Number, ColType::Unsigned, ColType::Float];
-const CMPS: [CmpOp; 6] = [
-    CmpOp::Eq,
-    CmpOp::Ne,
-    CmpOp::Lt,
-    CmpOp::Le,
-    CmpOp::Gt,
-    CmpOp::Ge,
-];
 
 /// A random projection/filter over `width` joined columns.
 fn random_pipeline(rng: &mut Rng, width: usize, out_arity: usize) -> (Vec<Cond>, Vec<PExpr>) {
@@ -541,7 +533,7 @@ fn random_pipeline(rng: &mut Rng, width: usize, out_arity: usize) -> (Vec<Cond>,
     for _ in 0..rng.below(3) {
         let ty = TYPES[rng.below(3) as usize];
         filters.push(Cond::Compare {
-            op: CMPS[rng.below(6) as usize],
+            op: CmpOp::ALL[rng.below(CmpOp::ALL.len() as u32) as usize],
             ty,
             lhs: c(rng),
             rhs: if rng.below(2) == 0 {
@@ -841,7 +833,7 @@ fn typed_comparisons<B: Backend>(be: &B) {
     let set = to_set(2, &rows);
     let mut cases = Vec::new();
     for ty in TYPES {
-        for op in CMPS {
+        for op in CmpOp::ALL {
             let filters = vec![Cond::Compare {
                 op,
                 ty,
