@@ -44,7 +44,8 @@ use fixlog_exec::driver::{
 };
 use fixlog_exec::tuples::RowStore;
 use fixlog_exec::{
-    aggregate, rows_in, Absorbed, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget,
+    aggregate, check_rows, Absorbed, Backend, EvalContext, ExecError, ExecResult, OpSpec,
+    PieceBudget,
 };
 use fixlog_logical::{Program, SymbolTable, Value};
 use fixlog_plan::Plan;
@@ -467,7 +468,8 @@ impl Backend for CpuBackend {
         if arity == 0 {
             return Ok(CpuRelation::empty(0));
         }
-        let len = rows_in(arity, rows.len(), None)?;
+        let len = rows.len() / arity;
+        check_rows(arity, rows.len(), len)?;
         self.sort_unique(CpuBatch::from_rows(arity, rows, len))
     }
 
@@ -519,7 +521,7 @@ impl Backend for CpuBackend {
     }
 
     fn batch_from_rows(&self, arity: usize, rows: Vec<Value>, len: usize) -> ExecResult<CpuBatch> {
-        rows_in(arity, rows.len(), Some(len))?;
+        check_rows(arity, rows.len(), len)?;
         Ok(CpuBatch::from_rows(arity, rows, len))
     }
 

@@ -110,24 +110,15 @@ pub fn internal(what: &str) -> ExecError {
     ExecError::Backend(format!("internal error: {what}"))
 }
 
-/// How many rows of `arity` columns `values` values make, checked against `expected`
-/// where the caller says how many: an error where they make no whole number of rows or
-/// not that many (rows handed to a backend by the caller, never trusted to fit).
-pub fn rows_in(arity: usize, values: usize, expected: Option<usize>) -> ExecResult<usize> {
-    let whole = if arity == 0 {
-        (values == 0).then(|| expected.unwrap_or(0))
+/// That `values` values make `len` rows of `arity` columns: rows handed to a backend
+/// by its caller are checked, never trusted to fit.
+pub fn check_rows(arity: usize, values: usize, len: usize) -> ExecResult<()> {
+    if arity.checked_mul(len) == Some(values) {
+        Ok(())
     } else {
-        values.is_multiple_of(arity).then_some(values / arity)
-    };
-    match (whole, expected) {
-        (Some(n), None) => Ok(n),
-        (Some(n), Some(e)) if n == e => Ok(n),
-        (_, Some(e)) => Err(ExecError::Backend(format!(
-            "{values} values do not make {e} rows of arity {arity}"
-        ))),
-        (None, None) => Err(ExecError::Backend(format!(
-            "{values} values do not make rows of arity {arity}"
-        ))),
+        Err(ExecError::Backend(format!(
+            "{values} values do not make {len} rows of arity {arity}"
+        )))
     }
 }
 
@@ -583,26 +574,27 @@ mod tests {
     }
 
     #[test]
-    fn rows_in_counts_whole_rows_or_says_why_not() {
-        assert_eq!(rows_in(2, 6, None), Ok(3));
-        assert_eq!(rows_in(2, 6, Some(3)), Ok(3));
-        assert_eq!(rows_in(0, 0, Some(1)), Ok(1));
-        assert_eq!(rows_in(0, 0, None), Ok(0));
-        let err = |r: ExecResult<usize>| match r {
-            Err(ExecError::Backend(m)) => m,
-            other => panic!("{other:?}"),
-        };
+    fn check_rows_wants_exactly_len_rows() {
+        assert_eq!(check_rows(2, 6, 3), Ok(()));
+        assert_eq!(check_rows(0, 0, 1), Ok(()));
         assert_eq!(
-            err(rows_in(2, 5, None)),
-            "5 values do not make rows of arity 2"
+            check_rows(2, 5, 2),
+            Err(ExecError::Backend(
+                "5 values do not make 2 rows of arity 2".into()
+            ))
         );
         assert_eq!(
-            err(rows_in(2, 6, Some(2))),
-            "6 values do not make 2 rows of arity 2"
+            check_rows(2, 6, 2),
+            Err(ExecError::Backend(
+                "6 values do not make 2 rows of arity 2".into()
+            ))
         );
         assert_eq!(
-            err(rows_in(0, 1, Some(1))),
-            "1 values do not make 1 rows of arity 0"
+            check_rows(0, 1, 1),
+            Err(ExecError::Backend(
+                "1 values do not make 1 rows of arity 0".into()
+            ))
         );
+        assert!(check_rows(2, 0, usize::MAX).is_err());
     }
 }

@@ -892,8 +892,6 @@ fn arithmetic<B: Backend>(be: &B) {
     }
     let r = rel(be, 2, &rows);
     let set = to_set(2, &rows);
-    let bins = BinOp::ALL;
-    let unaries = UnaryOp::ALL;
     let functors = [
         Functor::Ord,
         Functor::ToFloat,
@@ -903,10 +901,10 @@ fn arithmetic<B: Backend>(be: &B) {
     // One expression per scan (a failing one drops the row), all prepared at once.
     let mut exprs = Vec::new();
     for ty in TYPES {
-        for op in bins {
+        for op in BinOp::ALL {
             exprs.push(bin(op, ty, col(0), col(1)));
         }
-        for op in unaries {
+        for op in UnaryOp::ALL {
             exprs.push(PExpr::Unary {
                 op,
                 ty,

@@ -18,6 +18,6 @@ pub mod runs;
 pub mod tuples;
 
 pub use backend::{
-    internal, rows_in, Absorbed, Backend, EvalContext, ExecError, ExecResult, IntersectAtomSpec,
+    check_rows, internal, Absorbed, Backend, EvalContext, ExecError, ExecResult, IntersectAtomSpec,
     NewRowsShape, OpSpec, PieceBudget, SecondColumn,
 };

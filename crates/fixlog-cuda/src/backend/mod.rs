@@ -37,7 +37,7 @@ use crate::gpu::Gpu;
 use fixlog_cpu::CpuBackend;
 use fixlog_exec::driver::{self, DriverOptions, OperatorTime, RunResult, Tuples};
 use fixlog_exec::{
-    rows_in, Absorbed, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget,
+    check_rows, Absorbed, Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget,
 };
 use fixlog_logical::{Program, SymbolTable, Value};
 use fixlog_plan::Plan;
@@ -480,7 +480,8 @@ impl Backend for CudaBackend {
         if arity == 0 {
             return Ok(CudaRelation::empty(0));
         }
-        let n = rows_in(arity, rows.len(), None)?;
+        let n = rows.len() / arity;
+        check_rows(arity, rows.len(), n)?;
         let batch = self.upload_batch(arity, &rows, n).map_err(exec_error)?;
         drop(rows);
         self.sort_unique(batch)
@@ -550,7 +551,7 @@ impl Backend for CudaBackend {
     }
 
     fn batch_from_rows(&self, arity: usize, rows: Vec<Value>, len: usize) -> ExecResult<CudaBatch> {
-        rows_in(arity, rows.len(), Some(len))?;
+        check_rows(arity, rows.len(), len)?;
         self.upload_batch(arity, &rows, len).map_err(exec_error)
     }
 
