@@ -7,7 +7,7 @@
 //! making it (the CUDA join counts first; the driver cannot tell the difference).
 
 use fixlog_cpu::{CpuBackend, CpuBatch, CpuCode, CpuIndex, CpuRelation};
-use fixlog_exec::driver::{self, DriverOptions, RunResult, Tuples};
+use fixlog_exec::driver::{self, DriverOptions, FullFirstUse, RunResult, Tuples};
 use fixlog_exec::tuples::RowStore;
 use fixlog_exec::{Backend, EvalContext, ExecError, ExecResult, OpSpec, PieceBudget};
 use fixlog_logical::{ColType, Value};
@@ -39,6 +39,8 @@ struct Refusing {
     refused_prefixes: Cell<usize>,
     /// The input rows that fit, said by the last refusal.
     last_prefix: std::cell::RefCell<Option<Vec<Value>>>,
+    /// Prefixes said to fit (of at least one row) that no join has run since.
+    prefixes_not_run: std::cell::RefCell<Vec<Vec<Value>>>,
 }
 
 impl Refusing {
@@ -55,6 +57,7 @@ impl Refusing {
                 first_piece_rows: 1 << 20,
                 max_batch_rows: 1 << 24,
                 max_sort_rows: usize::MAX,
+                joins_say_what_fits: false,
             },
             aligned: false,
             merges: Cell::new(0),
@@ -62,6 +65,7 @@ impl Refusing {
             fits: false,
             refused_prefixes: Cell::new(0),
             last_prefix: std::cell::RefCell::new(None),
+            prefixes_not_run: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -72,6 +76,7 @@ impl Refusing {
                 first_piece_rows,
                 max_batch_rows,
                 max_sort_rows: usize::MAX,
+                joins_say_what_fits: false,
             },
             aligned: true,
             ..Refusing::new(usize::MAX)
@@ -92,7 +97,10 @@ impl Backend for Refusing {
         self.cpu.prepare(ops, ctx)
     }
     fn piece_budget(&self) -> PieceBudget {
-        self.budget
+        PieceBudget {
+            joins_say_what_fits: self.fits,
+            ..self.budget
+        }
     }
     fn relation_from_rows(&self, arity: usize, rows: Vec<Value>) -> ExecResult<CpuRelation> {
         self.cpu.relation_from_rows(arity, rows)
@@ -191,6 +199,10 @@ impl Backend for Refusing {
         code: &CpuCode,
         ctx: &EvalContext,
     ) -> ExecResult<CpuBatch> {
+        if !self.prefixes_not_run.borrow().is_empty() {
+            let rows_in = self.cpu.batch_rows(input)?;
+            self.prefixes_not_run.borrow_mut().retain(|p| *p != rows_in);
+        }
         let out = self.cpu.join(input, inner, code, ctx)?;
         let rows = self.cpu.batch_len(&out);
         let n = self.cpu.batch_len(input);
@@ -212,7 +224,11 @@ impl Backend for Refusing {
                         k += 1;
                     }
                     let (prefix, _) = self.cpu.split_batch(input.clone(), k.max(1))?;
-                    *self.last_prefix.borrow_mut() = Some(self.cpu.batch_rows(&prefix)?);
+                    let prefix = self.cpu.batch_rows(&prefix)?;
+                    if k > 0 {
+                        self.prefixes_not_run.borrow_mut().push(prefix.clone());
+                    }
+                    *self.last_prefix.borrow_mut() = Some(prefix);
                     Some(k)
                 } else {
                     None
@@ -286,6 +302,10 @@ fn graph_facts(nodes: u64, edges: usize, seed: u64) -> String {
 }
 
 fn run<B: Backend>(backend: &B, text: &str) -> RunResult {
+    run_with(backend, text, &DriverOptions::default())
+}
+
+fn run_with<B: Backend>(backend: &B, text: &str, options: &DriverOptions) -> RunResult {
     let mut sources = SourceMap::default();
     let program = fixlog_logical::compile_str("split.dl", text, &mut sources)
         .unwrap_or_else(|e| panic!("{}", e.render(&sources)));
@@ -299,15 +319,7 @@ fn run<B: Backend>(backend: &B, text: &str) -> RunResult {
         initial[fact.rel].push(&fact.values);
     }
     let symbols = program.symbols.clone();
-    driver::run(
-        backend,
-        &program,
-        &plan,
-        initial,
-        &symbols,
-        &DriverOptions::default(),
-    )
-    .expect("run")
+    driver::run(backend, &program, &plan, initial, &symbols, options).expect("run")
 }
 
 /// Runs `text` on the CPU backend and on one whose joins refuse more than `limit`
@@ -372,6 +384,39 @@ fn same_with_exact_refusals(text: &str, limit: usize) {
 fn refusals_that_say_what_fits() {
     same_with_exact_refusals(&closure(graph_facts(60, 150, 7)), 40);
     same_with_exact_refusals(&same_generation(graph_facts(40, 90, 11)), 25);
+}
+
+#[test]
+fn full_first_pieces_cut_where_refusals_say() {
+    // A full-first plan's top level (pieces that derive disjoint tuples) is ordered
+    // before its first piece, which is as large as the backend's first piece: its
+    // joins' refusals cut it, each at the rows the join said fit. Every prefix said to
+    // fit runs without another refusal, every input tuple is joined once (the pieces
+    // and the sets gathered from them share no tuple), and the result is exact.
+    let text = same_generation(graph_facts(40, 120, 5));
+    let options = DriverOptions {
+        full_first: FullFirstUse::Always,
+        ..DriverOptions::default()
+    };
+    let plain = run(&CpuBackend::new(), &text);
+    let never = Refusing::new(usize::MAX);
+    run_with(&never, &text, &options);
+    for limit in [6, 25, 80] {
+        let refusing = Refusing {
+            fits: true,
+            ..Refusing::new(limit)
+        };
+        let split = run_with(&refusing, &text, &options);
+        assert_eq!(plain.relations, split.relations, "limit {limit}");
+        assert!(refusing.refused.get() > 0, "no join refused at {limit}");
+        assert_eq!(refusing.refused_prefixes.get(), 0, "limit {limit}");
+        assert_eq!(
+            refusing.prefixes_not_run.borrow().len(),
+            0,
+            "a prefix said to fit was not run, limit {limit}"
+        );
+        assert_eq!(refusing.joined.get(), never.joined.get(), "limit {limit}");
+    }
 }
 
 #[test]

@@ -261,6 +261,13 @@ pub struct PieceBudget {
     /// it holds (to order the input before cutting it into pieces: see
     /// `fixlog_exec::driver`'s `carried_first`); larger inputs are cut unsorted.
     pub max_sort_rows: usize,
+    /// Whether the backend's joins count their output before making it, refuse past
+    /// the bound they are given ([`ExecError::BatchTooLarge`]) and say how many
+    /// leading input rows fit. A pipeline whose pieces derive disjoint tuples then
+    /// starts at `first_piece_rows` and is cut where the refusals say; otherwise it
+    /// starts small and grows while its batches stay small (a backend that cannot
+    /// tell in advance would make the whole batch first).
+    pub joins_say_what_fits: bool,
 }
 
 impl Default for PieceBudget {
@@ -269,6 +276,7 @@ impl Default for PieceBudget {
             first_piece_rows: 1 << 16,
             max_batch_rows: 1 << 24,
             max_sort_rows: usize::MAX,
+            joins_say_what_fits: false,
         }
     }
 }

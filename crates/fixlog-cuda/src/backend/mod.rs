@@ -472,6 +472,8 @@ impl Backend for CudaBackend {
             max_batch_rows: self.batch_budget_bytes() / 8,
             // A copy, the sort's second buffer and the output beside the input.
             max_sort_rows: self.room_bytes() / (3 * 8),
+            // (The join counts first: `prefix_fit` over its counts.)
+            joins_say_what_fits: true,
         }
     }
 

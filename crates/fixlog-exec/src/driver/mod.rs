@@ -124,8 +124,10 @@ pub enum FullFirstUse {
 /// (round 28).
 const DISJOINT_BATCH_SHARE: usize = 8;
 const DISJOINT_BATCH_MIN_ROWS: usize = 1 << 22;
-/// The first piece of such a pipeline (pieces then grow while their batches stay
-/// small): one row of the outer relation can make thousands.
+/// The first piece of such a pipeline on a backend whose joins cannot say what fits
+/// ([`crate::PieceBudget::joins_say_what_fits`]; pieces then grow while their batches
+/// stay small): one row of the outer relation can make thousands. A backend whose
+/// joins say what fits starts at its own first piece, cut where they refuse.
 const DISJOINT_FIRST_PIECE_ROWS: usize = 1 << 10;
 
 // ---- running ------------------------------------------------------------------------
@@ -636,8 +638,13 @@ impl<B: Backend> Driver<'_, B> {
         let disjoint = full_first.is_some() && b.batch_len(&remaining) <= budget.max_sort_rows;
         let (first_piece_rows, max_batch_rows) = if disjoint {
             let share = b.relation_len(&self.full[rule.head]) / DISJOINT_BATCH_SHARE;
+            let first = if budget.joins_say_what_fits {
+                budget.first_piece_rows
+            } else {
+                DISJOINT_FIRST_PIECE_ROWS.min(budget.first_piece_rows)
+            };
             (
-                DISJOINT_FIRST_PIECE_ROWS.min(budget.first_piece_rows),
+                first,
                 share
                     .max(DISJOINT_BATCH_MIN_ROWS)
                     .min(budget.max_batch_rows),
