@@ -8,8 +8,9 @@ shared graphs, one process per run, on the GPU machine (or anywhere).
 Prints one line per run as it goes and a markdown table at the end: sizes and
 iterations against ground_truth.tsv, evaluation time (the strata, data loaded),
 the driver's time (load + prepare + evaluation + unload), the whole process
-(gzip facts in, outputs written with --output), peak device memory, and the
-phases. Exit status 1 if any count or iteration count is wrong.
+(gzip facts in, outputs written with --output), peak device memory, the memory
+aim (1.5x the result relation, read against its final size and against its versions
+at their largest: `versions_peak` in the stats), and the phases. Exit status 1 if any count or iteration count is wrong.
 """
 import json, os, subprocess, sys, tempfile, time
 
@@ -109,7 +110,7 @@ def main():
                 if best is None or st["wall"] < best["wall"]:
                     best = st
             if best is None:
-                rows.append(f"| {q} | {g} | error | | | | | | | |")
+                rows.append(f"| {q} | {g} | error | | | | | | | | |")
                 continue
             size = best["relations"][REL[q]]
             iters = max(s["iterations"] for s in best["strata"])
@@ -122,8 +123,13 @@ def main():
             peak = f"{held / 2**30:.2f} / {used / 2**30:.2f}" if held else "-"
             if best.get("peak_host_spilled"):
                 peak += f" (+{best['peak_host_spilled'] / 2**30:.2f} on host)"
+            # The memory aim, 1.5x the relation at 8 bytes a tuple (two 4-byte columns),
+            # read two ways: its final size, and its versions at their largest (full,
+            # delta and new tuples together, `versions_peak`).
+            versions = (best.get("versions_peak") or {}).get(REL[q])
+            aim = f"{1.5 * size * 8 / 2**30:.2f} / " + (f"{1.5 * versions * 8 / 2**30:.2f}" if versions else "-")
             line = (f"| {q} | {g} | {size} | {'exact' if ok else f'WRONG (want {want}/{want_it})'} | {iters} "
-                    f"| {ev:.3f} | {best['driver_seconds']:.3f} | {best['wall']:.3f} | {peak} "
+                    f"| {ev:.3f} | {best['driver_seconds']:.3f} | {best['wall']:.3f} | {peak} | {aim} "
                     f"| load {ph['load']:.3f} prep {ph['prepare']:.3f} join {ph['join']:.3f} "
                     f"dedup {ph['dedup']:.3f} merge {ph['merge']:.3f} index {ph['index']:.3f} "
                     f"unload {ph['unload']:.3f} write {ph['write']:.3f} "
@@ -138,8 +144,8 @@ def main():
             rows.append(line)
     print(f"\n## fixlog run --backend {opt['--backend']} ({'outputs written' if output else '.printsize'})")
     print("| query | graph | size | count | iterations | evaluation s | driver s | process s "
-          "| peak device GiB held / in use | phases (s) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| peak device GiB held / in use | aim GiB (final / versions) | phases (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(r)
     sys.exit(1 if wrong else 0)

@@ -638,6 +638,12 @@ fn stats_text(
     for (name, size) in &stats.relation_sizes {
         s.push_str(&format!("  {name}\t{size}\n"));
     }
+    if !stats.versions_peak.is_empty() {
+        s.push_str("recursive relations' versions at their largest (full, delta and new tuples at an iteration's end):\n");
+        for (name, tuples) in &stats.versions_peak {
+            s.push_str(&format!("  {name}\t{tuples}\n"));
+        }
+    }
     let p = &stats.phases;
     s.push_str(&format!(
         "phases (s): load {:.3}, prepare {:.3}, join {:.3}, dedup {:.3}, merge {:.3}, index {:.3}, unload {:.3}, write {:.3}\n",
@@ -723,6 +729,7 @@ fn stats_json(
             "seconds": st.time.as_secs_f64(),
         })).collect::<Vec<_>>(),
         "relations": stats.relation_sizes.iter().map(|(n, s)| (n.clone(), serde_json::json!(s))).collect::<serde_json::Map<_, _>>(),
+        "versions_peak": stats.versions_peak.iter().map(|(n, s)| (n.clone(), serde_json::json!(s))).collect::<serde_json::Map<_, _>>(),
         "phases": {
             "load": p.load.as_secs_f64(),
             "prepare": p.prepare.as_secs_f64(),

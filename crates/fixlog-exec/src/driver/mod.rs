@@ -155,6 +155,7 @@ pub fn run<B: Backend>(
         delta: (0..plan.relations.len()).map(|_| None).collect(),
         indexes: (0..plan.indexes.len()).map(|_| None).collect(),
         delta_indexes: (0..plan.indexes.len()).map(|_| None).collect(),
+        versions_peak: vec![None; plan.relations.len()],
         full_first: options.full_first,
         stats: RunStats {
             backend: backend.name().to_string(),
@@ -257,6 +258,11 @@ pub fn run<B: Backend>(
     driver.delta.clear();
     let full = std::mem::take(&mut driver.full);
     let mut stats = driver.stats;
+    for (rel, peak) in driver.versions_peak.iter().enumerate() {
+        if let (Some(peak), Some(r)) = (peak, program.relations.get(rel)) {
+            stats.versions_peak.push((r.name.clone(), *peak));
+        }
+    }
     let mut relations = Vec::with_capacity(full.len());
     for (rel, r) in full.into_iter().enumerate() {
         let name = program
@@ -295,6 +301,9 @@ struct Driver<'a, B: Backend> {
     /// Indexes over the deltas (joined by [`fixlog_plan::FullFirst`] plans), by the
     /// same ids as `indexes`; dropped whenever the deltas change.
     delta_indexes: Vec<Option<B::Index>>,
+    /// Per relation: the most tuples its versions held together (see
+    /// [`RunStats::versions_peak`]); `None` until an iteration derived into it.
+    versions_peak: Vec<Option<usize>>,
     full_first: FullFirstUse,
     stats: RunStats,
     progress: Progress,
@@ -477,6 +486,7 @@ impl<B: Backend> Driver<'_, B> {
                 &stratum.relations,
                 true,
             )?;
+            self.note_versions(&news);
             if self.size_limit_reached(stratum) {
                 break;
             }
@@ -517,6 +527,19 @@ impl<B: Backend> Driver<'_, B> {
         }
         self.drop_delta_indexes();
         Ok(iterations)
+    }
+
+    /// Notes what each relation's versions hold at the end of an iteration: `full`,
+    /// the delta the iteration joined and the new tuples it derived (`news`).
+    fn note_versions(&mut self, news: &[(RelId, B::Relation)]) {
+        let b = self.backend;
+        for (rel, new) in news {
+            let held = b.relation_len(&self.full[*rel])
+                + self.delta[*rel].as_ref().map_or(0, |d| b.relation_len(d))
+                + b.relation_len(new);
+            let peak = &mut self.versions_peak[*rel];
+            *peak = Some(peak.map_or(held, |p| p.max(held)));
+        }
     }
 
     /// Runs rules; returns, per relation of `relations` (in order), the tuples they

@@ -41,6 +41,13 @@ pub struct RunStats {
     pub strata: Vec<StratumStats>,
     /// (relation, size) in declaration order.
     pub relation_sizes: Vec<(String, usize)>,
+    /// (relation, tuples) for each recursive relation, in declaration order: the most
+    /// tuples its versions held together at the end of an iteration, when `full`
+    /// (its delta included), the delta the iteration joined and the new tuples it
+    /// derived are all there at once (GDlog's full, delta and new versions). A memory
+    /// aim stated against a relation's versions reads this figure; against its final
+    /// size, [`RunStats::relation_sizes`].
+    pub versions_peak: Vec<(String, usize)>,
     pub phases: PhaseTimes,
     /// Tuples produced by rules before deduplication (how much work the joins did).
     pub derived: usize,
