@@ -51,20 +51,26 @@ fn reachability(edges: &[(i32, i32)]) -> BTreeMap<i32, BTreeSet<i32>> {
     out
 }
 
-/// Same generation, by the definition: `sg(x,y)` if `x != y` share a parent, or their
-/// parents are in `sg`.
-fn same_generation(edges: &[(i32, i32)]) -> BTreeSet<(i32, i32)> {
-    let adj = adjacency(edges);
-    let mut sg = BTreeSet::new();
+/// `(x, y)` for `x != y` that share a parent: same generation's first rule.
+fn sibling_pairs(adj: &BTreeMap<i32, BTreeSet<i32>>) -> BTreeSet<(i32, i32)> {
+    let mut pairs = BTreeSet::new();
     for children in adj.values() {
         for &x in children {
             for &y in children {
                 if x != y {
-                    sg.insert((x, y));
+                    pairs.insert((x, y));
                 }
             }
         }
     }
+    pairs
+}
+
+/// Same generation, by the definition: `sg(x,y)` if `x != y` share a parent, or their
+/// parents are in `sg`.
+fn same_generation(edges: &[(i32, i32)]) -> BTreeSet<(i32, i32)> {
+    let adj = adjacency(edges);
+    let mut sg = sibling_pairs(&adj);
     let mut delta: Vec<(i32, i32)> = sg.iter().copied().collect();
     while !delta.is_empty() {
         let mut next = Vec::new();
@@ -118,6 +124,20 @@ sg(x, y) :- edge(p, x), edge(p, y), x != y.
 sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).
 ";
 
+/// [`PROGRAM`] with `edges` as its `edge` facts.
+fn scale_program(edges: &[(i32, i32)]) -> Fixlog {
+    let mut program = Fixlog::from_source("scale.dl", PROGRAM).unwrap();
+    program
+        .insert(
+            "edge",
+            edges
+                .iter()
+                .map(|&(a, b)| vec![Datum::Number(a), Datum::Number(b)]),
+        )
+        .unwrap();
+    program
+}
+
 #[test]
 fn reachability_aggregates_negation_and_sg_at_scale() {
     // Sparse enough that SG stays small, dense enough for a giant component in TC.
@@ -156,15 +176,7 @@ fn reachability_aggregates_negation_and_sg_at_scale() {
     );
     assert!(!unreached.is_empty() && unreached.len() < nodes.len());
 
-    let mut program = Fixlog::from_source("scale.dl", PROGRAM).unwrap();
-    program
-        .insert(
-            "edge",
-            edges
-                .iter()
-                .map(|&(a, b)| vec![Datum::Number(a), Datum::Number(b)]),
-        )
-        .unwrap();
+    let program = scale_program(&edges);
     for jobs in [1, 2, 4, 8] {
         let db = program.run(&support::options(Some(jobs))).unwrap();
         for (rel, want) in [
@@ -270,17 +282,7 @@ fn versions_peak_is_full_delta_and_new_at_their_largest() {
         }
         out
     });
-    let mut sg_init = BTreeSet::new();
-    for children in adj.values() {
-        for &x in children {
-            for &y in children {
-                if x != y {
-                    sg_init.insert((x, y));
-                }
-            }
-        }
-    }
-    let sg = versions_peak(sg_init, |delta| {
+    let sg = versions_peak(sibling_pairs(&adj), |delta| {
         let mut out = BTreeSet::new();
         for &(a, b) in delta {
             for &x in adj.get(&a).into_iter().flatten() {
@@ -296,15 +298,7 @@ fn versions_peak_is_full_delta_and_new_at_their_largest() {
         "test graph too small: {path}, {sg}"
     );
 
-    let mut program = Fixlog::from_source("scale.dl", PROGRAM).unwrap();
-    program
-        .insert(
-            "edge",
-            edges
-                .iter()
-                .map(|&(a, b)| vec![Datum::Number(a), Datum::Number(b)]),
-        )
-        .unwrap();
+    let program = scale_program(&edges);
     let db = program.run(&support::options(Some(2))).unwrap();
     let got: BTreeMap<&str, usize> = db
         .stats()
