@@ -135,6 +135,7 @@ program() { # program QUERY GRAPH_FILE
 .decl edge(x: number, y: number)
 .input edge(filename="$2")
 .decl path(x: number, y: number)
+.printsize path
 path(x, y) :- edge(x, y).
 path(x, z) :- path(x, y), edge(y, z).
 EOF
@@ -143,6 +144,7 @@ EOF
 .decl edge(x: number, y: number)
 .input edge(filename="$2")
 .decl sg(x: number, y: number)
+.printsize sg
 sg(x, y) :- edge(p, x), edge(p, y), x != y.
 sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).
 EOF
