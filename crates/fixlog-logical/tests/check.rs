@@ -1387,3 +1387,40 @@ fn lattice_declarations() {
         e("`.lattice` inside a component is not supported", "3:1")
     );
 }
+
+/// An atom of a lattice relation with too few or too many arguments, in a body, a
+/// negation or an aggregate, is an arity error at the atom (it once indexed past the
+/// atom's arguments while rewriting the lattice columns: found by the fuzz test).
+#[test]
+fn lattice_atoms_of_the_wrong_arity_are_arity_errors() {
+    const L: &str = ".type C <: number\n.lattice C<> { Bottom -> 0, Lub -> max(_, _), Glb -> min(_, _) }\n\
+                     .decl e(x: number, y: number, c: number)\n.decl w(x: number, y: number, c: C<>)\n";
+    for (rule, found, at) in [
+        (
+            "w(x, y, c) :- w(x, y), e(x, y, c).",
+            "2 arguments were given",
+            "5:15",
+        ),
+        (
+            "w(x, y, c) :- w(x, y, c, 1), e(x, y, c).",
+            "4 arguments were given",
+            "5:15",
+        ),
+        (
+            "w(x, y, c) :- e(x, y, c), !w(x, y).",
+            "2 arguments were given",
+            "5:28",
+        ),
+        (
+            "w(x, y, c) :- e(x, y, c), c = count : { w(x) }.",
+            "1 argument was given",
+            "5:41",
+        ),
+    ] {
+        assert_eq!(
+            err1(&format!("{L}{rule}\n")),
+            e(&format!("`w` has 3 attributes but {found}"), at),
+            "{rule}"
+        );
+    }
+}

@@ -424,7 +424,8 @@ impl Checker<'_> {
         if self.lattice_cols.is_empty() {
             return None;
         }
-        // (column, lattice) of an atom's relation, for lattices with Glb and Bottom.
+        // (column, lattice) of an atom's relation, for lattices with Glb and Bottom;
+        // none for an atom of the wrong arity (an error reported with the atom).
         let columns = |ck: &Self, atom: &ast::Atom| -> Vec<(usize, String)> {
             let Some(&rel) = ck.rel_ids.get(&atom.name.name) else {
                 return Vec::new();
@@ -432,6 +433,9 @@ impl Checker<'_> {
             let Some(cols) = ck.lattice_cols.get(&rel) else {
                 return Vec::new();
             };
+            if atom.args.len() != ck.relations[rel].columns.len() {
+                return Vec::new();
+            }
             let first = ck.relations[rel].columns.len().saturating_sub(cols.len());
             cols.iter()
                 .enumerate()
