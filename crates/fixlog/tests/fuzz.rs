@@ -4,7 +4,10 @@
 //! error is a program error whose diagnostics all point into the text
 //! (`file:line:column`), and the report stays short; small programs that compile are
 //! run on the CPU over a tiny fact set (when they surely terminate: no arithmetic or
-//! functors in recursive rules).
+//! functors in recursive rules). Fact files too: rows of every column type, damaged
+//! by pieces of fields, separators and random bytes, as text and gzip (whole, cut
+//! short, or with bytes after the last member), are read or rejected with their file,
+//! line and column.
 //!
 //! `FIXLOG_FUZZ_CASES` sets the number of cases of each property (default 2000, a few
 //! seconds in the test profile on 2 cores); the `#[ignore]`d `fuzz_long` runs 20,000
@@ -360,6 +363,152 @@ fn fuzz_bytes(n: u32) {
     report("random bytes", n, &tally, 100);
 }
 
+/// Fact files of every column type made of field-like pieces, separators and random
+/// bytes, read as text and gzip-compressed (whole, cut short, or with bytes after the
+/// last member): every file is read, or is an error naming its file and, where a line
+/// is at fault, its line and column; never anything else.
+fn fuzz_fact_files(n: u32) {
+    const PROGRAM: &str = ".decl r(a: number, b: unsigned, c: float, d: symbol)\n.input r\n\
+                           .decl g(a: number, d: symbol)\n.input g(filename=\"g.facts.gz\")\n";
+    let program = Fixlog::from_source("facts.dl", PROGRAM).expect("the program compiles");
+    let tally = Tally::default();
+    let mut runner = TestRunner::new(Config {
+        cases: n,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let field = |values: Vec<&'static str>| proptest::sample::select(values);
+    let number = field(vec![
+        "0",
+        "1",
+        "-7",
+        "+3",
+        "2147483647",
+        "-2147483648",
+        " 12",
+    ]);
+    let unsigned = field(vec!["0", "4294967295", "0x1F", "0b101", "7"]);
+    let float = field(vec!["3.5", "-0.0", "1e30", "nan", "inf", "2", " 1.5"]);
+    let symbol = field(vec!["abc", "", "a b", "\u{e9}t\u{e9}", "\"q\"", "x\\y"]);
+    let r_rows = proptest::collection::vec(
+        (number.clone(), unsigned, float, symbol.clone())
+            .prop_map(|(a, b, c, d)| format!("{a}\t{b}\t{c}\t{d}\n")),
+        0..6,
+    );
+    let g_rows = proptest::collection::vec(
+        (number, symbol).prop_map(|(a, d)| format!("{a}\t{d}\n")),
+        0..6,
+    );
+    // What may go wrong in a file: pieces of fields, separators and random bytes put
+    // in at some place (about half the files have none).
+    let piece = prop_oneof![
+        8 => proptest::sample::select(vec![
+            "1", "-7", "0x1F", "1e400", "nan", "abc", "2147483648", "-2147483649",
+            "4294967296", " ", "\t", "\n", "\r\n", "\"", "\\", "\u{e9}", "",
+        ])
+        .prop_map(|s| s.as_bytes().to_vec()),
+        1 => any::<u8>().prop_map(|b| vec![b]),
+    ];
+    let damage = prop_oneof![
+        1 => Just(Vec::new()),
+        1 => proptest::collection::vec((any::<u16>(), piece), 1..4),
+    ];
+    let damaged = |rows: Vec<String>, damage: Vec<(u16, Vec<u8>)>| {
+        let mut bytes = rows.concat().into_bytes();
+        for (at, piece) in damage {
+            let at = at as usize % (bytes.len() + 1);
+            bytes.splice(at..at, piece);
+        }
+        bytes
+    };
+    // How the gzip file ends: whole, cut after a number of bytes, or followed by bytes.
+    let ending = prop_oneof![
+        4 => Just((None, Vec::new())),
+        1 => (0usize..64).prop_map(|k| (Some(k), Vec::new())),
+        1 => proptest::collection::vec(any::<u8>(), 1..8).prop_map(|b| (None, b)),
+    ];
+    let strategy = (
+        (r_rows, damage.clone()).prop_map(move |(rows, d)| damaged(rows, d)),
+        (g_rows, damage).prop_map(move |(rows, d)| damaged(rows, d)),
+        ending,
+    );
+    let result = runner.run(&strategy, |(text, gz_text, (cut, after))| {
+        let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        std::fs::write(dir.path().join("r.facts"), &text)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut gz = {
+            use std::io::Write;
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(&gz_text)
+                .and_then(|_| enc.finish())
+                .map_err(|e| TestCaseError::fail(e.to_string()))?
+        };
+        if let Some(k) = cut {
+            gz.truncate(k);
+        }
+        gz.extend(after);
+        std::fs::write(dir.path().join("g.facts.gz"), &gz)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let options = RunOptions {
+            backend: fixlog::BackendKind::Cpu,
+            jobs: Some(1),
+            facts_dir: Some(dir.path().to_path_buf()),
+            ..RunOptions::default()
+        };
+        let what = || {
+            format!(
+                "r.facts {:?}, g.facts.gz {} bytes",
+                String::from_utf8_lossy(&text),
+                gz.len()
+            )
+        };
+        match program.run(&options) {
+            Ok(_) => {
+                tally.ran.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(Error::FactLine {
+                path, line, column, ..
+            }) => {
+                prop_assert!(
+                    line >= 1 && column >= 1,
+                    "{}:{line}:{column}; {}",
+                    path.display(),
+                    what()
+                );
+                tally.rejected.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(Error::ReadFile { path, .. }) => {
+                prop_assert!(
+                    path.ends_with("g.facts.gz") || path.ends_with("r.facts"),
+                    "{}",
+                    path.display()
+                );
+                tally.rejected.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(other) => return Err(TestCaseError::fail(format!("{other}; {}", what()))),
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let (ran, rejected) = (
+        tally.ran.load(Ordering::Relaxed),
+        tally.rejected.load(Ordering::Relaxed),
+    );
+    eprintln!("fact files: {n} cases: {rejected} rejected, {ran} read");
+    assert!(ran * 20 >= n as usize, "fact files: only {ran} read");
+    assert!(
+        rejected * 20 >= n as usize,
+        "fact files: only {rejected} rejected"
+    );
+}
+
+#[test]
+fn fuzz_fact_file_reading() {
+    fuzz_fact_files(cases(2000));
+}
+
 #[test]
 fn fuzz_token_mutations_of_the_example_programs() {
     fuzz_mutations(cases(2000));
@@ -375,4 +524,5 @@ fn fuzz_random_bytes() {
 fn fuzz_long() {
     fuzz_mutations(20_000);
     fuzz_bytes(20_000);
+    fuzz_fact_files(20_000);
 }
