@@ -486,7 +486,7 @@ impl<B: Backend> Driver<'_, B> {
                 &stratum.relations,
                 true,
             )?;
-            self.note_versions(&news);
+            self.note_versions(&news)?;
             if self.size_limit_reached(stratum) {
                 break;
             }
@@ -531,15 +531,22 @@ impl<B: Backend> Driver<'_, B> {
 
     /// Notes what each relation's versions hold at the end of an iteration: `full`,
     /// the delta the iteration joined and the new tuples it derived (`news`).
-    fn note_versions(&mut self, news: &[(RelId, B::Relation)]) {
+    fn note_versions(&mut self, news: &[(RelId, B::Relation)]) -> ExecResult<()> {
         let b = self.backend;
-        for (rel, new) in news {
-            let held = b.relation_len(&self.full[*rel])
-                + self.delta[*rel].as_ref().map_or(0, |d| b.relation_len(d))
+        for &(rel, ref new) in news {
+            let (Some(full), Some(delta), Some(peak)) = (
+                self.full.get(rel),
+                self.delta.get(rel),
+                self.versions_peak.get_mut(rel),
+            ) else {
+                return Err(internal("a stratum's relation is missing"));
+            };
+            let held = b.relation_len(full)
+                + delta.as_ref().map_or(0, |d| b.relation_len(d))
                 + b.relation_len(new);
-            let peak = &mut self.versions_peak[*rel];
             *peak = Some(peak.map_or(held, |p| p.max(held)));
         }
+        Ok(())
     }
 
     /// Runs rules; returns, per relation of `relations` (in order), the tuples they

@@ -129,15 +129,8 @@ impl<B: Backend> Driver<'_, B> {
         // piece may be as large as the backend's (a refusal costs a count) rather than
         // start small and grow (SG ego-Facebook's full-first plan: 184 joins, 25 delta
         // first; round 29).
-        let disjoint = matches!(level, Level::Top { disjoint: true, .. });
-        let mut input = input;
-        if disjoint && sort_on_cut && b.piece_budget().joins_say_what_fits {
-            sort_on_cut = false;
-            input = b
-                .sort_unique(input)
-                .and_then(|sorted| b.relation_batch(&sorted))
-                .map_err(|e| self.deriving_at(level, head, e))?;
-        }
+        let sort_uncut = matches!(level, Level::Top { disjoint: true, .. })
+            && b.piece_budget().joins_say_what_fits;
         let mut peak = 0;
         // Whether the last piece was a single tuple that ran out of memory (it runs
         // once more before that is an error).
@@ -155,8 +148,8 @@ impl<B: Backend> Driver<'_, B> {
             if len == 0 {
                 continue;
             }
-            if len > piece_rows && sort_on_cut {
-                // The first cut, so `top` is the whole input (never a fitted prefix:
+            if sort_on_cut && (len > piece_rows || sort_uncut) {
+                // The first piece, so `top` is the whole input (never a fitted prefix:
                 // those come after it): order it first.
                 sort_on_cut = false;
                 top = b

@@ -433,10 +433,11 @@ impl Checker<'_> {
             let Some(cols) = ck.lattice_cols.get(&rel) else {
                 return Vec::new();
             };
-            if atom.args.len() != ck.relations[rel].columns.len() {
+            let arity = ck.relations.get(rel).map_or(0, |r| r.columns.len());
+            if atom.args.len() != arity {
                 return Vec::new();
             }
-            let first = ck.relations[rel].columns.len().saturating_sub(cols.len());
+            let first = arity.saturating_sub(cols.len());
             cols.iter()
                 .enumerate()
                 .filter(|(_, l)| {
