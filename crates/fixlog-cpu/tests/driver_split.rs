@@ -26,6 +26,8 @@ struct Refusing {
     unsplittable: Cell<usize>,
     /// Input rows of the joins that made their output (not of those refused).
     joined: Cell<usize>,
+    /// Joins that made their output.
+    joins: Cell<usize>,
     budget: PieceBudget,
     /// Cut batches only between rows whose first values differ.
     aligned: bool,
@@ -52,6 +54,7 @@ impl Refusing {
             largest: Cell::new(0),
             unsplittable: Cell::new(0),
             joined: Cell::new(0),
+            joins: Cell::new(0),
             // Large first pieces, so that the refusals do the splitting.
             budget: PieceBudget {
                 first_piece_rows: 1 << 20,
@@ -244,6 +247,7 @@ impl Backend for Refusing {
         self.largest.set(self.largest.get().max(rows));
         self.joined
             .set(self.joined.get() + self.cpu.batch_len(input));
+        self.joins.set(self.joins.get() + 1);
         Ok(out)
     }
     fn intersect(
@@ -417,6 +421,86 @@ fn full_first_pieces_cut_where_refusals_say() {
         );
         assert_eq!(refusing.joined.get(), never.joined.get(), "limit {limit}");
     }
+}
+
+#[test]
+fn first_pieces_grow_with_the_head_relation_where_joins_say_what_fits() {
+    // Transitive closure of a chain: iteration i's delta is the n - i paths of length
+    // i, the full relation about n * i paths. The backend's own first piece is one
+    // row. Where the joins say what fits, the top level's first piece is at least a
+    // share (1/32) of the head relation, so once the relation holds 32 deltas every
+    // iteration joins its delta whole, in one piece; where they cannot say, pieces
+    // start at one row and grow, several an iteration.
+    let n = 300;
+    let facts: String = (0..n - 1)
+        .map(|i| format!("e({i}, {}).\n", i + 1))
+        .collect();
+    let text = closure(facts);
+    let plain = run(&CpuBackend::new(), &text);
+    let one_row = |fits| Refusing {
+        fits,
+        ..Refusing::small_aligned(1, 1 << 24)
+    };
+    let (saying, growing) = (one_row(true), one_row(false));
+    for backend in [&saying, &growing] {
+        let got = run(backend, &text);
+        assert_eq!(plain.relations, got.relations);
+        assert_eq!(backend.refused.get(), 0);
+    }
+    // One join per iteration (n - 1 of them) once the share passes the delta (after
+    // about 32 / (1 + 32 / n) iterations), a few before.
+    let iterations = n - 1;
+    assert!(
+        saying.joins.get() < iterations + 4 * 32,
+        "{} joins for {iterations} iterations",
+        saying.joins.get()
+    );
+    assert!(
+        growing.joins.get() > 2 * iterations,
+        "{} joins for {iterations} iterations",
+        growing.joins.get()
+    );
+}
+
+#[test]
+fn full_first_plans_by_size_from_a_head_size() {
+    // `BySizeFrom` takes a full-first plan by size only once the head relation holds
+    // `min_head_rows` tuples: from 0 it is `BySize`, past the final size it is
+    // `Never`, in between it switches plans mid-run; the result is the same every way.
+    // (The plans join different rows, which tells which one ran.)
+    let text = same_generation(graph_facts(40, 120, 5));
+    let plain = run(&CpuBackend::new(), &text);
+    let joined = |full_first| {
+        let backend = Refusing::new(usize::MAX);
+        let got = run_with(
+            &backend,
+            &text,
+            &DriverOptions {
+                full_first,
+                ..DriverOptions::default()
+            },
+        );
+        assert_eq!(plain.relations, got.relations, "{full_first:?}");
+        backend.joined.get()
+    };
+    let final_rows = plain
+        .stats
+        .relation_sizes
+        .iter()
+        .find(|(n, _)| n == "sg")
+        .map(|(_, k)| *k);
+    let final_rows = final_rows.expect("sg's size");
+    let never = joined(FullFirstUse::Never);
+    let by_size = joined(FullFirstUse::BySize);
+    assert_ne!(never, by_size);
+    let from = |min_head_rows| joined(FullFirstUse::BySizeFrom { min_head_rows });
+    assert_eq!(from(0), by_size);
+    assert_eq!(from(final_rows + 1), never);
+    let between = from(final_rows / 2);
+    assert!(
+        between != never && between != by_size,
+        "{never} {between} {by_size}"
+    );
 }
 
 #[test]

@@ -266,7 +266,9 @@ pub struct PieceBudget {
     /// leading input rows fit. A pipeline whose pieces derive disjoint tuples then
     /// starts at `first_piece_rows` and is cut where the refusals say; otherwise it
     /// starts small and grows while its batches stay small (a backend that cannot
-    /// tell in advance would make the whole batch first).
+    /// tell in advance would make the whole batch first). Any other pipeline's first
+    /// piece is then also at least a share of its head relation (see
+    /// `fixlog_exec::driver`).
     pub joins_say_what_fits: bool,
 }
 

@@ -124,7 +124,8 @@ pub fn explain_with_notes(
                 ) {
                     let _ = writeln!(
                         out,
-                        "    full-first plan (on the CPU, and on the GPU under --gpu-memory-limit, in an iteration where Δ{} has at least as many tuples as {}; pieces cut from {} sorted on the head's first variable):",
+                        "    full-first plan (on the CPU, and on the GPU under --gpu-memory-limit or once {} holds 32M tuples, in an iteration where Δ{} has at least as many tuples as {}; pieces cut from {} sorted on the head's first variable):",
+                        plan.relations[rule.head.rel].name,
                         plan.relations[d.rel].name,
                         plan.relations[ff.outer].name,
                         plan.relations[ff.outer].name

@@ -85,21 +85,36 @@ pub struct RunOptions {
     /// default: by size on the CPU (SG on two threads: as fast or faster, peaks
     /// 15-38% lower on dense graphs, docs/cpu-results.md) and on the GPU under a
     /// `gpu_memory_limit` (where they keep the relations on the device: SG CA-HepTh at
-    /// 1 GiB 1.98 → 0.43 s on an H100, docs/gpu-results.md round 28); never on the GPU
-    /// without one (1.6-5x the time there). The results are the same.
+    /// 1 GiB 1.98 → 0.43 s on an H100, docs/gpu-results.md round 28); on the GPU
+    /// without one, by size only where the head relation holds at least 32M tuples
+    /// ([`GPU_FULL_FIRST_MIN_HEAD_ROWS`]). The results are the same.
     pub full_first: Option<FullFirstUse>,
 }
 
 pub use fixlog_exec::driver::{FullFirstUse, RunStats};
 
+/// On the GPU without a device memory limit, full-first plans run (by size) only where
+/// the head relation holds at least this many tuples (256 MiB of two columns).
+/// Measured on an H100 (docs/gpu-results.md, round 33), evaluation s / peak GiB in use
+/// for same generation, against never: CA-HepTh 0.077 / 1.401 → 0.108 / 1.143 and
+/// loc-Brightkite 0.138 / 1.529 → 0.224 / 1.138, both now within the memory aim
+/// (largest versions plus half: 1.23 and 1.17 GiB) and SG's time aim; fe_sphere,
+/// SF.cedge and fe_body 0-10% slower at the same peaks (within the aim already).
+/// By size from the first tuple also ran ego-Facebook's small relation through it:
+/// 4.5x the time (0.155 s, past the time aim) for a peak still past the memory aim
+/// (0.275 GiB against 0.24), so small relations keep the delta-first plan.
+pub const GPU_FULL_FIRST_MIN_HEAD_ROWS: usize = 1 << 25;
+
 /// When a run takes full-first plans (see [`RunOptions::full_first`]): as asked, or by
-/// size on the CPU and on the GPU under a device memory limit, never on the GPU
-/// without one.
+/// size on the CPU and on the GPU under a device memory limit, by size on large head
+/// relations on the GPU without one.
 fn full_first_use(options: &RunOptions, on_gpu: bool) -> FullFirstUse {
     match options.full_first {
         Some(asked) => asked,
         None if !on_gpu || options.gpu_memory_limit.is_some() => FullFirstUse::BySize,
-        None => FullFirstUse::Never,
+        None => FullFirstUse::BySizeFrom {
+            min_head_rows: GPU_FULL_FIRST_MIN_HEAD_ROWS,
+        },
     }
 }
 

@@ -38,7 +38,7 @@ pub mod ordered;
 
 pub use api::{
     parse_bytes, BackendChoice, BackendKind, CompileOptions, Database, Datum, Fixlog, FullFirstUse,
-    RunOptions, RunStats, WriteStats,
+    RunOptions, RunStats, WriteStats, GPU_FULL_FIRST_MIN_HEAD_ROWS,
 };
 pub use error::Error;
 pub use fixlog_logical::CheckOptions;

@@ -95,7 +95,8 @@ pub struct DriverOptions {
 /// its delta-first one (both derive the same tuples).
 ///
 /// Never by default here; the `fixlog` crate runs them by size on the CPU and on the
-/// GPU under a device memory limit. Measured on an H100 (docs/gpu-results.md, round 28), `BySize`
+/// GPU under a device memory limit, and by size from a head relation of 32M tuples on
+/// the GPU without one (`fixlog::GPU_FULL_FIRST_MIN_HEAD_ROWS`, round 33). Measured on an H100 (docs/gpu-results.md, round 28), `BySize`
 /// cut same generation's peak device memory by 24-40% without a limit (CA-HepTh 1.48
 /// → 1.13 GiB, ego-Facebook 0.43 → 0.26) but took 1.6x the time on CA-HepTh and 5x on
 /// ego-Facebook, whose joins make many pieces per iteration (each with its own
@@ -107,6 +108,10 @@ pub enum FullFirstUse {
     /// Where the plan's outer relation has at most as many tuples as the delta (the
     /// joins make the same rows either way, and the smaller side is probed from).
     BySize,
+    /// As `BySize`, where the head relation already holds at least `min_head_rows`
+    /// tuples (below that, what the plan saves in memory is small beside the time its
+    /// pieces cost).
+    BySizeFrom { min_head_rows: usize },
     /// Wherever a variant has one (for tests).
     Always,
     /// Never: every delta variant starts at its delta.
@@ -129,6 +134,16 @@ const DISJOINT_BATCH_MIN_ROWS: usize = 1 << 22;
 /// stay small): one row of the outer relation can make thousands. A backend whose
 /// joins say what fits starts at its own first piece, cut where they refuse.
 const DISJOINT_FIRST_PIECE_ROWS: usize = 1 << 10;
+/// The first piece of any other top level on a backend whose joins say what fits is at
+/// least this share of the head relation's tuples: a large relation's iterations then
+/// run as one or two pieces instead of many at the backend's fixed first piece (each
+/// piece's new run is merged at the end). Measured on an H100 (docs/gpu-results.md,
+/// round 33): TC fe_ocean 0.88 → 0.81 s (its 247 iterations had run as 432 pieces at
+/// 4M rows), p2p-Gnutella31 4% faster, no peak higher (1/16: fe_ocean about the same,
+/// p2p's peak 0.35 GiB higher); it changes nothing for relations under 32 first
+/// pieces (134M rows on the GPU), whose peaks a larger fixed first piece raised (TC
+/// CA-HepTh past its memory aim, SG CA-HepTh by 0.4 GiB).
+const TOP_PIECE_SHARE: usize = 32;
 
 // ---- running ------------------------------------------------------------------------
 
@@ -622,6 +637,12 @@ impl<B: Backend> Driver<'_, B> {
             (Some((outer, ops)), Some(d)) => match self.full_first {
                 FullFirstUse::Always => Some(ops),
                 FullFirstUse::BySize if b.relation_len(&self.full[*outer]) <= d => Some(ops),
+                FullFirstUse::BySizeFrom { min_head_rows }
+                    if b.relation_len(&self.full[*outer]) <= d
+                        && b.relation_len(&self.full[rule.head]) >= min_head_rows =>
+                {
+                    Some(ops)
+                }
                 _ => None,
             },
             _ => None,
@@ -679,6 +700,9 @@ impl<B: Backend> Driver<'_, B> {
                     .max(DISJOINT_BATCH_MIN_ROWS)
                     .min(budget.max_batch_rows),
             )
+        } else if budget.joins_say_what_fits {
+            let share = b.relation_len(&self.full[rule.head]) / TOP_PIECE_SHARE;
+            (budget.first_piece_rows.max(share), budget.max_batch_rows)
         } else {
             (budget.first_piece_rows, budget.max_batch_rows)
         };
