@@ -1,7 +1,8 @@
 //! Golden tests: every directory under `tests/golden/` is a case.
 //!
 //! A case has `program.dl`, optionally `facts/` (the `-F` directory), `expected/` with
-//! the files the run must write (compared byte for byte; no other file may be written)
+//! the files the run must write (compared byte for byte, `.gz` files by their
+//! decompressed bytes; no other file may be written)
 //! and optionally `expected/stdout` (else stdout must be empty) and `expected/stderr`
 //! (every line of it must occur in stderr: warnings), and optionally `args`:
 //! the command line, with `{program}`, `{facts}`, `{out}` and `{case}` (the case's
@@ -41,6 +42,19 @@ fn read_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     walk(dir, dir, &mut out);
     out
+}
+
+/// A `.gz` file's text (compared by what it holds: its compressed bytes depend on the
+/// compressor), any other file's bytes.
+fn gunzipped(file: &Path, bytes: &[u8]) -> Vec<u8> {
+    if file.extension().is_none_or(|e| e != "gz") {
+        return bytes.to_vec();
+    }
+    let mut text = Vec::new();
+    match std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(bytes), &mut text) {
+        Ok(_) => text,
+        Err(e) => format!("not gzip: {e}").into_bytes(),
+    }
 }
 
 fn show(bytes: &[u8]) -> String {
@@ -114,7 +128,7 @@ fn run_case(case: &Path, jobs: usize) -> Vec<String> {
                 "{name} (-j {jobs}): {} was not written (stderr: {stderr})",
                 file.display()
             )),
-            Some(got) if got != want => problems.push(format!(
+            Some(got) if gunzipped(file, got) != gunzipped(file, want) => problems.push(format!(
                 "{name} (-j {jobs}): {} differs\n--- expected ---\n{}--- actual ---\n{}",
                 file.display(),
                 show(want),

@@ -4,7 +4,7 @@
 //! is gone, by the next run. Apart because it deals with files and signals, not formats.
 
 use super::format::format_tuples_into;
-use super::{delimiter, io_kind};
+use super::{delimiter, header_line, io_kind, param_is_true};
 use crate::error::Error;
 use crate::ordered::ReadMemory;
 use fixlog_exec::driver::Tuples;
@@ -26,7 +26,13 @@ pub fn output_target(
         .params
         .get("filename")
         .cloned()
-        .unwrap_or_else(|| format!("{}.csv", relation.name));
+        .unwrap_or_else(|| {
+            if param_is_true(directive, "compress") {
+                format!("{}.csv.gz", relation.name)
+            } else {
+                format!("{}.csv", relation.name)
+            }
+        });
     Some(if Path::new(&name).is_absolute() {
         PathBuf::from(&name)
     } else {
@@ -46,14 +52,22 @@ pub fn write_output_stdout(
     let delim = delimiter(directive);
     let stdout = std::io::stdout();
     let mut lock = stdout.lock();
-    let res = writeln!(lock, "---------------\n{}\n===============", relation.name)
-        .and_then(|_| {
-            format_tuples_into(tuples, &types, symbols, &delim, memory, |p| {
-                lock.write_all(p.as_bytes())
-            })
+    let header = match param_is_true(directive, "headers") {
+        true => header_line(relation, &delim),
+        false => String::new(),
+    };
+    let res = write!(
+        lock,
+        "---------------\n{}\n{header}===============\n",
+        relation.name
+    )
+    .and_then(|_| {
+        format_tuples_into(tuples, &types, symbols, &delim, memory, |p| {
+            lock.write_all(p.as_bytes())
         })
-        .and_then(|_| writeln!(lock, "==============="))
-        .and_then(|_| lock.flush());
+    })
+    .and_then(|_| writeln!(lock, "==============="))
+    .and_then(|_| lock.flush());
     res.map_err(|source| Error::WriteFile {
         path: PathBuf::from("<stdout>"),
         source,
@@ -81,10 +95,23 @@ pub fn write_output_file(
     }
     let types = relation.types();
     let delim = delimiter(directive);
-    write_temporary(path, |file| {
+    let header = param_is_true(directive, "headers").then(|| header_line(relation, &delim));
+    let write_text = |out: &mut dyn Write| {
+        if let Some(h) = &header {
+            out.write_all(h.as_bytes())?;
+        }
         format_tuples_into(tuples, &types, symbols, &delim, memory, |p| {
-            file.write_all(p.as_bytes())
+            out.write_all(p.as_bytes())
         })
+    };
+    write_temporary(path, |file| {
+        if param_is_true(directive, "compress") {
+            let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+            write_text(&mut gz)?;
+            gz.finish().map(|_| ())
+        } else {
+            write_text(file)
+        }
     })
 }
 

@@ -47,7 +47,7 @@ pub fn read_input(
             message: "the file is not valid UTF-8".to_string(),
         }
     })?;
-    let headers = directive.params.get("headers").map(String::as_str) == Some("true");
+    let headers = super::param_is_true(directive, "headers");
     parse_facts(
         &text,
         &path,

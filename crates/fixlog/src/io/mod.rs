@@ -8,7 +8,9 @@
 //!   recognised by their magic bytes and decompressed on the fly, whatever their name;
 //!   when `r.facts` does not exist but `r.facts.gz` does, that is read.
 //! - `.output r` writes `OUT_DIR/r.csv` (or `filename`), tab-separated, in output order
-//!   (typed order, see `fixlog_logical::value::output_order`). Each file is written to a
+//!   (typed order, see `fixlog_logical::value::output_order`); `headers=true` puts the
+//!   attribute names first, `compress=true` gzips the file (default name `r.csv.gz`, as
+//!   Soufflé names it). Each file is written to a
 //!   temporary file in the same directory and renamed into place, so a failed run never
 //!   leaves a half-written file. `IO=stdout` or `-D -` prints to stdout instead. The
 //!   rows are read in output order part by part and formatted in batches, within the
@@ -53,6 +55,18 @@ fn unescape(s: &str) -> String {
         .replace("\\\\", "\\")
 }
 
+/// Whether boolean parameter `key` is `true` (checked by `check_param`).
+fn param_is_true(directive: &IoDirective, key: &str) -> bool {
+    directive.params.get(key).is_some_and(|v| v == "true")
+}
+
+/// The first line of an output with `headers=true`: the relation's attribute names
+/// joined by the delimiter, as Soufflé writes it.
+fn header_line(relation: &Relation, delimiter: &str) -> String {
+    let names: Vec<&str> = relation.columns.iter().map(|c| c.name.as_str()).collect();
+    names.join(delimiter) + "\n"
+}
+
 fn io_kind(directive: &IoDirective) -> &str {
     directive
         .params
@@ -83,17 +97,12 @@ fn check_param(output: bool, key: &str, value: &str) -> Result<(), String> {
         "headers" if !is_bool(value) => Err(format!(
             "headers={value}: the value must be `true` or `false`"
         )),
-        "headers" if output && value == "true" => {
-            Err("headers=true is not supported in `.output`".into())
-        }
         "headers" => Ok(()),
-        // Gzip input is recognised by its magic bytes whatever this says.
+        // Gzip input is recognised by its magic bytes whatever this says; an output
+        // file is written gzipped.
         "compress" if !is_bool(value) => Err(format!(
             "compress={value}: the value must be `true` or `false`"
         )),
-        "compress" if output && value == "true" => {
-            Err("compress=true is not supported in `.output` (outputs are not compressed)".into())
-        }
         "compress" => Ok(()),
         "rfc4180" if !is_bool(value) => Err(format!(
             "rfc4180={value}: the value must be `true` or `false`"
