@@ -371,6 +371,16 @@ fn fuzz_fact_files(n: u32) {
     const PROGRAM: &str = ".decl r(a: number, b: unsigned, c: float, d: symbol)\n.input r\n\
                            .decl g(a: number, d: symbol)\n.input g(filename=\"g.facts.gz\")\n";
     let program = Fixlog::from_source("facts.dl", PROGRAM).expect("the program compiles");
+    // The same file read with RFC 4180 quotes (tab-separated).
+    let quoted_program = Fixlog::from_source(
+        "facts.dl",
+        &PROGRAM.replacen(
+            ".input r\n",
+            ".input r(rfc4180=true, delimiter=\"\\t\")\n",
+            1,
+        ),
+    )
+    .expect("the program compiles");
     let tally = Tally::default();
     let mut runner = TestRunner::new(Config {
         cases: n,
@@ -390,9 +400,24 @@ fn fuzz_fact_files(n: u32) {
     let unsigned = field(vec!["0", "4294967295", "0x1F", "0b101", "7"]);
     let float = field(vec!["3.5", "-0.0", "1e30", "nan", "inf", "2", " 1.5"]);
     let symbol = field(vec!["abc", "", "a b", "\u{e9}t\u{e9}", "\"q\"", "x\\y"]);
+    // Rows of r, each field quoted (`"` doubled inside) or not.
+    let quote = |f: &str, q: bool| match q {
+        true => format!("\"{}\"", f.replace('"', "\"\"")),
+        false => f.to_string(),
+    };
     let r_rows = proptest::collection::vec(
-        (number.clone(), unsigned, float, symbol.clone())
-            .prop_map(|(a, b, c, d)| format!("{a}\t{b}\t{c}\t{d}\n")),
+        (
+            (number.clone(), unsigned, float, symbol.clone()),
+            proptest::array::uniform4(any::<bool>()),
+        )
+            .prop_map(move |((a, b, c, d), q)| {
+                let fields: Vec<String> = [a, b, c, d]
+                    .iter()
+                    .zip(q)
+                    .map(|(f, q)| quote(f, q))
+                    .collect();
+                fields.join("\t") + "\n"
+            }),
         0..6,
     );
     let g_rows = proptest::collection::vec(
@@ -431,8 +456,10 @@ fn fuzz_fact_files(n: u32) {
         (r_rows, damage.clone()).prop_map(move |(rows, d)| damaged(rows, d)),
         (g_rows, damage).prop_map(move |(rows, d)| damaged(rows, d)),
         ending,
+        any::<bool>(),
     );
-    let result = runner.run(&strategy, |(text, gz_text, (cut, after))| {
+    let result = runner.run(&strategy, |(text, gz_text, (cut, after), rfc4180)| {
+        let program = if rfc4180 { &quoted_program } else { &program };
         let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
         std::fs::write(dir.path().join("r.facts"), &text)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -457,7 +484,7 @@ fn fuzz_fact_files(n: u32) {
         };
         let what = || {
             format!(
-                "r.facts {:?}, g.facts.gz {} bytes",
+                "r.facts {:?} (rfc4180={rfc4180}), g.facts.gz {} bytes",
                 String::from_utf8_lossy(&text),
                 gz.len()
             )

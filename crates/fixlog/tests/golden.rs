@@ -44,19 +44,6 @@ fn read_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-/// A `.gz` file's text (compared by what it holds: its compressed bytes depend on the
-/// compressor), any other file's bytes.
-fn gunzipped(file: &Path, bytes: &[u8]) -> Vec<u8> {
-    if file.extension().is_none_or(|e| e != "gz") {
-        return bytes.to_vec();
-    }
-    let mut text = Vec::new();
-    match std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(bytes), &mut text) {
-        Ok(_) => text,
-        Err(e) => format!("not gzip: {e}").into_bytes(),
-    }
-}
-
 fn show(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -128,12 +115,14 @@ fn run_case(case: &Path, jobs: usize) -> Vec<String> {
                 "{name} (-j {jobs}): {} was not written (stderr: {stderr})",
                 file.display()
             )),
-            Some(got) if gunzipped(file, got) != gunzipped(file, want) => problems.push(format!(
-                "{name} (-j {jobs}): {} differs\n--- expected ---\n{}--- actual ---\n{}",
-                file.display(),
-                show(want),
-                show(got)
-            )),
+            Some(got) if support::gunzipped(file, got) != support::gunzipped(file, want) => {
+                problems.push(format!(
+                    "{name} (-j {jobs}): {} differs\n--- expected ---\n{}--- actual ---\n{}",
+                    file.display(),
+                    show(want),
+                    show(got)
+                ))
+            }
             Some(_) => {}
         }
     }

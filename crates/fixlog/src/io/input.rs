@@ -7,6 +7,7 @@ use crate::error::Error;
 use fixlog_exec::driver::Tuples;
 use fixlog_logical::{value, ColType, IoDirective, Relation, SymbolTable, Value};
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 
@@ -47,16 +48,12 @@ pub fn read_input(
             message: "the file is not valid UTF-8".to_string(),
         }
     })?;
-    let headers = super::param_is_true(directive, "headers");
-    parse_facts(
-        &text,
-        &path,
-        &delimiter(directive),
-        &relation.types(),
-        headers,
-        symbols,
-        out,
-    )
+    let format = FactFormat {
+        delimiter: &delimiter(directive),
+        skip_header: super::param_is_true(directive, "headers"),
+        quoted: super::param_is_true(directive, "rfc4180"),
+    };
+    parse_facts(&text, &path, &format, &relation.types(), symbols, out)
 }
 
 fn line_of(bytes: &[u8], offset: usize) -> usize {
@@ -230,15 +227,70 @@ pub fn parse_field(field: &str, ty: ColType, symbols: &SymbolTable) -> Result<Va
 /// Parses fact lines in parallel (chunks of lines), keeping file order. As in Soufflé,
 /// fields after the relation's last column are ignored; unlike Soufflé, blank lines are
 /// skipped (Soufflé reads one as a tuple of empty fields).
+/// How a fact file's lines are cut into fields.
+pub struct FactFormat<'a> {
+    /// Between fields.
+    pub delimiter: &'a str,
+    /// The first line holds column names (`headers=true`).
+    pub skip_header: bool,
+    /// Fields may be quoted as RFC 4180 has them (`rfc4180=true`): `"a,b"` holds the
+    /// delimiter, `""` inside quotes is one quote; a quoted field ends at its closing
+    /// quote, which the delimiter or the line's end must follow. Lines are lines (a
+    /// quoted field does not span them), as Soufflé reads them.
+    pub quoted: bool,
+}
+
+/// The field of `line` that starts at byte `at`, and where the next one starts (past
+/// the line's end after the last); `None` when `at` is past the end.
+fn next_field<'a>(
+    line: &'a str,
+    at: usize,
+    format: &FactFormat,
+) -> Result<Option<(Cow<'a, str>, usize)>, String> {
+    if at > line.len() {
+        return Ok(None);
+    }
+    let rest = &line[at..];
+    let after = |end: usize| match line[end..].starts_with(format.delimiter) {
+        true if end < line.len() => end + format.delimiter.len(),
+        _ => line.len() + 1,
+    };
+    if !(format.quoted && rest.starts_with('"')) {
+        let end = rest.find(format.delimiter).map_or(line.len(), |i| at + i);
+        return Ok(Some((Cow::Borrowed(&line[at..end]), after(end))));
+    }
+    let mut text = String::new();
+    let mut chars = rest.char_indices().skip(1).peekable();
+    while let Some((i, c)) = chars.next() {
+        if c != '"' {
+            text.push(c);
+            continue;
+        }
+        if chars.peek().is_some_and(|&(_, n)| n == '"') {
+            chars.next();
+            text.push('"');
+            continue;
+        }
+        let end = at + i + 1;
+        if end < line.len() && !line[end..].starts_with(format.delimiter) {
+            return Err(
+                "a quoted field must be followed by the delimiter or the line's end".into(),
+            );
+        }
+        return Ok(Some((Cow::Owned(text), after(end))));
+    }
+    Err("the quoted field has no closing quote on its line".into())
+}
+
 pub fn parse_facts(
     text: &str,
     path: &Path,
-    delimiter: &str,
+    format: &FactFormat,
     types: &[ColType],
-    skip_header: bool,
     symbols: &SymbolTable,
     out: &mut Tuples,
 ) -> Result<(), Error> {
+    let skip_header = format.skip_header;
     // Split into chunks of whole lines, remembering each chunk's first line number.
     const CHUNK: usize = 1 << 20;
     let mut chunks = Vec::new();
@@ -269,18 +321,20 @@ pub fn parse_facts(
                 let column = |at: usize| l[..at].chars().count() + 1;
                 let mut fields = 0;
                 let mut at = 0;
-                let mut split = l.split(delimiter);
                 for &ty in types {
-                    let Some(field) = split.next() else { break };
-                    fields += 1;
-                    let v = parse_field(field, ty, symbols).map_err(|m| Error::FactLine {
+                    let bad = |m: String| Error::FactLine {
                         path: path.to_path_buf(),
                         line: line_no,
                         column: column(at),
-                        message: format!("column {fields}: {m}"),
-                    })?;
+                        message: format!("column {}: {m}", fields + 1),
+                    };
+                    let Some((field, next)) = next_field(l, at, format).map_err(bad)? else {
+                        break;
+                    };
+                    let v = parse_field(&field, ty, symbols).map_err(bad)?;
+                    fields += 1;
                     rows.push(v);
-                    at += field.len() + delimiter.len();
+                    at = next;
                 }
                 if fields != arity {
                     return Err(Error::FactLine {

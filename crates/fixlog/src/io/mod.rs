@@ -3,7 +3,8 @@
 //! - `.input r` reads `FACTS_DIR/r.facts`: one tuple a line, fields separated by a tab
 //!   (or the directive's `delimiter`), a trailing `\r` ignored, blank lines skipped,
 //!   fields after the last column ignored; fields are read as Soufflé reads them
-//!   ([`parse_field`]). Errors say `file:line:column`.
+//!   ([`parse_field`]), quoted as RFC 4180 has them with `rfc4180=true`
+//!   ([`FactFormat`]). Errors say `file:line:column`.
 //!   `filename="..."` is relative to `FACTS_DIR` unless absolute. Gzip files are
 //!   recognised by their magic bytes and decompressed on the fly, whatever their name;
 //!   when `r.facts` does not exist but `r.facts.gz` does, that is read.
@@ -39,11 +40,14 @@ pub use commit::{
     write_output_stdout, write_temporary, TempOutput, TEMP_PREFIX,
 };
 pub use format::{for_each_in_output_order, format_tuples, format_tuples_into, output_rows};
-pub use input::{parse_facts, parse_field, read_input};
+pub use input::{parse_facts, parse_field, read_input, FactFormat};
 
+/// A directive's delimiter: its `delimiter` parameter, else a comma with
+/// `rfc4180=true` and a tab otherwise (as Soufflé's).
 fn delimiter(directive: &IoDirective) -> String {
     match directive.params.get("delimiter") {
         Some(d) => unescape(d),
+        None if param_is_true(directive, "rfc4180") => ",".to_string(),
         None => "\t".to_string(),
     }
 }
@@ -107,8 +111,8 @@ fn check_param(output: bool, key: &str, value: &str) -> Result<(), String> {
         "rfc4180" if !is_bool(value) => Err(format!(
             "rfc4180={value}: the value must be `true` or `false`"
         )),
-        "rfc4180" if value == "true" => {
-            Err("rfc4180=true (quoted CSV fields) is not supported".into())
+        "rfc4180" if output && value == "true" => {
+            Err("rfc4180=true (quoted CSV fields) is not supported in `.output`".into())
         }
         "rfc4180" => Ok(()),
         _ => Err(format!(
@@ -148,6 +152,19 @@ pub fn check_directives(program: &Program, sources: &SourceMap) -> Result<(), Di
             .map(|d| (false, d))
             .chain(relation.outputs.iter().map(|d| (true, d)));
         for (output, directive) in all {
+            if !output && param_is_true(directive, "rfc4180") && delimiter(directive).contains('"')
+            {
+                let span = param_span(sources, directive.span, "delimiter");
+                if seen.insert((span, "delimiter".to_string())) {
+                    errors.push(Diagnostic::error(
+                        format!(
+                            "`.input {}`: with rfc4180=true the delimiter cannot hold `\"`",
+                            relation.name
+                        ),
+                        span,
+                    ));
+                }
+            }
             for (key, value) in &directive.params {
                 let Err(why) = check_param(output, key, value) else {
                     continue;
@@ -203,12 +220,14 @@ mod tests {
         assert!(check_param(false, "IO", "stdout").is_err());
         assert!(check_param(true, "IO", "sqlite").is_err());
         assert!(check_param(false, "headers", "true").is_ok());
-        assert!(check_param(true, "headers", "true").is_err());
+        assert!(check_param(true, "headers", "true").is_ok());
         assert!(check_param(false, "headers", "yes").is_err());
         assert!(check_param(false, "delimiter", "").is_err());
         assert!(check_param(false, "delimiter", "\\t").is_ok());
         assert!(check_param(false, "compress", "true").is_ok());
-        assert!(check_param(true, "compress", "true").is_err());
+        assert!(check_param(true, "compress", "true").is_ok());
+        assert!(check_param(true, "compress", "yes").is_err());
+        assert!(check_param(false, "rfc4180", "true").is_ok());
         assert!(check_param(true, "rfc4180", "true").is_err());
         assert!(check_param(true, "filname", "x").is_err());
     }

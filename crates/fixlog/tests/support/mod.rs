@@ -48,3 +48,16 @@ pub fn options(jobs: Option<usize>) -> RunOptions {
         ..RunOptions::default()
     }
 }
+
+/// A `.gz` file's text (outputs are compared by what they hold: compressed bytes depend
+/// on the compressor), any other file's bytes.
+pub fn gunzipped(file: &std::path::Path, bytes: &[u8]) -> Vec<u8> {
+    if file.extension().is_none_or(|e| e != "gz") {
+        return bytes.to_vec();
+    }
+    let mut text = Vec::new();
+    match std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(bytes), &mut text) {
+        Ok(_) => text,
+        Err(e) => format!("not gzip: {e}").into_bytes(),
+    }
+}
