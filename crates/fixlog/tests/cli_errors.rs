@@ -616,18 +616,22 @@ fn quoted_fields_that_do_not_close_are_errors_at_their_quote() {
     // delimiter or the line's end; a delimiter holding a quote is refused at check time.
     let prog = ".decl e(s: symbol, x: number)\n.input e(rfc4180=true)\n.decl r(s: symbol)\n.output r\nr(s) :- e(s, _).\n";
     let run_facts = |facts: &str| run_program(&[("prog.dl", prog), ("facts/e.facts", facts)]);
-    let o = run_facts("\"a,b\",1\n\"open,2\n");
-    assert_message(
-        &o,
-        "facts/e.facts:2:1: column 1: the quoted field has no closing quote on its line",
-    );
-    let o = run_facts("x,1\n\"a\"b,2\n");
-    assert_message(
-        &o,
-        "facts/e.facts:2:1: column 1: a quoted field must be followed by the delimiter or the line's end",
-    );
-    let o = run_facts("x,\"12\"\ny,\"1 2\"\n");
-    assert_message(&o, "facts/e.facts:2:3: column 2: `1 2` is not a number");
+    for (facts, message) in [
+        (
+            "\"a,b\",1\n\"open,2\n",
+            "2:1: column 1: the quoted field has no closing quote on its line",
+        ),
+        (
+            "x,1\n\"a\"b,2\n",
+            "2:1: column 1: a quoted field must be followed by the delimiter or the line's end",
+        ),
+        (
+            "x,\"12\"\ny,\"1 2\"\n",
+            "2:3: column 2: `1 2` is not a number",
+        ),
+    ] {
+        assert_message(&run_facts(facts), &format!("facts/e.facts:{message}"));
+    }
     let bad = ".decl e(s: symbol)\n.input e(rfc4180=true, delimiter=\"a\\\"\")\n.output e\n";
     let o = run(&[("prog.dl", bad)], &["run", "prog.dl", "-D", "out"]);
     assert_failed(&o);
