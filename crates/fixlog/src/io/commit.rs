@@ -3,7 +3,7 @@
 //! temporary files are removed on failure, on SIGINT/SIGTERM/SIGHUP and, once their run
 //! is gone, by the next run. Apart because it deals with files and signals, not formats.
 
-use super::format::format_tuples_into;
+use super::format::{format_tuples_into, TextFormat};
 use super::{delimiter, header_line, io_kind, param_is_true};
 use crate::error::Error;
 use crate::ordered::ReadMemory;
@@ -56,13 +56,17 @@ pub fn write_output_stdout(
         true => header_line(relation, &delim),
         false => String::new(),
     };
+    let format = TextFormat {
+        delimiter: &delim,
+        rfc4180: param_is_true(directive, "rfc4180"),
+    };
     let res = write!(
         lock,
         "---------------\n{}\n{header}===============\n",
         relation.name
     )
     .and_then(|_| {
-        format_tuples_into(tuples, &types, symbols, &delim, memory, |p| {
+        format_tuples_into(tuples, &types, symbols, &format, memory, |p| {
             lock.write_all(p.as_bytes())
         })
     })
@@ -96,11 +100,15 @@ pub fn write_output_file(
     let types = relation.types();
     let delim = delimiter(directive);
     let header = param_is_true(directive, "headers").then(|| header_line(relation, &delim));
+    let format = TextFormat {
+        delimiter: &delim,
+        rfc4180: param_is_true(directive, "rfc4180"),
+    };
     let write_text = |out: &mut dyn Write| {
         if let Some(h) = &header {
             out.write_all(h.as_bytes())?;
         }
-        format_tuples_into(tuples, &types, symbols, &delim, memory, |p| {
+        format_tuples_into(tuples, &types, symbols, &format, memory, |p| {
             out.write_all(p.as_bytes())
         })
     };

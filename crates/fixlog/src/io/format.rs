@@ -9,6 +9,7 @@ use fixlog_exec::merge::{Merge, Part};
 use fixlog_exec::ExecError;
 use fixlog_logical::{value, ColType, SymbolTable, Value};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// A relation's tuples in output order, one `Vec` per tuple (all in memory: what
 /// `Database::relation` returns); the sorting into output order stays within `memory`
@@ -96,6 +97,40 @@ fn line_estimate(types: &[ColType], delimiter: &str) -> (usize, bool) {
     (line, bound)
 }
 
+/// How output fields are written: between them `delimiter`; with `rfc4180`, symbols
+/// quoted as Soufflé writes them with `rfc4180=true` (`"text"`, a quote inside written
+/// as `\""`), and records and ADTs quoted whole with their symbols in doubled quotes.
+#[derive(Clone, Copy, Debug)]
+pub struct TextFormat<'a> {
+    pub delimiter: &'a str,
+    pub rfc4180: bool,
+}
+
+impl<'a> TextFormat<'a> {
+    /// Fields between `delimiter`s, as they are.
+    pub fn plain(delimiter: &'a str) -> TextFormat<'a> {
+        TextFormat {
+            delimiter,
+            rfc4180: false,
+        }
+    }
+}
+
+/// Appends symbol `v` between `quotes`, each `"` in it written as `\""` (Soufflé's
+/// RFC 4180 writer).
+fn push_quoted_symbol(out: &mut String, v: Value, strings: &[Arc<str>], quotes: &str) {
+    let mut text = String::new();
+    value::write_value(&mut text, v, ColType::Symbol, strings);
+    out.push_str(quotes);
+    for ch in text.chars() {
+        if ch == '"' {
+            out.push_str("\\\"");
+        }
+        out.push(ch);
+    }
+    out.push_str(quotes);
+}
+
 /// Formats a relation as Soufflé's output text and hands the text on in order, a
 /// part at a time (`sink` returns an error to stop). The rows are read in output order
 /// part by part (see [`crate::ordered`]: the relation's runs merged lazily, or sorted
@@ -106,10 +141,11 @@ pub fn format_tuples_into(
     tuples: &Tuples,
     types: &[ColType],
     symbols: &SymbolTable,
-    delimiter: &str,
+    format: &TextFormat,
     memory: &ReadMemory,
     mut sink: impl FnMut(&str) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
+    let delimiter = format.delimiter;
     if tuples.arity == 0 {
         return sink(&"()\n".repeat(tuples.len));
     }
@@ -131,8 +167,19 @@ pub fn format_tuples_into(
                     s.push_str(delimiter);
                 }
                 match (ty, &records) {
+                    (ColType::Record(rt), Some(view)) if format.rfc4180 => {
+                        s.push('"');
+                        view.write(&mut s, rt, v, &mut |o, t, x| match t {
+                            ColType::Symbol => push_quoted_symbol(o, x, &strings, "\"\""),
+                            _ => value::write_value(o, x, t, &strings),
+                        });
+                        s.push('"');
+                    }
                     (ColType::Record(rt), Some(view)) => {
                         value::write_record(&mut s, v, rt, &strings, view)
+                    }
+                    (ColType::Symbol, _) if format.rfc4180 => {
+                        push_quoted_symbol(&mut s, v, &strings, "\"")
                     }
                     _ => value::write_value(&mut s, v, ty, &strings),
                 }
@@ -234,7 +281,7 @@ pub fn format_tuples(
         tuples,
         types,
         symbols,
-        delimiter,
+        &TextFormat::plain(delimiter),
         &ReadMemory::default(),
         |p| {
             text.push_str(p);
@@ -265,11 +312,18 @@ mod tests {
         let memory = ReadMemory::default();
         let mut text = String::new();
         let mut writes = 0;
-        format_tuples_into(&tuples, &types, &symbols, "\t", &memory, |p| {
-            writes += 1;
-            text.push_str(p);
-            Ok(())
-        })
+        format_tuples_into(
+            &tuples,
+            &types,
+            &symbols,
+            &TextFormat::plain("\t"),
+            &memory,
+            |p| {
+                writes += 1;
+                text.push_str(p);
+                Ok(())
+            },
+        )
         .unwrap();
         assert!(writes > 2 * (FORMAT_BATCH_ROWS / FORMAT_PART_ROWS));
         let want: String = (0..n as u32)
@@ -278,14 +332,21 @@ mod tests {
         assert!(text == want, "pipelined output differs");
         // and a sink error stops the writing with that error
         let mut calls = 0;
-        let r = format_tuples_into(&tuples, &types, &symbols, "\t", &memory, |_| {
-            calls += 1;
-            if calls == 70 {
-                Err(std::io::Error::other("disk full"))
-            } else {
-                Ok(())
-            }
-        });
+        let r = format_tuples_into(
+            &tuples,
+            &types,
+            &symbols,
+            &TextFormat::plain("\t"),
+            &memory,
+            |_| {
+                calls += 1;
+                if calls == 70 {
+                    Err(std::io::Error::other("disk full"))
+                } else {
+                    Ok(())
+                }
+            },
+        );
         assert_eq!(r.unwrap_err().to_string(), "disk full");
         assert_eq!(calls, 70);
     }
@@ -410,10 +471,17 @@ mod tests {
                     sorted: Default::default(),
                 };
                 let mut text = String::new();
-                format_tuples_into(&tuples, types, &symbols, "\t", &memory, |p| {
-                    text.push_str(p);
-                    Ok(())
-                })
+                format_tuples_into(
+                    &tuples,
+                    types,
+                    &symbols,
+                    &TextFormat::plain("\t"),
+                    &memory,
+                    |p| {
+                        text.push_str(p);
+                        Ok(())
+                    },
+                )
                 .unwrap();
                 assert!(text == want, "case {case}, {k} runs: the text differs");
                 assert!(budget.peak() <= limit, "case {case}: {}", budget.peak());
@@ -442,8 +510,15 @@ mod tests {
             files: false,
             ..ReadMemory::default()
         };
-        let err =
-            format_tuples_into(&tuples, types, &symbols, "\t", &memory, |_| Ok(())).unwrap_err();
+        let err = format_tuples_into(
+            &tuples,
+            types,
+            &symbols,
+            &TextFormat::plain("\t"),
+            &memory,
+            |_| Ok(()),
+        )
+        .unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory, "{err}");
     }
 }

@@ -11,7 +11,8 @@
 //! - `.output r` writes `OUT_DIR/r.csv` (or `filename`), tab-separated, in output order
 //!   (typed order, see `fixlog_logical::value::output_order`); `headers=true` puts the
 //!   attribute names first, `compress=true` gzips the file (default name `r.csv.gz`, as
-//!   Soufflé names it). Each file is written to a
+//!   Soufflé names it), `rfc4180=true` quotes symbols and records as Soufflé does
+//!   ([`TextFormat`]). Each file is written to a
 //!   temporary file in the same directory and renamed into place, so a failed run never
 //!   leaves a half-written file. `IO=stdout` or `-D -` prints to stdout instead. The
 //!   rows are read in output order part by part and formatted in batches, within the
@@ -39,7 +40,9 @@ pub use commit::{
     remove_temporaries_on_signals, write_atomically, write_output, write_output_file,
     write_output_stdout, write_temporary, TempOutput, TEMP_PREFIX,
 };
-pub use format::{for_each_in_output_order, format_tuples, format_tuples_into, output_rows};
+pub use format::{
+    for_each_in_output_order, format_tuples, format_tuples_into, output_rows, TextFormat,
+};
 pub use input::{parse_facts, parse_field, read_input, FactFormat};
 
 /// A directive's delimiter: its `delimiter` parameter, else a comma with
@@ -111,9 +114,6 @@ fn check_param(output: bool, key: &str, value: &str) -> Result<(), String> {
         "rfc4180" if !is_bool(value) => Err(format!(
             "rfc4180={value}: the value must be `true` or `false`"
         )),
-        "rfc4180" if output && value == "true" => {
-            Err("rfc4180=true (quoted CSV fields) is not supported in `.output`".into())
-        }
         "rfc4180" => Ok(()),
         _ => Err(format!(
             "unknown parameter `{key}` (Fixlog understands IO, filename, delimiter, headers, compress and rfc4180)"
@@ -152,13 +152,13 @@ pub fn check_directives(program: &Program, sources: &SourceMap) -> Result<(), Di
             .map(|d| (false, d))
             .chain(relation.outputs.iter().map(|d| (true, d)));
         for (output, directive) in all {
-            if !output && param_is_true(directive, "rfc4180") && delimiter(directive).contains('"')
-            {
+            if param_is_true(directive, "rfc4180") && delimiter(directive).contains('"') {
                 let span = param_span(sources, directive.span, "delimiter");
                 if seen.insert((span, "delimiter".to_string())) {
                     errors.push(Diagnostic::error(
                         format!(
-                            "`.input {}`: with rfc4180=true the delimiter cannot hold `\"`",
+                            "`.{}put {}`: with rfc4180=true the delimiter cannot hold `\"`",
+                            if output { "out" } else { "in" },
                             relation.name
                         ),
                         span,
@@ -228,7 +228,8 @@ mod tests {
         assert!(check_param(true, "compress", "true").is_ok());
         assert!(check_param(true, "compress", "yes").is_err());
         assert!(check_param(false, "rfc4180", "true").is_ok());
-        assert!(check_param(true, "rfc4180", "true").is_err());
+        assert!(check_param(true, "rfc4180", "true").is_ok());
+        assert!(check_param(true, "rfc4180", "yes").is_err());
         assert!(check_param(true, "filname", "x").is_err());
     }
 }
