@@ -1142,7 +1142,7 @@ fn unsupported_output_io_is_a_located_error_before_evaluating() {
 
 #[test]
 fn bad_input_parameters_are_located_errors() {
-    let prog = ".decl e(x: number)\n.input e(IO=stdin)\n.decl f(x: number)\n.input f(headers=yes, delimiter=\"\")\n";
+    let prog = ".decl e(x: number)\n.input e(IO=sqlite)\n.decl f(x: number)\n.input f(headers=yes, delimiter=\"\")\n";
     let o = run_program(&[("prog.dl", prog)]);
     assert_failed(&o);
     assert_points_at(&o, "prog.dl", prog, 2, &["IO="]);
@@ -1151,10 +1151,85 @@ fn bad_input_parameters_are_located_errors() {
     assert_mentions(
         &o,
         &[
-            &["IO=stdin is not supported in `.input`"],
+            &["IO=sqlite is not supported in `.input`"],
             &["headers=yes"],
             &["`delimiter` is empty"],
         ],
+    );
+}
+
+#[test]
+fn input_columns_are_checked_against_the_relation() {
+    // `columns` names one distinct field (from 0) per attribute; anything else is an
+    // error at the parameter before any fact is read; a line without the fields it
+    // names is an error at its line.
+    for (columns, why) in [
+        ("1", "names 1 field but the relation has 2 attributes"),
+        ("1:x", "expected field numbers (from 0) separated by `:`"),
+        ("2:2", "names field 2 twice"),
+        ("0:1:2", "names 3 fields but the relation has 2 attributes"),
+    ] {
+        let prog =
+            format!(".decl e(x: number, y: number)\n.input e(columns=\"{columns}\")\n.output e\n");
+        let o = run_program(&[("prog.dl", &prog), ("facts/e.facts", "1\t2\t3\n")]);
+        assert_failed(&o);
+        assert_points_at(&o, "prog.dl", &prog, 2, &["columns"]);
+        assert_mentions(&o, &[&[why]]);
+    }
+    let prog = ".decl e(x: number, y: number)\n.input e(columns=\"3:1\")\n.output e\n";
+    let o = run_program(&[
+        ("prog.dl", prog),
+        ("facts/e.facts", "0\t1\t2\t3\n0\t1\t2\n"),
+    ]);
+    assert_message(&o, "facts/e.facts:2:6: expected 4 columns but found 3");
+    let prog = ".decl e(x: number)\n.output e(columns=\"0\")\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_mentions(&o, &[&["`columns` is for `.input` only"]]);
+}
+
+#[test]
+fn input_from_stdin() {
+    // `IO=stdin` reads the relation's facts from standard input (gzip too), with the
+    // directive's delimiter; errors name `<stdin>` and the line.
+    use std::io::Write;
+    let prog = ".decl e(x: number, s: symbol)\n.input e(IO=stdin, delimiter=\",\")\n.output e\n";
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("prog.dl"), prog).unwrap();
+    let feed = |input: &[u8]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fixlog"))
+            .args(["run", "prog.dl", "-D", "-"])
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let text = b"2,b\n1,a\n";
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(text).unwrap();
+    for input in [text.to_vec(), gz.finish().unwrap()] {
+        let out = feed(&input);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "---------------\ne\n===============\n1\ta\n2\tb\n===============\n"
+        );
+    }
+    let out = feed(b"1,a\nx,b\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("<stdin>:2:1: column 1: `x` is not a number"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 

@@ -9,7 +9,7 @@ use fixlog_logical::{value, ColType, IoDirective, Relation, SymbolTable, Value};
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Reads the file of one `.input` directive and appends its tuples to `out`.
 pub fn read_input(
@@ -19,17 +19,34 @@ pub fn read_input(
     symbols: &SymbolTable,
     out: &mut Tuples,
 ) -> Result<(), Error> {
-    match io_kind(directive) {
-        "file" => {}
+    let (path, bytes) = match io_kind(directive) {
+        "file" => {
+            let path = input_path(relation, directive, facts_dir);
+            let bytes = read_maybe_gzip(&path)?;
+            (path, bytes)
+        }
+        "stdin" => {
+            let path = PathBuf::from("<stdin>");
+            let mut raw = Vec::new();
+            let read = std::io::stdin().lock().read_to_end(&mut raw);
+            let err = |source| Error::ReadFile {
+                path: path.clone(),
+                source,
+            };
+            read.map_err(err)?;
+            let bytes = match raw.starts_with(&GZIP_MAGIC) {
+                true => gunzip(&raw).map_err(err)?,
+                false => raw,
+            };
+            (path, bytes)
+        }
         other => {
             return Err(Error::BadInput(format!(
-                "`.input {}`: IO={other} is not supported (only IO=file)",
+                "`.input {}`: IO={other} is not supported (only IO=file and IO=stdin)",
                 relation.name
             )))
         }
-    }
-    let path = input_path(relation, directive, facts_dir);
-    let bytes = read_maybe_gzip(&path)?;
+    };
     let text = String::from_utf8(bytes).map_err(|e| {
         let bytes = e.as_bytes();
         let at = e.utf8_error().valid_up_to();
@@ -48,10 +65,18 @@ pub fn read_input(
             message: "the file is not valid UTF-8".to_string(),
         }
     })?;
+    let columns = match directive.params.get("columns") {
+        Some(text) => Some(
+            super::column_map(text, relation.columns.len())
+                .map_err(|why| Error::BadInput(format!("`.input {}`: {why}", relation.name)))?,
+        ),
+        None => None,
+    };
     let format = FactFormat {
         delimiter: &delimiter(directive),
         skip_header: super::param_is_true(directive, "headers"),
         quoted: super::param_is_true(directive, "rfc4180"),
+        columns,
     };
     parse_facts(&text, &path, &format, &relation.types(), symbols, out)
 }
@@ -238,6 +263,10 @@ pub struct FactFormat<'a> {
     /// quote, which the delimiter or the line's end must follow. Lines are lines (a
     /// quoted field does not span them), as Soufflé reads them.
     pub quoted: bool,
+    /// Which field of a line each attribute reads (`columns="4:7"`: the first
+    /// attribute reads field 4, the second field 7, counted from 0), as the attribute
+    /// (if any) each field goes to; `None`: field i to attribute i.
+    pub columns: Option<Vec<Option<usize>>>,
 }
 
 /// The field of `line` that starts at byte `at`, and where the next one starts (past
@@ -319,9 +348,11 @@ pub fn parse_facts(
                 }
                 // 1-based character column of byte offset `at` of the line.
                 let column = |at: usize| l[..at].chars().count() + 1;
-                let mut fields = 0;
-                let mut at = 0;
-                for &ty in types {
+                // Fields read, attributes filled, and where the next field starts.
+                let (mut fields, mut filled, mut at) = (0, 0, 0);
+                let row_start = rows.len();
+                rows.resize(row_start + arity, 0);
+                while filled < arity {
                     let bad = |m: String| Error::FactLine {
                         path: path.to_path_buf(),
                         line: line_no,
@@ -331,19 +362,27 @@ pub fn parse_facts(
                     let Some((field, next)) = next_field(l, at, format).map_err(bad)? else {
                         break;
                     };
-                    let v = parse_field(&field, ty, symbols).map_err(bad)?;
+                    let attribute = match &format.columns {
+                        None => Some(fields),
+                        Some(map) => map.get(fields).copied().flatten(),
+                    };
+                    if let Some(a) = attribute {
+                        rows[row_start + a] =
+                            parse_field(&field, types[a], symbols).map_err(bad)?;
+                        filled += 1;
+                    }
                     fields += 1;
-                    rows.push(v);
                     at = next;
                 }
-                if fields != arity {
+                if filled != arity {
+                    let wanted = format.columns.as_ref().map_or(arity, Vec::len);
                     return Err(Error::FactLine {
                         path: path.to_path_buf(),
                         line: line_no,
                         column: column(l.len()),
                         message: format!(
-                            "expected {arity} column{} but found {fields}",
-                            if arity == 1 { "" } else { "s" },
+                            "expected {wanted} column{} but found {fields}",
+                            if wanted == 1 { "" } else { "s" },
                         ),
                     });
                 }

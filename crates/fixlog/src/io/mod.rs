@@ -4,7 +4,8 @@
 //!   (or the directive's `delimiter`), a trailing `\r` ignored, blank lines skipped,
 //!   fields after the last column ignored; fields are read as Soufflé reads them
 //!   ([`parse_field`]), quoted as RFC 4180 has them with `rfc4180=true`
-//!   ([`FactFormat`]). Errors say `file:line:column`.
+//!   ([`FactFormat`]), from the fields `columns="4:7"` names. `IO=stdin` reads
+//!   standard input instead of a file. Errors say `file:line:column`.
 //!   `filename="..."` is relative to `FACTS_DIR` unless absolute. Gzip files are
 //!   recognised by their magic bytes and decompressed on the fly, whatever their name;
 //!   when `r.facts` does not exist but `r.facts.gz` does, that is read.
@@ -89,9 +90,9 @@ fn check_param(output: bool, key: &str, value: &str) -> Result<(), String> {
     let is_bool = |v: &str| v == "true" || v == "false";
     match key {
         "IO" => match (output, value) {
-            (_, "file") | (true, "stdout") => Ok(()),
+            (_, "file") | (true, "stdout") | (false, "stdin") => Ok(()),
             (false, _) => Err(format!(
-                "IO={value} is not supported in `.input` (Fixlog reads IO=file)"
+                "IO={value} is not supported in `.input` (Fixlog reads IO=file and IO=stdin)"
             )),
             (true, _) => Err(format!(
                 "IO={value} is not supported in `.output` (Fixlog writes IO=file and IO=stdout)"
@@ -115,10 +116,41 @@ fn check_param(output: bool, key: &str, value: &str) -> Result<(), String> {
             "rfc4180={value}: the value must be `true` or `false`"
         )),
         "rfc4180" => Ok(()),
+        // Checked against the relation's arity by `check_directives`.
+        "columns" if !output => Ok(()),
+        "columns" => Err("`columns` is for `.input` only".into()),
         _ => Err(format!(
-            "unknown parameter `{key}` (Fixlog understands IO, filename, delimiter, headers, compress and rfc4180)"
+            "unknown parameter `{key}` (Fixlog understands IO, filename, delimiter, headers, compress, rfc4180 and, for inputs, columns)"
         )),
     }
+}
+
+/// An input's `columns="4:7"` as the attribute each field of a line goes to (see
+/// `FactFormat::columns`): one distinct field number (from 0) per attribute of the
+/// relation's `arity`.
+fn column_map(text: &str, arity: usize) -> Result<Vec<Option<usize>>, String> {
+    let fields = text
+        .split(':')
+        .map(|f| f.trim().parse::<usize>().ok().filter(|&n| n < 1 << 16))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| {
+            format!("columns=\"{text}\": expected field numbers (from 0) separated by `:`")
+        })?;
+    if fields.len() != arity {
+        return Err(format!(
+            "columns=\"{text}\" names {} field{} but the relation has {arity} attribute{}",
+            fields.len(),
+            if fields.len() == 1 { "" } else { "s" },
+            if arity == 1 { "" } else { "s" },
+        ));
+    }
+    let mut map = vec![None; fields.iter().max().map_or(0, |&m| m + 1)];
+    for (attribute, &field) in fields.iter().enumerate() {
+        if map[field].replace(attribute).is_some() {
+            return Err(format!("columns=\"{text}\" names field {field} twice"));
+        }
+    }
+    Ok(map)
 }
 
 /// The span of parameter `key` in a directive's text (`key` followed by `=`), or the
@@ -166,7 +198,11 @@ pub fn check_directives(program: &Program, sources: &SourceMap) -> Result<(), Di
                 }
             }
             for (key, value) in &directive.params {
-                let Err(why) = check_param(output, key, value) else {
+                let checked = check_param(output, key, value).and_then(|()| match key.as_str() {
+                    "columns" => column_map(value, relation.columns.len()).map(|_| ()),
+                    _ => Ok(()),
+                });
+                let Err(why) = checked else {
                     continue;
                 };
                 let span = param_span(sources, directive.span, key);
