@@ -6,8 +6,8 @@
 //! run on the CPU over a tiny fact set (when they surely terminate: no arithmetic or
 //! functors in recursive rules). Fact files too: rows of every column type, damaged
 //! by pieces of fields, separators and random bytes, as text and gzip (whole, cut
-//! short, or with bytes after the last member), are read or rejected with their file,
-//! line and column.
+//! short, or with bytes after the last member), read plain, with RFC 4180 quotes or
+//! through a column map, are read or rejected with their file, line and column.
 //!
 //! `FIXLOG_FUZZ_CASES` sets the number of cases of each property (default 2000, a few
 //! seconds in the test profile on 2 cores); the `#[ignore]`d `fuzz_long` runs 20,000
@@ -372,15 +372,16 @@ fn fuzz_fact_files(n: u32) {
                            .decl g(a: number, d: symbol)\n.input g(filename=\"g.facts.gz\")\n";
     let program = Fixlog::from_source("facts.dl", PROGRAM).expect("the program compiles");
     // The same file read with RFC 4180 quotes (tab-separated).
-    let quoted_program = Fixlog::from_source(
-        "facts.dl",
-        &PROGRAM.replacen(
-            ".input r\n",
-            ".input r(rfc4180=true, delimiter=\"\\t\")\n",
-            1,
-        ),
-    )
-    .expect("the program compiles");
+    let variant = |input: &str| {
+        Fixlog::from_source("facts.dl", &PROGRAM.replacen(".input r\n", input, 1))
+            .expect("the program compiles")
+    };
+    // The same file read with RFC 4180 quotes (tab-separated), and read through a
+    // column map (its attributes in the opposite order).
+    let quoted_program = variant(".input r(rfc4180=true, delimiter=\"\\t\")\n");
+    let mapped_program = variant(
+        ".decl m(d: symbol, c: float, b: unsigned, a: number)\n.input m(columns=\"3:2:1:0\", filename=\"r.facts\")\n",
+    );
     let tally = Tally::default();
     let mut runner = TestRunner::new(Config {
         cases: n,
@@ -456,10 +457,10 @@ fn fuzz_fact_files(n: u32) {
         (r_rows, damage.clone()).prop_map(move |(rows, d)| damaged(rows, d)),
         (g_rows, damage).prop_map(move |(rows, d)| damaged(rows, d)),
         ending,
-        any::<bool>(),
+        0..3u8,
     );
-    let result = runner.run(&strategy, |(text, gz_text, (cut, after), rfc4180)| {
-        let program = if rfc4180 { &quoted_program } else { &program };
+    let result = runner.run(&strategy, |(text, gz_text, (cut, after), reader)| {
+        let program = [&program, &quoted_program, &mapped_program][reader as usize];
         let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
         std::fs::write(dir.path().join("r.facts"), &text)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -484,7 +485,7 @@ fn fuzz_fact_files(n: u32) {
         };
         let what = || {
             format!(
-                "r.facts {:?} (rfc4180={rfc4180}), g.facts.gz {} bytes",
+                "r.facts {:?} (reader {reader}: plain, rfc4180, columns), g.facts.gz {} bytes",
                 String::from_utf8_lossy(&text),
                 gz.len()
             )
