@@ -249,9 +249,6 @@ pub fn parse_field(field: &str, ty: ColType, symbols: &SymbolTable) -> Result<Va
     }
 }
 
-/// Parses fact lines in parallel (chunks of lines), keeping file order. As in Soufflé,
-/// fields after the relation's last column are ignored; unlike Soufflé, blank lines are
-/// skipped (Soufflé reads one as a tuple of empty fields).
 /// How a fact file's lines are cut into fields.
 pub struct FactFormat<'a> {
     /// Between fields.
@@ -311,6 +308,9 @@ fn next_field<'a>(
     Err("the quoted field has no closing quote on its line".into())
 }
 
+/// Parses fact lines in parallel (chunks of lines), keeping file order. As in Soufflé,
+/// fields after the relation's last column are ignored; unlike Soufflé, blank lines are
+/// skipped (Soufflé reads one as a tuple of empty fields).
 pub fn parse_facts(
     text: &str,
     path: &Path,
