@@ -464,9 +464,10 @@ fn first_pieces_grow_with_the_head_relation_where_joins_say_what_fits() {
 
 #[test]
 fn full_first_plans_by_size_from_a_head_size() {
-    // `BySizeFrom` takes a full-first plan by size only once the head relation holds
-    // `min_head_rows` tuples: from 0 it is `BySize`, past the final size it is
-    // `Never`, in between it switches plans mid-run; the result is the same every way.
+    // `BySize` takes a full-first plan by size only once the head relation holds
+    // `min_head_rows` tuples: from 0 it takes them from the start, past the final size
+    // it is `Never`, in between it switches plans mid-run; the result is the same every
+    // way.
     // (The plans join different rows, which tells which one ran.)
     let text = same_generation(graph_facts(40, 120, 5));
     let plain = run(&CpuBackend::new(), &text);
@@ -491,10 +492,11 @@ fn full_first_plans_by_size_from_a_head_size() {
         .map(|(_, k)| *k);
     let final_rows = final_rows.expect("sg's size");
     let never = joined(FullFirstUse::Never);
-    let by_size = joined(FullFirstUse::BySize);
+    let from = |min_head_rows| joined(FullFirstUse::BySize { min_head_rows });
+    let by_size = from(0);
     assert_ne!(never, by_size);
-    let from = |min_head_rows| joined(FullFirstUse::BySizeFrom { min_head_rows });
-    assert_eq!(from(0), by_size);
+    // The head holds tuples before the first iteration: a bound of 1 takes the same plans.
+    assert_eq!(from(1), by_size);
     assert_eq!(from(final_rows + 1), never);
     let between = from(final_rows / 2);
     assert!(

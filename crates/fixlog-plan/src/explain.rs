@@ -122,6 +122,8 @@ pub fn explain_with_notes(
                     &rule_plan.full_first,
                     rule_plan.delta_atom.and_then(|d| rule.body.get(d)),
                 ) {
+                    // When it runs is `fixlog`'s choice (`full_first_use`; 32M is
+                    // `fixlog::GPU_FULL_FIRST_MIN_HEAD_ROWS`).
                     let _ = writeln!(
                         out,
                         "    full-first plan (on the CPU, and on the GPU under --gpu-memory-limit or once {} holds 32M tuples, in an iteration where Δ{} has at least as many tuples as {}; pieces cut from {} sorted on the head's first variable):",

@@ -75,7 +75,7 @@ fn run() -> Result<(), String> {
     for choice in choices.split(',') {
         options.full_first = match choice {
             "default" => None,
-            "bysize" => Some(FullFirstUse::BySize),
+            "bysize" => Some(FullFirstUse::BySize { min_head_rows: 0 }),
             "never" => Some(FullFirstUse::Never),
             "always" => Some(FullFirstUse::Always),
             other => return Err(format!("unknown choice {other}")),

@@ -98,11 +98,13 @@ pub use fixlog_exec::driver::{FullFirstUse, RunStats};
 /// Measured on an H100 (docs/gpu-results.md, round 33), evaluation s / peak GiB in use
 /// for same generation, against never: CA-HepTh 0.077 / 1.401 → 0.108 / 1.143 and
 /// loc-Brightkite 0.138 / 1.529 → 0.224 / 1.138, both now within the memory aim
-/// (largest versions plus half: 1.23 and 1.17 GiB) and SG's time aim; fe_sphere,
-/// SF.cedge and fe_body 0-10% slower at the same peaks (within the aim already).
+/// (largest versions plus half: 1.23 and 1.17 GiB) and SG's time aim; fe_sphere and
+/// SF.cedge up to 10% slower at the same peaks, fe_body as fast with a peak 0.12 GiB
+/// higher (all three within the memory aim).
 /// By size from the first tuple also ran ego-Facebook's small relation through it:
 /// 4.5x the time (0.155 s, past the time aim) for a peak still past the memory aim
-/// (0.275 GiB against 0.24), so small relations keep the delta-first plan.
+/// (0.275 GiB against 0.24), so small relations keep the delta-first plan. (`fixlog
+/// explain` names this size.)
 pub const GPU_FULL_FIRST_MIN_HEAD_ROWS: usize = 1 << 25;
 
 /// When a run takes full-first plans (see [`RunOptions::full_first`]): as asked, or by
@@ -111,8 +113,10 @@ pub const GPU_FULL_FIRST_MIN_HEAD_ROWS: usize = 1 << 25;
 fn full_first_use(options: &RunOptions, on_gpu: bool) -> FullFirstUse {
     match options.full_first {
         Some(asked) => asked,
-        None if !on_gpu || options.gpu_memory_limit.is_some() => FullFirstUse::BySize,
-        None => FullFirstUse::BySizeFrom {
+        None if !on_gpu || options.gpu_memory_limit.is_some() => {
+            FullFirstUse::BySize { min_head_rows: 0 }
+        }
+        None => FullFirstUse::BySize {
             min_head_rows: GPU_FULL_FIRST_MIN_HEAD_ROWS,
         },
     }

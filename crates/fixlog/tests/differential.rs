@@ -240,12 +240,16 @@ fn check_inner(generated: &Generated, tally: &RefCell<Tally>) -> Result<(), Test
     let mut full_first = false;
     for (jobs, join, full_first_use) in [
         (1, JoinStrategy::Pairwise, FullFirstUse::Always),
-        (4, JoinStrategy::Wcoj, FullFirstUse::BySize),
+        (
+            4,
+            JoinStrategy::Wcoj,
+            FullFirstUse::BySize { min_head_rows: 0 },
+        ),
         // By size once the head holds a few tuples: plans change mid-run.
         (
             1,
             JoinStrategy::Auto,
-            FullFirstUse::BySizeFrom { min_head_rows: 8 },
+            FullFirstUse::BySize { min_head_rows: 8 },
         ),
     ] {
         fixlog

@@ -106,12 +106,11 @@ pub struct DriverOptions {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FullFirstUse {
     /// Where the plan's outer relation has at most as many tuples as the delta (the
-    /// joins make the same rows either way, and the smaller side is probed from).
-    BySize,
-    /// As `BySize`, where the head relation already holds at least `min_head_rows`
-    /// tuples (below that, what the plan saves in memory is small beside the time its
+    /// joins make the same rows either way, and the smaller side is probed from), once
+    /// the head relation holds at least `min_head_rows` tuples (0: from the start;
+    /// below a large bound, what the plan saves in memory is small beside the time its
     /// pieces cost).
-    BySizeFrom { min_head_rows: usize },
+    BySize { min_head_rows: usize },
     /// Wherever a variant has one (for tests).
     Always,
     /// Never: every delta variant starts at its delta.
@@ -636,8 +635,7 @@ impl<B: Backend> Driver<'_, B> {
         let full_first = match (&lowered.full_first, delta_len) {
             (Some((outer, ops)), Some(d)) => match self.full_first {
                 FullFirstUse::Always => Some(ops),
-                FullFirstUse::BySize if b.relation_len(&self.full[*outer]) <= d => Some(ops),
-                FullFirstUse::BySizeFrom { min_head_rows }
+                FullFirstUse::BySize { min_head_rows }
                     if b.relation_len(&self.full[*outer]) <= d
                         && b.relation_len(&self.full[rule.head]) >= min_head_rows =>
                 {

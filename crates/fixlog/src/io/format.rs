@@ -295,6 +295,12 @@ pub fn format_tuples(
 mod tests {
     use super::*;
 
+    /// Tab-separated, unquoted: Soufflé's default output.
+    const TAB: TextFormat<'static> = TextFormat {
+        delimiter: "\t",
+        rfc4180: false,
+    };
+
     #[test]
     fn large_outputs_format_the_same_when_writing_overlaps_formatting() {
         // More rows than one batch: the pipelined path, against formatting row by row.
@@ -312,18 +318,11 @@ mod tests {
         let memory = ReadMemory::default();
         let mut text = String::new();
         let mut writes = 0;
-        format_tuples_into(
-            &tuples,
-            &types,
-            &symbols,
-            &TextFormat::plain("\t"),
-            &memory,
-            |p| {
-                writes += 1;
-                text.push_str(p);
-                Ok(())
-            },
-        )
+        format_tuples_into(&tuples, &types, &symbols, &TAB, &memory, |p| {
+            writes += 1;
+            text.push_str(p);
+            Ok(())
+        })
         .unwrap();
         assert!(writes > 2 * (FORMAT_BATCH_ROWS / FORMAT_PART_ROWS));
         let want: String = (0..n as u32)
@@ -332,21 +331,14 @@ mod tests {
         assert!(text == want, "pipelined output differs");
         // and a sink error stops the writing with that error
         let mut calls = 0;
-        let r = format_tuples_into(
-            &tuples,
-            &types,
-            &symbols,
-            &TextFormat::plain("\t"),
-            &memory,
-            |_| {
-                calls += 1;
-                if calls == 70 {
-                    Err(std::io::Error::other("disk full"))
-                } else {
-                    Ok(())
-                }
-            },
-        );
+        let r = format_tuples_into(&tuples, &types, &symbols, &TAB, &memory, |_| {
+            calls += 1;
+            if calls == 70 {
+                Err(std::io::Error::other("disk full"))
+            } else {
+                Ok(())
+            }
+        });
         assert_eq!(r.unwrap_err().to_string(), "disk full");
         assert_eq!(calls, 70);
     }
@@ -471,17 +463,10 @@ mod tests {
                     sorted: Default::default(),
                 };
                 let mut text = String::new();
-                format_tuples_into(
-                    &tuples,
-                    types,
-                    &symbols,
-                    &TextFormat::plain("\t"),
-                    &memory,
-                    |p| {
-                        text.push_str(p);
-                        Ok(())
-                    },
-                )
+                format_tuples_into(&tuples, types, &symbols, &TAB, &memory, |p| {
+                    text.push_str(p);
+                    Ok(())
+                })
                 .unwrap();
                 assert!(text == want, "case {case}, {k} runs: the text differs");
                 assert!(budget.peak() <= limit, "case {case}: {}", budget.peak());
@@ -510,15 +495,8 @@ mod tests {
             files: false,
             ..ReadMemory::default()
         };
-        let err = format_tuples_into(
-            &tuples,
-            types,
-            &symbols,
-            &TextFormat::plain("\t"),
-            &memory,
-            |_| Ok(()),
-        )
-        .unwrap_err();
+        let err =
+            format_tuples_into(&tuples, types, &symbols, &TAB, &memory, |_| Ok(())).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory, "{err}");
     }
 }

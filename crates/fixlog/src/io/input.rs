@@ -28,16 +28,14 @@ pub fn read_input(
         "stdin" => {
             let path = PathBuf::from("<stdin>");
             let mut raw = Vec::new();
-            let read = std::io::stdin().lock().read_to_end(&mut raw);
-            let err = |source| Error::ReadFile {
-                path: path.clone(),
-                source,
-            };
-            read.map_err(err)?;
-            let bytes = match raw.starts_with(&GZIP_MAGIC) {
-                true => gunzip(&raw).map_err(err)?,
-                false => raw,
-            };
+            let bytes = std::io::stdin()
+                .lock()
+                .read_to_end(&mut raw)
+                .and_then(|_| gunzip_if_gzip(raw))
+                .map_err(|source| Error::ReadFile {
+                    path: path.clone(),
+                    source,
+                })?;
             (path, bytes)
         }
         other => {
@@ -91,9 +89,13 @@ fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>, Error> {
         path: path.to_path_buf(),
         source,
     };
-    let raw = std::fs::read(path).map_err(err)?;
+    std::fs::read(path).and_then(gunzip_if_gzip).map_err(err)
+}
+
+/// `raw` decompressed when it starts as gzip does, else as it is.
+fn gunzip_if_gzip(raw: Vec<u8>) -> std::io::Result<Vec<u8>> {
     if raw.starts_with(&GZIP_MAGIC) {
-        gunzip(&raw).map_err(err)
+        gunzip(&raw)
     } else {
         Ok(raw)
     }
