@@ -10,13 +10,6 @@
 #       the device layer's primitives and the hand-wired TC driver
 #   bash .carry/ab.sh
 #       A/B of two builds packed by hand as .carry/lab.bin.tgz (see scripts/device/ab.sh)
-#   bash .carry/round27.sh
-#       round 27's check of the landed build: A/B against .carry/lab.bin.tgz (see ab.sh),
-#       where SG's peak is, the suites on CUDA (see scripts/device/round27.sh)
-#   bash .carry/round30.sh
-#       round 30: the packed build against the landed one packed by hand as
-#       .carry/landed.tgz (`fixlog`, `full_first`): SG and TC cases, full-first plans
-#       (see scripts/device/round30.sh)
 #   python3 .carry/probe_cost.py
 #       the cost of an exact membership test inside a join's write (a lab instrument, round 23)
 set -euo pipefail
@@ -54,11 +47,12 @@ BUILD_ROOT=$PWD
 BUILD_BIN=$T/fixlog
 P
 cp crates/fixlog-cuda/scripts/cub_sort.py crates/fixlog-cuda/scripts/ncu_summary.py crates/fixlog-cuda/scripts/run.sh .carry/
-cp scripts/device/engine.sh scripts/device/bench_engine.py scripts/device/ab.sh scripts/device/probe_cost.py \
-    scripts/device/round27.sh scripts/device/round30.sh .carry/
-# The kernel cache the latest device call brought back (see engine.sh), if any.
-K=$(ls -t ${FIXLOG_DEVICE_FILES:-/work/.device}/*/kernels.tgz 2>/dev/null | head -1 || true)
-[ -n "$K" ] && cp "$K" .carry/kernels.tgz
+cp scripts/device/engine.sh scripts/device/kernels.sh scripts/device/bench_engine.py scripts/device/ab.sh \
+    scripts/device/probe_cost.py .carry/
+# The kernel cache the latest device call brought back, in parts (see
+# scripts/device/kernels.sh), if any.
+K=$(ls -t ${FIXLOG_DEVICE_FILES:-/work/.device}/*/00kernels.txz.0 2>/dev/null | head -1 || true)
+[ -n "$K" ] && cat "${K%.0}".? > .carry/kernels.txz
 cp "$DATA/ground_truth.tsv" .carry/data/
 cp "$DATA"/graphs/*.tsv.gz .carry/data/graphs/
 # Pattern data for `fixlog match` (tests and the match step), without the large query sets.

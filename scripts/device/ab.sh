@@ -12,7 +12,8 @@
 #                            for switches a lab build reads)
 C=$PWD/.carry
 tar xzf $C/lab.bin.tgz -C $C
-export FIXLOG_KERNEL_CACHE=/tmp/fixlog-kernels; mkdir -p /tmp/fixlog-kernels
+export FIXLOG_KERNEL_CACHE=/tmp/fixlog-kernels OUT=${OUT:-/tmp/fixlog-out}; mkdir -p "$OUT"
+. $C/kernels.sh; kernels_restore /tmp/fixlog-kernels; trap 'kernels_save /tmp/fixlog-kernels' EXIT
 W=/tmp/ab; mkdir -p $W
 printf '.decl edge(x: number, y: number)\n.input edge\n.decl path(x: number, y: number)\n.printsize path\npath(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), edge(y, z).\n' > $W/TC.dl
 printf '.decl edge(x: number, y: number)\n.input edge\n.decl sg(x: number, y: number)\n.printsize sg\nsg(x, y) :- edge(p, x), edge(p, y), x != y.\nsg(x, y) :- edge(a, x), sg(a, b), edge(b, y).\n' > $W/SG.dl

@@ -42,12 +42,10 @@ ROOT=$PWD
 C=$ROOT/.carry
 OUT=${OUT:-/tmp/fixlog-out}; mkdir -p "$OUT"
 export FIXLOG_KERNEL_CACHE=/tmp/fixlog-kernels RUST_BACKTRACE=1
-# Kernels compiled by an earlier call (fresh machines start with an empty disk cache):
-# scripts/gpu.sh packs the latest $OUT/kernels.tgz it finds; this call's cache goes back
-# the same way.
-mkdir -p /tmp/fixlog-kernels
-[ -f "$C/kernels.tgz" ] && tar xzf "$C/kernels.tgz" -C /tmp/fixlog-kernels 2>/dev/null
-trap 'tar czf "$OUT/kernels.tgz" -C /tmp/fixlog-kernels . 2>/dev/null' EXIT
+# Kernels compiled by an earlier call, and this call's going back (see kernels.sh).
+. "$C/kernels.sh"
+kernels_restore /tmp/fixlog-kernels
+trap 'kernels_save /tmp/fixlog-kernels' EXIT
 # Binaries packed compressed by scripts/gpu.sh.
 [ -f "$C/bin.tgz" ] && tar xzf "$C/bin.tgz" -C "$C"
 # The test binaries find the repository and the fixlog binary at the paths they were

@@ -15,12 +15,11 @@ cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/fixlog-out}; mkdir -p "$OUT"
 export FIXLOG_KERNEL_CACHE=/tmp/fixlog-kernels PYTHONUNBUFFERED=1
 C=$PWD
-# Kernels compiled by an earlier call (fresh machines start with an empty disk cache):
-# scripts/gpu.sh packs the latest $OUT/kernels.tgz it finds; this call's cache goes back
-# the same way.
-mkdir -p /tmp/fixlog-kernels
-[ -f "$C/kernels.tgz" ] && tar xzf "$C/kernels.tgz" -C /tmp/fixlog-kernels 2>/dev/null
-trap 'tar czf "$OUT/kernels.tgz" -C /tmp/fixlog-kernels . 2>/dev/null' EXIT
+# Kernels compiled by an earlier call, and this call's going back (see
+# scripts/device/kernels.sh, packed beside this script).
+. "$C/kernels.sh"
+kernels_restore /tmp/fixlog-kernels
+trap 'kernels_save /tmp/fixlog-kernels' EXIT
 STEPS=(); MAXLOG=9; GRAPHS=""
 while [ $# -gt 0 ]; do
   case "$1" in

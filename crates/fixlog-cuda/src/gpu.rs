@@ -2,8 +2,9 @@
 //! with an on-disk cache, and the memory pool.
 //!
 //! Module cache: the key is an FNV-1a hash of the assembled source, the NVRTC
-//! options and the device (name + compute capability); the PTX is stored as
-//! `<dir>/<module>-<hash>.ptx`, where `<dir>` is `$FIXLOG_KERNEL_CACHE`, else
+//! options, the include paths and the architecture (devices of one architecture
+//! share it); NVRTC's cubin is stored as
+//! `<dir>/<module>-<hash>.cubin`, where `<dir>` is `$FIXLOG_KERNEL_CACHE`, else
 //! `$XDG_CACHE_HOME/fixlog/kernels`, else `~/.cache/fixlog/kernels`. A cache
 //! that cannot be written is not an error (compilation still works).
 
@@ -477,7 +478,7 @@ impl Gpu {
             mapped,
             modules: RefCell::new(HashMap::new()),
             funcs: RefCell::new(HashMap::new()),
-            compiler: Compiler::new(arch, &name, include_paths, default_cache_dir()),
+            compiler: Compiler::new(arch, include_paths, default_cache_dir()),
             default_limit,
             host_mapped: Rc::new(std::cell::Cell::new((0, 0))),
             name,
@@ -1008,12 +1009,13 @@ impl Gpu {
 ///
 /// The cached artifact is the CUBIN for the device's exact architecture, so a second
 /// run loads it with no compilation at all (PTX would be compiled again by the driver
-/// at every load). The cache key covers source, options, include paths, architecture
-/// and device name; a cache that cannot be written is not an error.
+/// at every load). The cache key covers source, options, include paths (the toolkit's
+/// version is in them) and architecture, not the device's name: devices of one
+/// architecture (an H100 and an H200, sm_90) share their cubins. A cache that cannot
+/// be written is not an error.
 #[derive(Clone, Debug)]
 pub struct Compiler {
     arch: &'static str,
-    device: String,
     include_paths: Vec<String>,
     cache_dir: Option<PathBuf>,
 }
@@ -1029,13 +1031,11 @@ pub struct Compiled {
 impl Compiler {
     pub fn new(
         arch: &'static str,
-        device: &str,
         include_paths: Vec<String>,
         cache_dir: Option<PathBuf>,
     ) -> Compiler {
         Compiler {
             arch,
-            device: device.to_string(),
             include_paths,
             cache_dir,
         }
@@ -1050,7 +1050,6 @@ impl Compiler {
             &options.join(" "),
             &self.include_paths.join(":"),
             self.arch,
-            &self.device,
         ]);
         let file = self
             .cache_dir

@@ -184,7 +184,9 @@ impl RecordView {
         }
     }
 
-    fn tuple(&self, id: Value) -> Option<&[Value]> {
+    /// The fields of record value `id` (an ADT value: its branch, then its fields);
+    /// `None` for `nil` (0) and unknown ids.
+    pub fn tuple(&self, id: Value) -> Option<&[Value]> {
         if id == 0 {
             return None;
         }

@@ -754,6 +754,14 @@ pub fn parse_value(text: &str, ty: ColType, symbols: &SymbolTable) -> Result<Val
 /// or >= 9; `inf`, `-inf`, `nan`, `-nan`, `-0`. Nine digits read back to the same
 /// `float`; they are not the shortest such form (`0.1` prints as `0.100000001`).
 pub fn write_float(out: &mut String, f: f32) {
+    write_float_digits(out, f, 9);
+}
+
+/// Appends a float as C's `printf("%.Ng")` writes it for `digits` = N significant
+/// digits (at least 1), the rules [`write_float`] gives for 9. Soufflé's JSON writer
+/// uses C++'s default stream precision, 6 (`0.1` is `0.1`, `1234567` is
+/// `1.23457e+06`).
+pub fn write_float_digits(out: &mut String, f: f32, digits: u32) {
     let d = f as f64;
     if d.is_nan() {
         out.push_str(if d.is_sign_negative() { "-nan" } else { "nan" });
@@ -767,13 +775,13 @@ pub fn write_float(out: &mut String, f: f32) {
         out.push_str(if d.is_sign_negative() { "-0" } else { "0" });
         return;
     }
-    const P: i32 = 9;
-    // The exponent after rounding to P significant digits.
-    let sci = format!("{:.*e}", (P - 1) as usize, d);
+    let p = digits.clamp(1, 17) as i32;
+    // The exponent after rounding to p significant digits.
+    let sci = format!("{:.*e}", (p - 1) as usize, d);
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let x: i32 = exp.parse().unwrap_or(0);
-    if (-4..P).contains(&x) {
-        let fixed = format!("{:.*}", (P - 1 - x) as usize, d);
+    if (-4..p).contains(&x) {
+        let fixed = format!("{:.*}", (p - 1 - x) as usize, d);
         out.push_str(strip_zeros(&fixed));
     } else {
         out.push_str(strip_zeros(mant));
@@ -1128,6 +1136,32 @@ mod tests {
         assert_eq!(fmt_f(f32::NEG_INFINITY), "-inf");
         assert_eq!(fmt_f(f32::NAN), "nan");
         assert_eq!(fmt_f(1e38), "9.99999968e+37");
+        // Six digits, C's `%g` (Python's `'%g' % x` on the value rounded to 32 bits).
+        let g = |x: f32| {
+            let mut s = String::new();
+            write_float_digits(&mut s, x, 6);
+            s
+        };
+        let six = [
+            (0.1, "0.1"),
+            (1234567.0, "1.23457e+06"),
+            (123456.7, "123457"),
+            (100000.0, "100000"),
+            (1000000.0, "1e+06"),
+            (std::f32::consts::PI, "3.14159"),
+            (0.0001, "0.0001"),
+            (1e-5, "1e-05"),
+            (2.5, "2.5"),
+            (0.5f32.powi(20), "9.53674e-07"),
+            (16777217.0, "1.67772e+07"),
+            (999999.5, "1e+06"),
+            (1e38, "1e+38"),
+            (-0.0, "-0"),
+            (f32::NAN, "nan"),
+        ];
+        for (x, want) in six {
+            assert_eq!(g(x), want, "{x}");
+        }
     }
 
     #[test]

@@ -728,10 +728,11 @@ impl Database {
                 .as_ref()
                 .ok_or_else(|| Error::BadInput(format!("`{}` was not kept", relation.name)))?;
             for directive in &relation.outputs {
-                match io::output_target(relation, directive, dir) {
+                let directive = io::as_written(directive, dir);
+                match io::output_target(relation, &directive, dir) {
                     Some(path) => files.push(io::write_output_file(
                         relation,
-                        directive,
+                        &directive,
                         &path,
                         tuples,
                         &self.symbols,
@@ -742,7 +743,7 @@ impl Database {
             }
         }
         for (relation, directive, tuples) in printed {
-            io::write_output_stdout(relation, directive, tuples, &self.symbols, &self.memory)?;
+            io::write_output_stdout(relation, &directive, tuples, &self.symbols, &self.memory)?;
         }
         io::commit_outputs(files)
     }

@@ -468,7 +468,8 @@ fn aggregate_result_variable_inside_its_own_body_runs() {
         let o = run(&[("prog.dl", &prog)], &["run", "prog.dl", "-D", "-"]);
         assert_eq!(o.code, Some(0), "{rule}: {}", o.stderr);
         assert!(
-            o.stdout.contains(&format!("\nr\n===============\n{want}")),
+            o.stdout
+                .contains(&format!("\nr\nx\n===============\n{want}")),
             "{rule}: {}",
             o.stdout
         );
@@ -1189,6 +1190,51 @@ fn input_columns_are_checked_against_the_relation() {
 }
 
 #[test]
+fn json_outputs_are_checked() {
+    // `format` takes `list` or `object` and only on outputs; ADT values have no JSON
+    // form in Soufflé's writer, so a JSON output of a relation holding them (directly
+    // or inside a record) is an error at its `IO`, before anything runs.
+    let prog = ".decl e(x: number)\ne(1).\n.output e(IO=jsonfile, format=table)\n";
+    let o = run_program(&[("prog.dl", prog)]);
+    assert_failed(&o);
+    assert_points_at(&o, "prog.dl", prog, 3, &["format"]);
+    assert_mentions(&o, &[&["format=table", "`list` or `object`"]]);
+    let prog = ".decl e(x: number)\n.input e(format=list)\n.output e\n";
+    let o = run_program(&[("prog.dl", prog), ("facts/e.facts", "1\n")]);
+    assert_failed(&o);
+    assert_mentions(&o, &[&["`format` is for `.output` only"]]);
+    for decl in [
+        ".type T = A {} | B {x: number}\n.decl e(t: T)\n",
+        ".type T = A {} | B {x: number}\n.type R = [n: number, t: T]\n.decl e(r: R)\n",
+    ] {
+        let prog = format!("{decl}.output e(IO=json)\n");
+        let o = run_program(&[("prog.dl", &prog)]);
+        assert_failed(&o);
+        assert_points_at(&o, "prog.dl", &prog, prog.lines().count(), &["IO"]);
+        assert_mentions(&o, &[&["ADT type `T`", "cannot be written as JSON"]]);
+    }
+    // The same relation written as text is fine.
+    let prog = ".type T = A {} | B {x: number}\n.decl e(t: T)\ne($A).\n.output e\n";
+    let o = run(&[("prog.dl", prog)], &["run", "prog.dl", "-D", "-"]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+}
+
+#[test]
+fn json_output_goes_to_stdout_as_text_under_dash_d_dash() {
+    // `-D -` prints every output on stdout with its header line, as Soufflé sets
+    // IO=stdout and headers=true on each: JSON outputs included.
+    let prog = ".decl e(x: number, y: symbol)\ne(1, \"a\").\n.output e(IO=jsonfile)\n.output e(IO=json, format=object)\n";
+    let o = run(&[("prog.dl", prog)], &["run", "prog.dl", "-D", "-"]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let framed = "---------------\ne\nx\ty\n===============\n1\ta\n===============\n";
+    assert_eq!(o.stdout, framed.repeat(2));
+    // Into a directory: the file and stdout as JSON.
+    let o = run(&[("prog.dl", prog)], &["run", "prog.dl", "-D", "."]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.stdout, "[{\"x\": 1, \"y\": \"a\"}]\n");
+}
+
+#[test]
 fn input_from_stdin() {
     // `IO=stdin` reads the relation's facts from standard input (gzip too), with the
     // directive's delimiter; errors name `<stdin>` and the line.
@@ -1221,7 +1267,7 @@ fn input_from_stdin() {
         );
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
-            "---------------\ne\n===============\n1\ta\n2\tb\n===============\n"
+            "---------------\ne\nx\ts\n===============\n1\ta\n2\tb\n===============\n"
         );
     }
     let out = feed(b"1,a\nx,b\n");
@@ -1312,11 +1358,13 @@ fn outputs_are_replaced_all_or_nothing() {
 
 #[test]
 fn stdout_outputs_still_work() {
+    // With `-D -` every output prints on stdout with its header line, as Soufflé 2
+    // prints them (it sets IO=stdout and headers=true on each output).
     let o = run(&[("prog.dl", TWO_OUTPUTS)], &["run", "prog.dl", "-D", "-"]);
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert_eq!(
         o.stdout,
-        "---------------\na\n===============\n1\n===============\n---------------\nb\n===============\n2\n===============\n"
+        "---------------\na\nx\n===============\n1\n===============\n---------------\nb\nx\n===============\n2\n===============\n"
     );
 }
 

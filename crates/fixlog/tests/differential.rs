@@ -411,20 +411,25 @@ fn differential() {
         t.full_first,
         t.features
     );
+    // The rarer events (a few in a hundred programs) are counted against the case
+    // count only where it is large enough to mean something: the GPU runs take 30 to
+    // 80 cases, where none of 34 programs cut short by `.limitsize` happened (round
+    // 34) with every program's result exact.
+    let rare_checked = t.cases >= 1000;
     assert!(
-        t.debug_recorded * 100 >= t.cases,
+        !rare_checked || t.debug_recorded * 100 >= t.cases,
         "a `debug_delta` relation recorded something in only {} of {} random programs",
         t.debug_recorded,
         t.cases
     );
     assert!(
-        t.limit_bites * 200 >= t.cases,
+        !rare_checked || t.limit_bites * 200 >= t.cases,
         "`.limitsize` changed the result of only {} of {} random programs",
         t.limit_bites,
         t.cases
     );
     assert!(
-        t.full_first * 40 >= t.cases,
+        !rare_checked || t.full_first * 40 >= t.cases,
         "only {} of {} random programs ran a full-first plan",
         t.full_first,
         t.cases
@@ -452,7 +457,7 @@ fn differential() {
     // needs enough programs to mean anything (a feature of 3% appears in 2 of 80
     // about a fifth of the time: the GPU runs take 80).
     for (name, n) in FEATURES.iter().zip(t.features) {
-        if t.cases < 1000 {
+        if !rare_checked {
             break;
         }
         assert!(

@@ -90,7 +90,7 @@ fn magic_transform_gives_the_same_answer_and_materialises_less() {
     );
     assert!(short.status.success(), "{}", text(&short.stderr));
     // Same output: n191 ... n200.
-    let want: String = std::iter::once("---------------\nq\n===============\n".to_string())
+    let want: String = std::iter::once("---------------\nq\ny\n===============\n".to_string())
         .chain((191..=200).map(|i| format!("n{i}\n")))
         .chain(std::iter::once("===============\n".to_string()))
         .collect();

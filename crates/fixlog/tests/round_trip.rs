@@ -88,3 +88,100 @@ fn outputs_read_back_as_inputs() {
         panic!("{e}");
     }
 }
+
+/// The number a JSON output holds for `d`, as Soufflé's JSON writer writes it:
+/// `unsigned` through a C `int`, floats with six significant digits.
+fn json_number(d: &Datum) -> Option<f64> {
+    match d {
+        Datum::Number(n) => Some(*n as f64),
+        Datum::Unsigned(u) => Some(*u as i32 as f64),
+        Datum::Float(f) => format!("{:.5e}", *f as f64).parse().ok(),
+        _ => None,
+    }
+}
+
+#[test]
+fn json_outputs_parse_as_json_and_hold_the_tuples() {
+    // Any symbols (quotes, backslashes, control characters, U+2028), numbers of every
+    // type and finite floats: `IO=jsonfile` writes valid JSON whose rows, lists or
+    // objects keyed by the attribute names, hold the relation's tuples in output order.
+    let symbol = proptest::collection::vec(
+        proptest::sample::select(vec![
+            'a', '"', '\\', '\n', '\t', '\u{1}', '\u{1f}', '\u{7f}', 'é', '\u{2028}', '/', ' ',
+        ]),
+        0..6,
+    )
+    .prop_map(|c| c.into_iter().collect::<String>());
+    let float = any::<f32>().prop_filter("finite", |f| f.is_finite());
+    let rows = proptest::collection::vec((any::<i32>(), any::<u32>(), float, symbol), 0..12);
+    let mut runner = TestRunner::new(Config {
+        cases: 200,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&(rows, any::<bool>()), |(rows, objects)| {
+        let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let format = if objects { "object" } else { "list" };
+        let text = format!(
+            ".decl r(a: number, b: unsigned, c: float, d: symbol)\n\
+             .output r(IO=jsonfile, format={format})\n"
+        );
+        let mut program = Fixlog::from_source("json.dl", &text)
+            .map_err(|e| TestCaseError::fail(format!("{e}")))?;
+        program
+            .insert(
+                "r",
+                rows.iter().map(|(a, b, c, d)| {
+                    vec![
+                        Datum::Number(*a),
+                        Datum::Unsigned(*b),
+                        Datum::Float(*c),
+                        Datum::Symbol(d.clone()),
+                    ]
+                }),
+            )
+            .map_err(|e| TestCaseError::fail(format!("{e}")))?;
+        let options = RunOptions {
+            backend: fixlog::BackendKind::Cpu,
+            jobs: Some(1),
+            ..RunOptions::default()
+        };
+        let db = program
+            .run(&options)
+            .map_err(|e| TestCaseError::fail(format!("{e}")))?;
+        db.write_outputs(dir.path())
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let file = std::fs::read_to_string(dir.path().join("r.json"))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let json: serde_json::Value = serde_json::from_str(&file)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {file}")))?;
+        let tuples = db.relation("r").unwrap_or_default();
+        let got = json.as_array().cloned().unwrap_or_default();
+        prop_assert_eq!(got.len(), tuples.len(), "{}", file);
+        for (row, tuple) in got.iter().zip(&tuples) {
+            let fields: Vec<serde_json::Value> = if objects {
+                ["a", "b", "c", "d"]
+                    .iter()
+                    .map(|k| row.get(k).cloned().unwrap_or_default())
+                    .collect()
+            } else {
+                row.as_array().cloned().unwrap_or_default()
+            };
+            prop_assert_eq!(fields.len(), 4, "{}", file);
+            for (f, d) in fields.iter().zip(tuple) {
+                match d {
+                    Datum::Symbol(s) => prop_assert_eq!(f.as_str(), Some(s.as_str()), "{}", file),
+                    _ => {
+                        let (got, want) = (f.as_f64(), json_number(d));
+                        let close = matches!((got, want), (Some(g), Some(w)) if g == w || (g - w).abs() <= w.abs() * 1e-6);
+                        prop_assert!(close, "{:?} against {:?} in {}", got, want, file);
+                    }
+                }
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}

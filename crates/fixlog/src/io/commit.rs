@@ -3,36 +3,35 @@
 //! temporary files are removed on failure, on SIGINT/SIGTERM/SIGHUP and, once their run
 //! is gone, by the next run. Apart because it deals with files and signals, not formats.
 
-use super::format::{format_tuples_into, TextFormat};
+use super::format::{format_tuples_into, OutputFormat, TextFormat};
 use super::{delimiter, header_line, io_kind, param_is_true};
 use crate::error::Error;
 use crate::ordered::ReadMemory;
 use fixlog_exec::driver::Tuples;
 use fixlog_logical::{IoDirective, Relation, SymbolTable};
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The file one `.output` directive writes, or `None` when it prints on stdout
-/// (`IO=stdout`, or `-D -`).
+/// (`IO=stdout`, `IO=json`, or `-D -`, see [`as_written`]).
 pub fn output_target(
     relation: &Relation,
     directive: &IoDirective,
     out_dir: &Path,
 ) -> Option<PathBuf> {
-    if io_kind(directive) == "stdout" || out_dir == Path::new("-") {
-        return None;
-    }
+    let directive = as_written(directive, out_dir);
+    let extension = match io_kind(&directive) {
+        "stdout" | "json" => return None,
+        "jsonfile" => "json",
+        _ if param_is_true(&directive, "compress") => "csv.gz",
+        _ => "csv",
+    };
     let name = directive
         .params
         .get("filename")
         .cloned()
-        .unwrap_or_else(|| {
-            if param_is_true(directive, "compress") {
-                format!("{}.csv.gz", relation.name)
-            } else {
-                format!("{}.csv", relation.name)
-            }
-        });
+        .unwrap_or_else(|| format!("{}.{extension}", relation.name));
     Some(if Path::new(&name).is_absolute() {
         PathBuf::from(&name)
     } else {
@@ -40,7 +39,49 @@ pub fn output_target(
     })
 }
 
-/// Prints one `.output` directive's relation on stdout, framed as Soufflé frames it.
+/// An output directive as Soufflé applies it for output directory `out_dir`: with `-`
+/// (`-D -`) every output prints on stdout with its header line, whatever its `IO`
+/// (Soufflé sets `IO=stdout` and `headers=true` on each); otherwise as it is.
+pub fn as_written<'d>(directive: &'d IoDirective, out_dir: &Path) -> Cow<'d, IoDirective> {
+    if out_dir != Path::new("-") {
+        return Cow::Borrowed(directive);
+    }
+    let mut d = directive.clone();
+    d.params.insert("IO".into(), "stdout".into());
+    d.params.insert("headers".into(), "true".into());
+    Cow::Owned(d)
+}
+
+/// How a directive's rows are written, and the attribute names JSON objects are keyed
+/// by (`IO=json`/`jsonfile` with `format=object`).
+fn output_format<'a>(
+    directive: &IoDirective,
+    delimiter: &'a str,
+    names: &'a Option<Vec<String>>,
+) -> OutputFormat<'a> {
+    match io_kind(directive) {
+        "json" | "jsonfile" => OutputFormat::Json {
+            names: names.as_deref(),
+        },
+        _ => OutputFormat::Text(TextFormat {
+            delimiter,
+            rfc4180: param_is_true(directive, "rfc4180"),
+        }),
+    }
+}
+
+/// The attribute names of `relation` where `directive` writes JSON objects.
+fn json_keys(relation: &Relation, directive: &IoDirective) -> Option<Vec<String>> {
+    (directive
+        .params
+        .get("format")
+        .is_some_and(|f| f == "object"))
+    .then(|| relation.columns.iter().map(|c| c.name.clone()).collect())
+}
+
+/// Prints one `.output` directive's relation on stdout: framed as Soufflé frames it
+/// (`IO=stdout`), or as JSON (`IO=json`). Pass the directive [`as_written`] for the
+/// output directory.
 pub fn write_output_stdout(
     relation: &Relation,
     directive: &IoDirective,
@@ -50,27 +91,34 @@ pub fn write_output_stdout(
 ) -> Result<(), Error> {
     let types = relation.types();
     let delim = delimiter(directive);
+    let keys = json_keys(relation, directive);
+    let format = output_format(directive, &delim, &keys);
     let stdout = std::io::stdout();
     let mut lock = stdout.lock();
-    let header = match param_is_true(directive, "headers") {
-        true => header_line(relation, &delim),
-        false => String::new(),
-    };
-    let format = TextFormat {
-        delimiter: &delim,
-        rfc4180: param_is_true(directive, "rfc4180"),
-    };
-    let res = write!(
-        lock,
-        "---------------\n{}\n{header}===============\n",
-        relation.name
-    )
-    .and_then(|_| {
-        format_tuples_into(tuples, &types, symbols, &format, memory, |p| {
-            lock.write_all(p.as_bytes())
-        })
-    })
-    .and_then(|_| writeln!(lock, "==============="))
+    let res = match format {
+        OutputFormat::Json { .. } => {
+            format_tuples_into(tuples, &types, symbols, &format, memory, |p| {
+                lock.write_all(p.as_bytes())
+            })
+        }
+        OutputFormat::Text(_) => {
+            let header = match param_is_true(directive, "headers") {
+                true => header_line(relation, &delim),
+                false => String::new(),
+            };
+            write!(
+                lock,
+                "---------------\n{}\n{header}===============\n",
+                relation.name
+            )
+            .and_then(|_| {
+                format_tuples_into(tuples, &types, symbols, &format, memory, |p| {
+                    lock.write_all(p.as_bytes())
+                })
+            })
+            .and_then(|_| writeln!(lock, "==============="))
+        }
+    }
     .and_then(|_| lock.flush());
     res.map_err(|source| Error::WriteFile {
         path: PathBuf::from("<stdout>"),
@@ -80,6 +128,7 @@ pub fn write_output_stdout(
 
 /// Writes one `.output` directive's relation into a temporary file beside `path`; the
 /// caller renames it into place with [`commit_outputs`] once every output is written.
+/// Pass the directive [`as_written`] for the output directory.
 pub fn write_output_file(
     relation: &Relation,
     directive: &IoDirective,
@@ -88,22 +137,23 @@ pub fn write_output_file(
     symbols: &SymbolTable,
     memory: &ReadMemory,
 ) -> Result<TempOutput, Error> {
-    match io_kind(directive) {
-        "file" => {}
+    let json = match io_kind(directive) {
+        "file" => false,
+        "jsonfile" => true,
         other => {
             return Err(Error::BadInput(format!(
-                "`.output {}`: IO={other} is not supported (only IO=file and IO=stdout)",
+                "`.output {}`: IO={other} is not supported (only IO=file, IO=stdout, IO=jsonfile and IO=json)",
                 relation.name
             )))
         }
-    }
+    };
     let types = relation.types();
     let delim = delimiter(directive);
-    let header = param_is_true(directive, "headers").then(|| header_line(relation, &delim));
-    let format = TextFormat {
-        delimiter: &delim,
-        rfc4180: param_is_true(directive, "rfc4180"),
-    };
+    let keys = json_keys(relation, directive);
+    let format = output_format(directive, &delim, &keys);
+    // Soufflé's JSON writer takes neither headers nor compression.
+    let header =
+        (!json && param_is_true(directive, "headers")).then(|| header_line(relation, &delim));
     let write_text = |out: &mut dyn Write| {
         if let Some(h) = &header {
             out.write_all(h.as_bytes())?;
@@ -113,7 +163,7 @@ pub fn write_output_file(
         })
     };
     write_temporary(path, |file| {
-        if param_is_true(directive, "compress") {
+        if !json && param_is_true(directive, "compress") {
             let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
             write_text(&mut gz)?;
             gz.finish().map(|_| ())
@@ -133,10 +183,11 @@ pub fn write_output(
     symbols: &SymbolTable,
     memory: &ReadMemory,
 ) -> Result<(), Error> {
-    match output_target(relation, directive, out_dir) {
-        None => write_output_stdout(relation, directive, tuples, symbols, memory),
+    let directive = as_written(directive, out_dir);
+    match output_target(relation, &directive, out_dir) {
+        None => write_output_stdout(relation, &directive, tuples, symbols, memory),
         Some(path) => commit_outputs(vec![write_output_file(
-            relation, directive, &path, tuples, symbols, memory,
+            relation, &directive, &path, tuples, symbols, memory,
         )?]),
     }
 }

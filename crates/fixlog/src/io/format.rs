@@ -2,6 +2,7 @@
 //! part by part and formatted in parallel batches within the memory limit. Apart from
 //! the files the text goes to (`commit`): the library reads rows and text without files.
 
+use super::json::{self, json_writable};
 use crate::ordered::{self, ReadMemory, Scratches};
 use fixlog_cpu::budget::Charge;
 use fixlog_exec::driver::Tuples;
@@ -116,6 +117,23 @@ impl<'a> TextFormat<'a> {
     }
 }
 
+/// How an output's rows are written.
+#[derive(Clone, Copy, Debug)]
+pub enum OutputFormat<'a> {
+    /// Soufflé's CSV writer (`IO=file`, `IO=stdout`): a line per row.
+    Text(TextFormat<'a>),
+    /// Soufflé's JSON writer (`IO=jsonfile`, `IO=json`, see [`super::json`]): `[`, the
+    /// rows separated by `,\n`, `]\n`; each row a list, or with `names` (the
+    /// relation's attribute names, `format=object`) an object keyed by them.
+    Json { names: Option<&'a [String]> },
+}
+
+impl<'a> From<TextFormat<'a>> for OutputFormat<'a> {
+    fn from(format: TextFormat<'a>) -> Self {
+        OutputFormat::Text(format)
+    }
+}
+
 /// Appends symbol `v` between `quotes`, each `"` in it written as `\""` (Soufflé's
 /// RFC 4180 writer).
 fn push_quoted_symbol(out: &mut String, v: Value, strings: &[Arc<str>], quotes: &str) {
@@ -141,13 +159,29 @@ pub fn format_tuples_into(
     tuples: &Tuples,
     types: &[ColType],
     symbols: &SymbolTable,
-    format: &TextFormat,
+    format: &OutputFormat,
     memory: &ReadMemory,
     mut sink: impl FnMut(&str) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let delimiter = format.delimiter;
+    let (delimiter, rfc4180, json) = match *format {
+        OutputFormat::Text(t) => (t.delimiter, t.rfc4180, None),
+        OutputFormat::Json { names } => (", ", false, Some(names)),
+    };
+    if let Some(names) = json {
+        json_writable(types, &symbols.records().types())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        if names.is_some_and(|n| n.len() != types.len()) {
+            return Err(std::io::Error::other(
+                "internal error: JSON keys do not match the relation's attributes",
+            ));
+        }
+    }
     if tuples.arity == 0 {
-        return sink(&"()\n".repeat(tuples.len));
+        return match json {
+            // Soufflé's JSON writer: `null` for the one tuple of a nullary relation.
+            Some(_) => sink(if tuples.len > 0 { "[null\n]\n" } else { "[]\n" }),
+            None => sink(&"()\n".repeat(tuples.len)),
+        };
     }
     let (strings, records) = value::symbol_views(types, symbols);
     let a = tuples.arity;
@@ -158,16 +192,48 @@ pub fn format_tuples_into(
     // Two batches of text in flight (one formatted, one handed on), each within a
     // quarter of the allowance.
     let text_room = memory.allowance() / 4;
-    let (bound, bounded) = line_estimate(types, delimiter);
+    let (bound, bounded) = match json {
+        None => line_estimate(types, delimiter),
+        // Not a bound: floats and keys vary.
+        Some(names) => {
+            let keys: usize = names.map_or(0, |n| n.iter().map(|k| k.len() + 4).sum());
+            (line_estimate(types, delimiter).0 + keys + 4, false)
+        }
+    };
     let format_rows = |rows: &[Value], line: usize| {
         let mut s = String::with_capacity(rows.len() / a * line);
+        if let Some(names) = json {
+            // Every row after `,\n`; the writer drops the first one's.
+            for row in rows.chunks_exact(a) {
+                s.push_str(if names.is_some() { ",\n{" } else { ",\n[" });
+                for (c, (&v, &ty)) in row.iter().zip(types).enumerate() {
+                    if c > 0 {
+                        s.push_str(", ");
+                    }
+                    if let Some(n) = names {
+                        json::write_json_string(&mut s, &n[c]);
+                        s.push_str(": ");
+                    }
+                    json::write_json_value(
+                        &mut s,
+                        v,
+                        ty,
+                        &strings,
+                        records.as_ref(),
+                        names.is_some(),
+                    );
+                }
+                s.push(if names.is_some() { '}' } else { ']' });
+            }
+            return s;
+        }
         for row in rows.chunks_exact(a) {
             for (c, (&v, &ty)) in row.iter().zip(types).enumerate() {
                 if c > 0 {
                     s.push_str(delimiter);
                 }
                 match (ty, &records) {
-                    (ColType::Record(rt), Some(view)) if format.rfc4180 => {
+                    (ColType::Record(rt), Some(view)) if rfc4180 => {
                         s.push('"');
                         view.write(&mut s, rt, v, &mut |o, t, x| match t {
                             ColType::Symbol => push_quoted_symbol(o, x, &strings, "\"\""),
@@ -178,7 +244,7 @@ pub fn format_tuples_into(
                     (ColType::Record(rt), Some(view)) => {
                         value::write_record(&mut s, v, rt, &strings, view)
                     }
-                    (ColType::Symbol, _) if format.rfc4180 => {
+                    (ColType::Symbol, _) if rfc4180 => {
                         push_quoted_symbol(&mut s, v, &strings, "\"")
                     }
                     _ => value::write_value(&mut s, v, ty, &strings),
@@ -219,6 +285,11 @@ pub fn format_tuples_into(
     let mut ends = merge.positions();
     let mut line = bound;
     let format_batch = &format_batch;
+    // JSON: the opening bracket, and no separator before the first row.
+    let mut json_first = json.is_some();
+    if json.is_some() {
+        sink("[")?;
+    }
     std::thread::scope(|scope| {
         // Larger outputs: the next batch is formatted (on all cores) while this thread
         // hands on the one before, so writing and formatting overlap.
@@ -237,14 +308,24 @@ pub fn format_tuples_into(
                 pending = Some(scope.spawn(move || format_batch(&next, line)));
             }
             for t in &texts {
-                sink(t)?;
+                match t.strip_prefix(",\n") {
+                    Some(rest) if json_first => {
+                        json_first = false;
+                        sink(rest)?;
+                    }
+                    _ => sink(t)?,
+                }
             }
             drop((texts, charge));
             // The sources' pages before the end of that batch are not read again.
             sorted.release(&done);
         }
-        Ok(())
-    })
+        Ok::<(), std::io::Error>(())
+    })?;
+    match json {
+        Some(_) => sink("]\n"),
+        None => Ok(()),
+    }
 }
 
 /// The next batch: parts of `part_rows` rows of `merge`, `batch` rows in all (fewer at
@@ -281,7 +362,7 @@ pub fn format_tuples(
         tuples,
         types,
         symbols,
-        &TextFormat::plain(delimiter),
+        &TextFormat::plain(delimiter).into(),
         &ReadMemory::default(),
         |p| {
             text.push_str(p);
@@ -318,7 +399,7 @@ mod tests {
         let memory = ReadMemory::default();
         let mut text = String::new();
         let mut writes = 0;
-        format_tuples_into(&tuples, &types, &symbols, &TAB, &memory, |p| {
+        format_tuples_into(&tuples, &types, &symbols, &TAB.into(), &memory, |p| {
             writes += 1;
             text.push_str(p);
             Ok(())
@@ -331,7 +412,7 @@ mod tests {
         assert!(text == want, "pipelined output differs");
         // and a sink error stops the writing with that error
         let mut calls = 0;
-        let r = format_tuples_into(&tuples, &types, &symbols, &TAB, &memory, |_| {
+        let r = format_tuples_into(&tuples, &types, &symbols, &TAB.into(), &memory, |_| {
             calls += 1;
             if calls == 70 {
                 Err(std::io::Error::other("disk full"))
@@ -463,7 +544,7 @@ mod tests {
                     sorted: Default::default(),
                 };
                 let mut text = String::new();
-                format_tuples_into(&tuples, types, &symbols, &TAB, &memory, |p| {
+                format_tuples_into(&tuples, types, &symbols, &TAB.into(), &memory, |p| {
                     text.push_str(p);
                     Ok(())
                 })
@@ -495,8 +576,8 @@ mod tests {
             files: false,
             ..ReadMemory::default()
         };
-        let err =
-            format_tuples_into(&tuples, types, &symbols, &TAB, &memory, |_| Ok(())).unwrap_err();
+        let err = format_tuples_into(&tuples, types, &symbols, &TAB.into(), &memory, |_| Ok(()))
+            .unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory, "{err}");
     }
 }

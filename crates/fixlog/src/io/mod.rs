@@ -13,7 +13,9 @@
 //!   (typed order, see `fixlog_logical::value::output_order`); `headers=true` puts the
 //!   attribute names first, `compress=true` gzips the file (default name `r.csv.gz`, as
 //!   Soufflé names it), `rfc4180=true` quotes symbols and records as Soufflé does
-//!   ([`TextFormat`]). Each file is written to a
+//!   ([`TextFormat`]). `IO=jsonfile` writes `r.json` and `IO=json` prints JSON as
+//!   Soufflé's JSON writer does (`json`). With `-D -` every output prints on stdout
+//!   with its header line ([`as_written`]). Each file is written to a
 //!   temporary file in the same directory and renamed into place, so a failed run never
 //!   leaves a half-written file. `IO=stdout` or `-D -` prints to stdout instead. The
 //!   rows are read in output order part by part and formatted in batches, within the
@@ -23,6 +25,7 @@
 //! Its files, one job each:
 //! - `input`: reading fact files (gzip included) and parsing their lines and fields;
 //! - `format`: a relation's rows in output order and their text in Soufflé's format;
+//! - `json`: values as Soufflé's JSON writer writes them;
 //! - `commit`: writing outputs all or nothing (temporary files, renamed or removed);
 //!
 //! this one holds the checks of the directives' parameters and where an input is read from.
@@ -30,6 +33,7 @@
 mod commit;
 mod format;
 mod input;
+mod json;
 
 use fixlog_logical::{IoDirective, Program, Relation};
 use fixlog_syntax::{Diagnostic, Diagnostics, SourceMap, Span};
@@ -37,12 +41,13 @@ use std::path::{Path, PathBuf};
 
 pub use crate::ordered::ReadMemory;
 pub use commit::{
-    check_output_dir, check_output_target, commit_outputs, output_target, remove_stale_temporaries,
-    remove_temporaries_on_signals, write_atomically, write_output, write_output_file,
-    write_output_stdout, write_temporary, TempOutput, TEMP_PREFIX,
+    as_written, check_output_dir, check_output_target, commit_outputs, output_target,
+    remove_stale_temporaries, remove_temporaries_on_signals, write_atomically, write_output,
+    write_output_file, write_output_stdout, write_temporary, TempOutput, TEMP_PREFIX,
 };
 pub use format::{
-    for_each_in_output_order, format_tuples, format_tuples_into, output_rows, TextFormat,
+    for_each_in_output_order, format_tuples, format_tuples_into, output_rows, OutputFormat,
+    TextFormat,
 };
 pub use input::{parse_facts, parse_field, read_input, FactFormat};
 
@@ -90,14 +95,20 @@ fn check_param(output: bool, key: &str, value: &str) -> Result<(), String> {
     let is_bool = |v: &str| v == "true" || v == "false";
     match key {
         "IO" => match (output, value) {
-            (_, "file") | (true, "stdout") | (false, "stdin") => Ok(()),
+            (_, "file") | (true, "stdout" | "json" | "jsonfile") | (false, "stdin") => Ok(()),
             (false, _) => Err(format!(
                 "IO={value} is not supported in `.input` (Fixlog reads IO=file and IO=stdin)"
             )),
             (true, _) => Err(format!(
-                "IO={value} is not supported in `.output` (Fixlog writes IO=file and IO=stdout)"
+                "IO={value} is not supported in `.output` (Fixlog writes IO=file, IO=stdout, IO=jsonfile and IO=json)"
             )),
         },
+        // Soufflé's JSON writer: rows as lists, or objects keyed by attribute names.
+        "format" if output && (value == "list" || value == "object") => Ok(()),
+        "format" if output => Err(format!(
+            "format={value}: the value must be `list` or `object` (for IO=json and IO=jsonfile)"
+        )),
+        "format" => Err("`format` is for `.output` only (IO=json and IO=jsonfile)".into()),
         "filename" if value.is_empty() => Err("`filename` is empty".into()),
         "filename" => Ok(()),
         "delimiter" if unescape(value).is_empty() => Err("`delimiter` is empty".into()),
@@ -120,7 +131,7 @@ fn check_param(output: bool, key: &str, value: &str) -> Result<(), String> {
         "columns" if !output => Ok(()),
         "columns" => Err("`columns` is for `.input` only".into()),
         _ => Err(format!(
-            "unknown parameter `{key}` (Fixlog understands IO, filename, delimiter, headers, compress, rfc4180 and, for inputs, columns)"
+            "unknown parameter `{key}` (Fixlog understands IO, filename, delimiter, headers, compress, rfc4180, for inputs columns and for outputs format)"
         )),
     }
 }
@@ -200,6 +211,9 @@ pub fn check_directives(program: &Program, sources: &SourceMap) -> Result<(), Di
             for (key, value) in &directive.params {
                 let checked = check_param(output, key, value).and_then(|()| match key.as_str() {
                     "columns" => column_map(value, relation.columns.len()).map(|_| ()),
+                    "IO" if value == "json" || value == "jsonfile" => {
+                        json::json_writable(&relation.types(), &program.symbols.records().types())
+                    }
                     _ => Ok(()),
                 });
                 let Err(why) = checked else {
@@ -267,5 +281,12 @@ mod tests {
         assert!(check_param(true, "rfc4180", "true").is_ok());
         assert!(check_param(true, "rfc4180", "yes").is_err());
         assert!(check_param(true, "filname", "x").is_err());
+        assert!(check_param(true, "IO", "jsonfile").is_ok());
+        assert!(check_param(true, "IO", "json").is_ok());
+        assert!(check_param(false, "IO", "json").is_err());
+        assert!(check_param(true, "format", "object").is_ok());
+        assert!(check_param(true, "format", "list").is_ok());
+        assert!(check_param(true, "format", "table").is_err());
+        assert!(check_param(false, "format", "list").is_err());
     }
 }
