@@ -21,6 +21,11 @@
 #   cspa         CSPA on generated facts (CSPA_PRESETS, default httpd), GPU against CPU
 #   cspa_ab      CSPA (CSPA_PRESETS) through the packed binary and another (CSPA_B, default
 #                .carry/new/fixlog), alternately, REPS times: time, phases, same outputs
+#   output_ab    TC with its output written (OUTPUT_GRAPHS, default fe_body p2p-Gnutella31)
+#                through the packed binary (A) and another (OUTPUT_B, default
+#                .carry/old/fixlog), into each of OUTPUT_DIRS (default /dev/shm /tmp):
+#                wall time and the unload and write phases, the two outputs compared
+#                byte for byte; the disk's and memory's write speed (dd) first
 #   profile      CSPA (PROFILE_PRESET, default httpd) under Nsight Systems when present:
 #                the GPU kernels' time by name, and the CUDA API calls (syncs, copies)
 #   bigmatch     triangles and 4-cliques of a large random power-law graph made here
@@ -169,6 +174,27 @@ for s in "${STEPS[@]}"; do
         if diff -rq $d/out-gpu $d/out-cpu > /dev/null; then same=identical; else same=DIFFERENT; fi
         echo "cspa $p: outputs $same"; grep -E "^[A-Za-z]+\s[0-9]+$|total|peak|phases|Maximum resident" "$OUT/cspa-$p-gpu.log" "$OUT/cspa-$p-cpu.log"
         summary+=("cspa $p: GPU vs CPU outputs $same")
+      done;;
+    output_ab)
+      B=${OUTPUT_B:-$C/old/fixlog}
+      for d in ${OUTPUT_DIRS:-/dev/shm /tmp}; do
+        echo "dd into $d: $(dd if=/dev/zero of=$d/dd.bin bs=16M count=256 2>&1 | tail -1)"; rm -f $d/dd.bin
+      done
+      printf '.decl edge(x: number, y: number)\n.input edge\n.decl path(x: number, y: number)\n.output path\npath(x, y) :- edge(x, y).\npath(x, z) :- path(x, y), edge(y, z).\n' > /tmp/TCout.dl
+      for g in ${OUTPUT_GRAPHS:-fe_body p2p-Gnutella31}; do
+        mkdir -p /tmp/oab/$g; [ -f /tmp/oab/$g/edge.facts ] || zcat "$C/data/graphs/$g.tsv.gz" > /tmp/oab/$g/edge.facts
+        for d in ${OUTPUT_DIRS:-/dev/shm /tmp}; do
+          for v in A B; do
+            bin=$C/fixlog; [ $v = B ] && bin=$B
+            rm -rf $d/oab-$v; mkdir -p $d/oab-$v
+            /usr/bin/time -f "wall %e s" timeout $(lim ${T_ENGINE:-400}) "$bin" run /tmp/TCout.dl -F /tmp/oab/$g -D $d/oab-$v --backend cuda --stats --quiet > "$OUT/oab-$g-$v.log" 2>&1
+            line="TC $g into $d, $v: rc=$? $(grep -E '^wall' "$OUT/oab-$g-$v.log") | $(grep -E '^phases' "$OUT/oab-$g-$v.log")"
+            echo "$line"; summary+=("$line")
+          done
+          if cmp -s $d/oab-A/path.csv $d/oab-B/path.csv; then same=identical; else same=DIFFERENT; fi
+          echo "TC $g into $d: A and B outputs $same ($(stat -c %s $d/oab-A/path.csv) bytes)"; summary+=("TC $g into $d: outputs $same")
+          rm -rf $d/oab-A $d/oab-B
+        done
       done;;
     cspa_ab)
       # CSPA through two builds alternately (A: the packed binary, B: CSPA_B, default
