@@ -205,25 +205,8 @@ pub fn format_tuples_into(
         if let Some(names) = json {
             // Every row after `,\n`; the writer drops the first one's.
             for row in rows.chunks_exact(a) {
-                s.push_str(if names.is_some() { ",\n{" } else { ",\n[" });
-                for (c, (&v, &ty)) in row.iter().zip(types).enumerate() {
-                    if c > 0 {
-                        s.push_str(", ");
-                    }
-                    if let Some(n) = names {
-                        json::write_json_string(&mut s, &n[c]);
-                        s.push_str(": ");
-                    }
-                    json::write_json_value(
-                        &mut s,
-                        v,
-                        ty,
-                        &strings,
-                        records.as_ref(),
-                        names.is_some(),
-                    );
-                }
-                s.push(if names.is_some() { '}' } else { ']' });
+                s.push_str(",\n");
+                json::write_json_row(&mut s, row, types, names, &strings, records.as_ref());
             }
             return s;
         }

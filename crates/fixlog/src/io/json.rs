@@ -79,6 +79,30 @@ pub fn json_writable(types: &[ColType], record_types: &[RecordType]) -> Result<(
     Ok(())
 }
 
+/// Appends one row as Soufflé's JSON writer writes it: `[1, "a"]`, or with `names`
+/// (the relation's attribute names, `format=object`) `{"x": 1, "s": "a"}`.
+pub fn write_json_row(
+    out: &mut String,
+    row: &[Value],
+    types: &[ColType],
+    names: Option<&[String]>,
+    strings: &[Arc<str>],
+    records: Option<&RecordView>,
+) {
+    out.push(if names.is_some() { '{' } else { '[' });
+    for (c, (&v, &ty)) in row.iter().zip(types).enumerate() {
+        if c > 0 {
+            out.push_str(", ");
+        }
+        if let Some(key) = names.and_then(|n| n.get(c)) {
+            write_json_string(out, key);
+            out.push_str(": ");
+        }
+        write_json_value(out, v, ty, strings, records, names.is_some());
+    }
+    out.push(if names.is_some() { '}' } else { ']' });
+}
+
 /// Appends value `v` of type `ty` as Soufflé's JSON writer writes it (see the module
 /// doc); `keys`: records as objects keyed by their field names (`format=object`).
 /// `records` is needed for record types (`None`: written `null`, as is an ADT value,
@@ -218,6 +242,26 @@ mod tests {
             "{\"n\": -1, \"next\": {\"n\": 7, \"next\": null}}"
         );
         assert_eq!(w(0, ColType::Record(0), true), "null");
+        // Rows: lists, or objects keyed by the attribute names.
+        let row = [value::from_i32(-3), 1, 2];
+        let types_of_row = [ColType::Number, ColType::Symbol, ColType::Record(0)];
+        let names = ["x".to_string(), "s\"".to_string(), "p".to_string()];
+        let mut out = String::new();
+        write_json_row(&mut out, &row, &types_of_row, None, &strings, Some(&view));
+        assert_eq!(out, "[-3, \"a\\\"b\", [-1, [7, null]]]");
+        out.clear();
+        write_json_row(
+            &mut out,
+            &row,
+            &types_of_row,
+            Some(&names),
+            &strings,
+            Some(&view),
+        );
+        assert_eq!(
+            out,
+            "{\"x\": -3, \"s\\\"\": \"a\\\"b\", \"p\": {\"n\": -1, \"next\": {\"n\": 7, \"next\": null}}}"
+        );
         // ADTs are refused before any writing, wherever they are.
         assert!(json_writable(&[ColType::Number, ColType::Record(0)], &types).is_ok());
         let err = json_writable(&[ColType::Record(1)], &types).unwrap_err();
