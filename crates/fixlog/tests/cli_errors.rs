@@ -1124,16 +1124,16 @@ fn output_files_get_0666_less_the_umask() {
 
 #[test]
 fn unsupported_output_io_is_a_located_error_before_evaluating() {
-    let prog = ".decl a(x: number)\na(1).\n.output a\n.decl b(x: number)\nb(2).\n.output b(IO=sqlite, dbname=\"x.db\")\n";
+    let prog = ".decl a(x: number)\na(1).\n.output a\n.decl b(x: number)\nb(2).\n.output b(IO=postgres, database=\"x\")\n";
     let o = run(
         &[("prog.dl", prog), ("out/a.csv", "old\n")],
         &["run", "prog.dl", "-D", "out"],
     );
     assert_eq!(o.code, Some(1), "{}", o.stderr);
     assert_points_at(&o, "prog.dl", prog, 6, &["IO="]);
-    assert_mentions(&o, &[&["IO=sqlite is not supported"]]);
+    assert_mentions(&o, &[&["IO=postgres is not supported"]]);
     // Both bad parameters are reported.
-    assert_points_at(&o, "prog.dl", prog, 6, &["dbname"]);
+    assert_points_at(&o, "prog.dl", prog, 6, &["database"]);
     assert_eq!(o.outputs, vec!["a.csv".to_string()]);
     assert_eq!(
         fs::read_to_string(o.dir.path().join("out/a.csv")).unwrap(),
@@ -1143,7 +1143,7 @@ fn unsupported_output_io_is_a_located_error_before_evaluating() {
 
 #[test]
 fn bad_input_parameters_are_located_errors() {
-    let prog = ".decl e(x: number)\n.input e(IO=sqlite)\n.decl f(x: number)\n.input f(headers=yes, delimiter=\"\")\n";
+    let prog = ".decl e(x: number)\n.input e(IO=json)\n.decl f(x: number)\n.input f(headers=yes, delimiter=\"\")\n";
     let o = run_program(&[("prog.dl", prog)]);
     assert_failed(&o);
     assert_points_at(&o, "prog.dl", prog, 2, &["IO="]);
@@ -1152,7 +1152,7 @@ fn bad_input_parameters_are_located_errors() {
     assert_mentions(
         &o,
         &[
-            &["IO=sqlite is not supported in `.input`"],
+            &["IO=json is not supported in `.input`"],
             &["headers=yes"],
             &["`delimiter` is empty"],
         ],

@@ -23,6 +23,7 @@ pub fn output_target(
     let directive = as_written(directive, out_dir);
     let extension = match io_kind(&directive) {
         "stdout" | "json" => return None,
+        "sqlite" => return Some(super::sqlite::sqlite_path(relation, &directive, out_dir)),
         "jsonfile" => "json",
         _ if param_is_true(&directive, "compress") => "csv.gz",
         _ => "csv",
@@ -142,7 +143,7 @@ pub fn write_output_file(
         "jsonfile" => true,
         other => {
             return Err(Error::BadInput(format!(
-                "`.output {}`: IO={other} is not supported (only IO=file, IO=stdout, IO=jsonfile and IO=json)",
+                "`.output {}`: IO={other} is not written as a text file (only IO=file and IO=jsonfile are)",
                 relation.name
             )))
         }
@@ -186,6 +187,14 @@ pub fn write_output(
     let directive = as_written(directive, out_dir);
     match output_target(relation, &directive, out_dir) {
         None => write_output_stdout(relation, &directive, tuples, symbols, memory),
+        Some(path) if io_kind(&directive) == "sqlite" => {
+            commit_outputs(vec![super::sqlite::write_sqlite(
+                &path,
+                &[(relation, tuples)],
+                symbols,
+                memory,
+            )?])
+        }
         Some(path) => commit_outputs(vec![write_output_file(
             relation, &directive, &path, tuples, symbols, memory,
         )?]),

@@ -38,9 +38,12 @@ pub fn read_input(
                 })?;
             (path, bytes)
         }
+        "sqlite" => {
+            return super::sqlite::read_sqlite(relation, directive, facts_dir, symbols, out)
+        }
         other => {
             return Err(Error::BadInput(format!(
-                "`.input {}`: IO={other} is not supported (only IO=file and IO=stdin)",
+                "`.input {}`: IO={other} is not supported (only IO=file, IO=stdin and IO=sqlite)",
                 relation.name
             )))
         }

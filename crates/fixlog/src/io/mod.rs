@@ -14,7 +14,8 @@
 //!   attribute names first, `compress=true` gzips the file (default name `r.csv.gz`, as
 //!   Soufflé names it), `rfc4180=true` quotes symbols and records as Soufflé does
 //!   ([`TextFormat`]). `IO=jsonfile` writes `r.json` and `IO=json` prints JSON as
-//!   Soufflé's JSON writer does (`json`). With `-D -` every output prints on stdout
+//!   Soufflé's JSON writer does (`json`); `IO=sqlite` reads and writes SQLite
+//!   databases laid out as Soufflé lays them out (`sqlite`). With `-D -` every output prints on stdout
 //!   with its header line ([`as_written`]). Each file is written to a
 //!   temporary file in the same directory and renamed into place, so a failed run never
 //!   leaves a half-written file. `IO=stdout` or `-D -` prints to stdout instead. The
@@ -26,6 +27,7 @@
 //! - `input`: reading fact files (gzip included) and parsing their lines and fields;
 //! - `format`: a relation's rows in output order and their text in Soufflé's format;
 //! - `json`: values as Soufflé's JSON writer writes them;
+//! - `sqlite`: SQLite databases (tables, the symbol table, the views);
 //! - `commit`: writing outputs all or nothing (temporary files, renamed or removed);
 //!
 //! this one holds the checks of the directives' parameters and where an input is read from.
@@ -34,6 +36,7 @@ mod commit;
 mod format;
 mod input;
 mod json;
+mod sqlite;
 
 use fixlog_logical::{IoDirective, Program, Relation};
 use fixlog_syntax::{Diagnostic, Diagnostics, SourceMap, Span};
@@ -50,6 +53,7 @@ pub use format::{
     TextFormat,
 };
 pub use input::{parse_facts, parse_field, read_input, FactFormat};
+pub use sqlite::{same_file_key, sqlite_path, write_sqlite};
 
 /// A directive's delimiter: its `delimiter` parameter, else a comma with
 /// `rfc4180=true` and a tab otherwise (as Soufflé's).
@@ -95,14 +99,19 @@ fn check_param(output: bool, key: &str, value: &str) -> Result<(), String> {
     let is_bool = |v: &str| v == "true" || v == "false";
     match key {
         "IO" => match (output, value) {
-            (_, "file") | (true, "stdout" | "json" | "jsonfile") | (false, "stdin") => Ok(()),
+            (_, "file" | "sqlite") | (true, "stdout" | "json" | "jsonfile") | (false, "stdin") => {
+                Ok(())
+            }
             (false, _) => Err(format!(
-                "IO={value} is not supported in `.input` (Fixlog reads IO=file and IO=stdin)"
+                "IO={value} is not supported in `.input` (Fixlog reads IO=file, IO=stdin and IO=sqlite)"
             )),
             (true, _) => Err(format!(
-                "IO={value} is not supported in `.output` (Fixlog writes IO=file, IO=stdout, IO=jsonfile and IO=json)"
+                "IO={value} is not supported in `.output` (Fixlog writes IO=file, IO=stdout, IO=jsonfile, IO=json and IO=sqlite)"
             )),
         },
+        // Soufflé's older name of an SQLite database's `filename`.
+        "dbname" if value.is_empty() => Err("`dbname` is empty".into()),
+        "dbname" => Ok(()),
         // Soufflé's JSON writer: rows as lists, or objects keyed by attribute names.
         "format" if output && (value == "list" || value == "object") => Ok(()),
         "format" if output => Err(format!(
@@ -131,7 +140,7 @@ fn check_param(output: bool, key: &str, value: &str) -> Result<(), String> {
         "columns" if !output => Ok(()),
         "columns" => Err("`columns` is for `.input` only".into()),
         _ => Err(format!(
-            "unknown parameter `{key}` (Fixlog understands IO, filename, delimiter, headers, compress, rfc4180, for inputs columns and for outputs format)"
+            "unknown parameter `{key}` (Fixlog understands IO, filename, dbname, delimiter, headers, compress, rfc4180, for inputs columns and for outputs format)"
         )),
     }
 }
@@ -214,6 +223,15 @@ pub fn check_directives(program: &Program, sources: &SourceMap) -> Result<(), Di
                     "IO" if value == "json" || value == "jsonfile" => {
                         json::json_writable(&relation.types(), &program.symbols.records().types())
                     }
+                    "IO" if value == "sqlite" => sqlite::sqlite_usable(&relation.types()),
+                    "filename" | "dbname"
+                        if io_kind(directive) == "sqlite"
+                            && (value.starts_with("file:") || value.starts_with(":memory:")) =>
+                    {
+                        Err(format!(
+                            "{key}=\"{value}\": SQLite URIs are not supported (give a file name)"
+                        ))
+                    }
                     _ => Ok(()),
                 });
                 let Err(why) = checked else {
@@ -268,7 +286,10 @@ mod tests {
     fn parameters_are_checked() {
         assert!(check_param(true, "IO", "stdout").is_ok());
         assert!(check_param(false, "IO", "stdout").is_err());
-        assert!(check_param(true, "IO", "sqlite").is_err());
+        assert!(check_param(true, "IO", "sqlite").is_ok());
+        assert!(check_param(false, "IO", "sqlite").is_ok());
+        assert!(check_param(true, "IO", "postgres").is_err());
+        assert!(check_param(true, "dbname", "").is_err());
         assert!(check_param(false, "headers", "true").is_ok());
         assert!(check_param(true, "headers", "true").is_ok());
         assert!(check_param(false, "headers", "yes").is_err());
