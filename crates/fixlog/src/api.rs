@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::io;
 use fixlog_exec::driver::{DriverOptions, RunResult, Tuples};
 use fixlog_logical::records::RecordView;
-use fixlog_logical::{value, ColType, Program, RelId, Relation, Value};
+use fixlog_logical::{value, ColType, Program, RelId, Value};
 use fixlog_plan::{Plan, PlanOptions};
 use fixlog_syntax::SourceMap;
 use std::path::{Path, PathBuf};
@@ -242,8 +242,8 @@ impl Fixlog {
         io::check_output_dir(dir)?;
         for relation in &self.program.relations {
             for directive in &relation.outputs {
-                if let Some(path) = io::output_target(relation, directive, dir) {
-                    io::check_output_target(&path)?;
+                if let Some(path) = io::output_target(relation, directive, dir).path() {
+                    io::check_output_target(path)?;
                 }
             }
         }
@@ -718,10 +718,7 @@ impl Database {
     }
 
     fn write_outputs_counted(&self, dir: &Path) -> Result<(), Error> {
-        let mut files = Vec::new();
-        let mut printed = Vec::new();
-        // SQLite databases, each with the relations that go into it (in program order).
-        let mut databases: Vec<(PathBuf, Vec<(&Relation, &Tuples)>)> = Vec::new();
+        let mut relations = Vec::new();
         for (rel, relation) in self.program.relations.iter().enumerate() {
             if relation.outputs.is_empty() {
                 continue;
@@ -729,42 +726,9 @@ impl Database {
             let tuples = self.relations[rel]
                 .as_ref()
                 .ok_or_else(|| Error::BadInput(format!("`{}` was not kept", relation.name)))?;
-            for directive in &relation.outputs {
-                let directive = io::as_written(directive, dir);
-                match io::output_target(relation, &directive, dir) {
-                    Some(path) if directive.params.get("IO").is_some_and(|io| io == "sqlite") => {
-                        // One database however its name is spelled (`db.sqlite`,
-                        // `./db.sqlite`, absolute): written once, with all its relations.
-                        let path = io::same_file_key(&path);
-                        match databases.iter_mut().find(|(p, _)| *p == path) {
-                            Some((_, relations)) => relations.push((relation, tuples)),
-                            None => databases.push((path, vec![(relation, tuples)])),
-                        }
-                    }
-                    Some(path) => files.push(io::write_output_file(
-                        relation,
-                        &directive,
-                        &path,
-                        tuples,
-                        &self.symbols,
-                        &self.memory,
-                    )?),
-                    None => printed.push((relation, directive, tuples)),
-                }
-            }
+            relations.push((relation, tuples));
         }
-        for (path, relations) in &databases {
-            files.push(io::write_sqlite(
-                path,
-                relations,
-                &self.symbols,
-                &self.memory,
-            )?);
-        }
-        for (relation, directive, tuples) in printed {
-            io::write_output_stdout(relation, &directive, tuples, &self.symbols, &self.memory)?;
-        }
-        io::commit_outputs(files)
+        io::write_outputs(&relations, dir, &self.symbols, &self.memory)
     }
 
     /// `name<TAB>size` lines for every `.printsize` relation, in declaration order.

@@ -1,6 +1,7 @@
-//! Outputs read back as inputs: a relation of every column type written with random
-//! output parameters (`delimiter`, `headers`, `compress`, `rfc4180`) is read again by an
-//! `.input` with the same parameters and holds the same tuples. Symbols hold the
+//! Outputs read back: as JSON (parsed, against the relation), through SQLite
+//! (`IO=sqlite` out and in), and as text: a relation of every column type written with
+//! random output parameters (`delimiter`, `headers`, `compress`, `rfc4180`) is read
+//! again by an `.input` with the same parameters and holds the same tuples. Symbols hold the
 //! delimiter only under `rfc4180` (unquoted, Soufflé cannot tell it from a
 //! separator either) and never a quote (Soufflé's RFC 4180 writer turns `"` into
 //! `\""`, which its reader reads back as `\"`), a tab or a line break.
@@ -100,20 +101,63 @@ fn json_number(d: &Datum) -> Option<f64> {
     }
 }
 
+/// The attributes of `r` in the JSON and SQLite properties: every base type.
+const EVERY_TYPE: &str = ".decl r(a: number, b: unsigned, c: float, d: symbol)\n";
+
+/// Up to `max` rows of every base type: any numbers and unsigned values, finite
+/// floats, symbols of 0 to 5 characters drawn from `chars`.
+fn rows_of_every_type(
+    chars: Vec<char>,
+    max: usize,
+) -> impl Strategy<Value = Vec<(i32, u32, f32, String)>> {
+    let symbol = proptest::collection::vec(proptest::sample::select(chars), 0..6)
+        .prop_map(|c| c.into_iter().collect::<String>());
+    let float = any::<f32>().prop_filter("finite", |f| f.is_finite());
+    proptest::collection::vec((any::<i32>(), any::<u32>(), float, symbol), 0..max)
+}
+
+/// Runs `text` (which declares `r` as [`EVERY_TYPE`]) on the CPU, with `rows` inserted
+/// into `r` and input files read from `dir`.
+fn run_with_rows(
+    text: &str,
+    rows: &[(i32, u32, f32, String)],
+    dir: &std::path::Path,
+) -> Result<fixlog::Database, TestCaseError> {
+    let fail = |e: fixlog::Error| TestCaseError::fail(format!("{e}\n{text}"));
+    let mut program = Fixlog::from_source("round_trip.dl", text).map_err(fail)?;
+    program
+        .insert(
+            "r",
+            rows.iter().map(|(a, b, c, d)| {
+                vec![
+                    Datum::Number(*a),
+                    Datum::Unsigned(*b),
+                    Datum::Float(*c),
+                    Datum::Symbol(d.clone()),
+                ]
+            }),
+        )
+        .map_err(fail)?;
+    let options = RunOptions {
+        backend: fixlog::BackendKind::Cpu,
+        jobs: Some(1),
+        facts_dir: Some(dir.to_path_buf()),
+        ..RunOptions::default()
+    };
+    program.run(&options).map_err(fail)
+}
+
 #[test]
 fn json_outputs_parse_as_json_and_hold_the_tuples() {
     // Any symbols (quotes, backslashes, control characters, U+2028), numbers of every
     // type and finite floats: `IO=jsonfile` writes valid JSON whose rows, lists or
     // objects keyed by the attribute names, hold the relation's tuples in output order.
-    let symbol = proptest::collection::vec(
-        proptest::sample::select(vec![
+    let rows = rows_of_every_type(
+        vec![
             'a', '"', '\\', '\n', '\t', '\u{1}', '\u{1f}', '\u{7f}', 'é', '\u{2028}', '/', ' ',
-        ]),
-        0..6,
-    )
-    .prop_map(|c| c.into_iter().collect::<String>());
-    let float = any::<f32>().prop_filter("finite", |f| f.is_finite());
-    let rows = proptest::collection::vec((any::<i32>(), any::<u32>(), float, symbol), 0..12);
+        ],
+        12,
+    );
     let mut runner = TestRunner::new(Config {
         cases: 200,
         failure_persistence: None,
@@ -122,33 +166,8 @@ fn json_outputs_parse_as_json_and_hold_the_tuples() {
     let result = runner.run(&(rows, any::<bool>()), |(rows, objects)| {
         let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
         let format = if objects { "object" } else { "list" };
-        let text = format!(
-            ".decl r(a: number, b: unsigned, c: float, d: symbol)\n\
-             .output r(IO=jsonfile, format={format})\n"
-        );
-        let mut program = Fixlog::from_source("json.dl", &text)
-            .map_err(|e| TestCaseError::fail(format!("{e}")))?;
-        program
-            .insert(
-                "r",
-                rows.iter().map(|(a, b, c, d)| {
-                    vec![
-                        Datum::Number(*a),
-                        Datum::Unsigned(*b),
-                        Datum::Float(*c),
-                        Datum::Symbol(d.clone()),
-                    ]
-                }),
-            )
-            .map_err(|e| TestCaseError::fail(format!("{e}")))?;
-        let options = RunOptions {
-            backend: fixlog::BackendKind::Cpu,
-            jobs: Some(1),
-            ..RunOptions::default()
-        };
-        let db = program
-            .run(&options)
-            .map_err(|e| TestCaseError::fail(format!("{e}")))?;
+        let text = format!("{EVERY_TYPE}.output r(IO=jsonfile, format={format})\n");
+        let db = run_with_rows(&text, &rows, dir.path())?;
         db.write_outputs(dir.path())
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let file = std::fs::read_to_string(dir.path().join("r.json"))
@@ -179,6 +198,45 @@ fn json_outputs_parse_as_json_and_hold_the_tuples() {
                 }
             }
         }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn relations_read_back_from_sqlite_as_written() {
+    // Any numbers, unsigned values, finite floats and non-empty symbols (quotes,
+    // control characters, non-ASCII; an empty one reads back as `n/a`, as in Soufflé)
+    // written with IO=sqlite read back the same through IO=sqlite.
+    let rows = rows_of_every_type(vec!['a', '\'', '"', '\n', '\t', 'é', ' ', ',', '\u{1}'], 20)
+        .prop_map(|rows| {
+            rows.into_iter()
+                .filter(|r| !r.3.is_empty())
+                .collect::<Vec<_>>()
+        });
+    let mut runner = TestRunner::new(Config {
+        cases: 100,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&rows, |rows| {
+        let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let written = run_with_rows(
+            &format!("{EVERY_TYPE}.output r(IO=sqlite)\n"),
+            &rows,
+            dir.path(),
+        )?;
+        written
+            .write_outputs(dir.path())
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let read = run_with_rows(
+            &format!("{EVERY_TYPE}.input r(IO=sqlite)\n"),
+            &[],
+            dir.path(),
+        )?;
+        prop_assert_eq!(read.relation("r"), written.relation("r"));
         Ok(())
     });
     if let Err(e) = result {

@@ -13,17 +13,38 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The file one `.output` directive writes, or `None` when it prints on stdout
-/// (`IO=stdout`, `IO=json`, or `-D -`, see [`as_written`]).
-pub fn output_target(
-    relation: &Relation,
-    directive: &IoDirective,
-    out_dir: &Path,
-) -> Option<PathBuf> {
+/// Where one `.output` directive's rows go.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OutputTarget {
+    /// Printed (`IO=stdout`, `IO=json`, or `-D -`, see [`as_written`]).
+    Stdout,
+    /// A text file (`IO=file`, `IO=jsonfile`).
+    File(PathBuf),
+    /// An SQLite database (`IO=sqlite`), its directory resolved so that two spellings
+    /// of its name are one database ([`super::sqlite::same_file_key`]).
+    Database(PathBuf),
+}
+
+impl OutputTarget {
+    /// The file written, if any.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            OutputTarget::Stdout => None,
+            OutputTarget::File(p) | OutputTarget::Database(p) => Some(p),
+        }
+    }
+}
+
+/// Where one `.output` directive's rows go for output directory `out_dir` (the
+/// directive taken [`as_written`]).
+pub fn output_target(relation: &Relation, directive: &IoDirective, out_dir: &Path) -> OutputTarget {
     let directive = as_written(directive, out_dir);
     let extension = match io_kind(&directive) {
-        "stdout" | "json" => return None,
-        "sqlite" => return Some(super::sqlite::sqlite_path(relation, &directive, out_dir)),
+        "stdout" | "json" => return OutputTarget::Stdout,
+        "sqlite" => {
+            let path = super::sqlite::sqlite_path(relation, &directive, out_dir);
+            return OutputTarget::Database(super::sqlite::same_file_key(&path));
+        }
         "jsonfile" => "json",
         _ if param_is_true(&directive, "compress") => "csv.gz",
         _ => "csv",
@@ -33,7 +54,7 @@ pub fn output_target(
         .get("filename")
         .cloned()
         .unwrap_or_else(|| format!("{}.{extension}", relation.name));
-    Some(if Path::new(&name).is_absolute() {
+    OutputTarget::File(if Path::new(&name).is_absolute() {
         PathBuf::from(&name)
     } else {
         out_dir.join(&name)
@@ -174,31 +195,44 @@ pub fn write_output_file(
     })
 }
 
-/// Writes one `.output` directive's relation (to its file, renamed into place at once,
-/// or to stdout).
-pub fn write_output(
-    relation: &Relation,
-    directive: &IoDirective,
+/// Writes the outputs of `relations` (each with its tuples) into `out_dir`, all or
+/// nothing: every file, and every SQLite database with all the relations that go into
+/// it, to a temporary file, renamed into place together once all are written; then
+/// what prints on stdout.
+pub fn write_outputs(
+    relations: &[(&Relation, &Tuples)],
     out_dir: &Path,
-    tuples: &Tuples,
     symbols: &SymbolTable,
     memory: &ReadMemory,
 ) -> Result<(), Error> {
-    let directive = as_written(directive, out_dir);
-    match output_target(relation, &directive, out_dir) {
-        None => write_output_stdout(relation, &directive, tuples, symbols, memory),
-        Some(path) if io_kind(&directive) == "sqlite" => {
-            commit_outputs(vec![super::sqlite::write_sqlite(
-                &path,
-                &[(relation, tuples)],
-                symbols,
-                memory,
-            )?])
+    let mut files = Vec::new();
+    let mut printed = Vec::new();
+    // SQLite databases, each with the relations that go into it (in program order).
+    let mut databases: Vec<(PathBuf, Vec<(&Relation, &Tuples)>)> = Vec::new();
+    for &(relation, tuples) in relations {
+        for directive in &relation.outputs {
+            let directive = as_written(directive, out_dir);
+            match output_target(relation, &directive, out_dir) {
+                OutputTarget::Stdout => printed.push((relation, directive, tuples)),
+                OutputTarget::File(path) => files.push(write_output_file(
+                    relation, &directive, &path, tuples, symbols, memory,
+                )?),
+                OutputTarget::Database(path) => {
+                    match databases.iter_mut().find(|(p, _)| *p == path) {
+                        Some((_, into)) => into.push((relation, tuples)),
+                        None => databases.push((path, vec![(relation, tuples)])),
+                    }
+                }
+            }
         }
-        Some(path) => commit_outputs(vec![write_output_file(
-            relation, &directive, &path, tuples, symbols, memory,
-        )?]),
     }
+    for (path, into) in &databases {
+        files.push(super::sqlite::write_sqlite(path, into, symbols, memory)?);
+    }
+    for (relation, directive, tuples) in printed {
+        write_output_stdout(relation, &directive, tuples, symbols, memory)?;
+    }
+    commit_outputs(files)
 }
 
 /// Checks, before evaluating, that an output file can be put at `path`: it must not be

@@ -8,6 +8,7 @@ use fixlog_cpu::budget::Charge;
 use fixlog_exec::driver::Tuples;
 use fixlog_exec::merge::{Merge, Part};
 use fixlog_exec::ExecError;
+use fixlog_logical::records::RecordView;
 use fixlog_logical::{value, ColType, SymbolTable, Value};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -149,6 +150,37 @@ fn push_quoted_symbol(out: &mut String, v: Value, strings: &[Arc<str>], quotes: 
     out.push_str(quotes);
 }
 
+/// Appends one row as Soufflé's CSV writer writes it: the fields between `format`'s
+/// delimiter (quoted with `rfc4180`), then a line break.
+fn write_text_row(
+    s: &mut String,
+    row: &[Value],
+    types: &[ColType],
+    format: &TextFormat,
+    strings: &[Arc<str>],
+    records: &Option<RecordView>,
+) {
+    for (c, (&v, &ty)) in row.iter().zip(types).enumerate() {
+        if c > 0 {
+            s.push_str(format.delimiter);
+        }
+        match (ty, records) {
+            (ColType::Record(rt), Some(view)) if format.rfc4180 => {
+                s.push('"');
+                view.write(s, rt, v, &mut |o, t, x| match t {
+                    ColType::Symbol => push_quoted_symbol(o, x, strings, "\"\""),
+                    _ => value::write_value(o, x, t, strings),
+                });
+                s.push('"');
+            }
+            (ColType::Record(rt), Some(view)) => value::write_record(s, v, rt, strings, view),
+            (ColType::Symbol, _) if format.rfc4180 => push_quoted_symbol(s, v, strings, "\""),
+            _ => value::write_value(s, v, ty, strings),
+        }
+    }
+    s.push('\n');
+}
+
 /// Formats a relation as Soufflé's output text and hands the text on in order, a
 /// part at a time (`sink` returns an error to stop). The rows are read in output order
 /// part by part (see [`crate::ordered`]: the relation's runs merged lazily, or sorted
@@ -163,9 +195,9 @@ pub fn format_tuples_into(
     memory: &ReadMemory,
     mut sink: impl FnMut(&str) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let (delimiter, rfc4180, json) = match *format {
-        OutputFormat::Text(t) => (t.delimiter, t.rfc4180, None),
-        OutputFormat::Json { names } => (", ", false, Some(names)),
+    let json = match *format {
+        OutputFormat::Text(_) => None,
+        OutputFormat::Json { names } => Some(names),
     };
     if let Some(names) = json {
         json_writable(types, &symbols.records().types())
@@ -192,48 +224,25 @@ pub fn format_tuples_into(
     // Two batches of text in flight (one formatted, one handed on), each within a
     // quarter of the allowance.
     let text_room = memory.allowance() / 4;
-    let (bound, bounded) = match json {
-        None => line_estimate(types, delimiter),
+    let (bound, bounded) = match *format {
+        OutputFormat::Text(t) => line_estimate(types, t.delimiter),
         // Not a bound: floats and keys vary.
-        Some(names) => {
+        OutputFormat::Json { names } => {
             let keys: usize = names.map_or(0, |n| n.iter().map(|k| k.len() + 4).sum());
-            (line_estimate(types, delimiter).0 + keys + 4, false)
+            (line_estimate(types, ", ").0 + keys + 4, false)
         }
     };
     let format_rows = |rows: &[Value], line: usize| {
         let mut s = String::with_capacity(rows.len() / a * line);
-        if let Some(names) = json {
-            // Every row after `,\n`; the writer drops the first one's.
-            for row in rows.chunks_exact(a) {
-                s.push_str(",\n");
-                json::write_json_row(&mut s, row, types, names, &strings, records.as_ref());
-            }
-            return s;
-        }
         for row in rows.chunks_exact(a) {
-            for (c, (&v, &ty)) in row.iter().zip(types).enumerate() {
-                if c > 0 {
-                    s.push_str(delimiter);
-                }
-                match (ty, &records) {
-                    (ColType::Record(rt), Some(view)) if rfc4180 => {
-                        s.push('"');
-                        view.write(&mut s, rt, v, &mut |o, t, x| match t {
-                            ColType::Symbol => push_quoted_symbol(o, x, &strings, "\"\""),
-                            _ => value::write_value(o, x, t, &strings),
-                        });
-                        s.push('"');
-                    }
-                    (ColType::Record(rt), Some(view)) => {
-                        value::write_record(&mut s, v, rt, &strings, view)
-                    }
-                    (ColType::Symbol, _) if rfc4180 => {
-                        push_quoted_symbol(&mut s, v, &strings, "\"")
-                    }
-                    _ => value::write_value(&mut s, v, ty, &strings),
+            match *format {
+                OutputFormat::Text(t) => write_text_row(&mut s, row, types, &t, &strings, &records),
+                // Every row after `,\n`; the writer drops the first one's.
+                OutputFormat::Json { names } => {
+                    s.push_str(",\n");
+                    json::write_json_row(&mut s, row, types, names, &strings, records.as_ref());
                 }
             }
-            s.push('\n');
         }
         s
     };

@@ -45,15 +45,15 @@ use std::path::{Path, PathBuf};
 pub use crate::ordered::ReadMemory;
 pub use commit::{
     as_written, check_output_dir, check_output_target, commit_outputs, output_target,
-    remove_stale_temporaries, remove_temporaries_on_signals, write_atomically, write_output,
-    write_output_file, write_output_stdout, write_temporary, TempOutput, TEMP_PREFIX,
+    remove_stale_temporaries, remove_temporaries_on_signals, write_atomically, write_output_file,
+    write_output_stdout, write_outputs, write_temporary, OutputTarget, TempOutput, TEMP_PREFIX,
 };
 pub use format::{
     for_each_in_output_order, format_tuples, format_tuples_into, output_rows, OutputFormat,
     TextFormat,
 };
 pub use input::{parse_facts, parse_field, read_input, FactFormat};
-pub use sqlite::{same_file_key, sqlite_path, write_sqlite};
+pub use sqlite::{sqlite_path, write_sqlite};
 
 /// A directive's delimiter: its `delimiter` parameter, else a comma with
 /// `rfc4180=true` and a tab otherwise (as Soufflé's).
